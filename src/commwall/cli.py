@@ -1,0 +1,373 @@
+"""The ``commwall`` command line.
+
+Every command validates its input first; a bad value prints one clear message naming the option
+or field, the value and what is allowed, and exits with status 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from commwall import __version__
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Where does a training step's time go, and what would a different network change?",
+)
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, highlight=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def friendly(func: F) -> F:
+    """Turn commwall's validation errors into one message and exit status 2."""
+    from commwall.catalog import CatalogError
+    from commwall.collectives import Unsupported
+    from commwall.io.scenario import ScenarioError
+    from commwall.units import UnitError
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ScenarioError as e:
+            _fail("\n".join(f"{e.origin}: {m}" for m in e.messages))
+        except (UnitError, CatalogError, Unsupported) as e:
+            _fail(str(e))
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"commwall {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """commwall: model AI-cluster networks from SerDes to NCCL to the training step."""
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:,.1f} GB/s"
+
+
+def _secs(x: float) -> str:
+    from commwall.units import format_time
+
+    return format_time(x, digits=3)
+
+
+def _size(x: float) -> str:
+    from commwall.units import format_size
+
+    return format_size(x, digits=3)
+
+
+# ---- run ------------------------------------------------------------------------------------
+
+
+@app.command()
+@friendly
+def run(
+    scenario: Annotated[
+        Path | None, typer.Argument(help="Scenario YAML; omit for the built-in default.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
+) -> None:
+    """Simulate one training step: where the time goes and how much of it is waiting."""
+    from commwall.defaults import default_scenario
+    from commwall.io.scenario import load_scenario
+    from commwall.workload.simulate import simulate
+
+    sc = load_scenario(scenario) if scenario is not None else default_scenario()
+    report = simulate(sc)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        return
+    _print_report(report)
+
+
+def _print_report(report: Any) -> None:
+    from commwall.workload.simulate import _LABELS, CATEGORIES, COMM_CATEGORIES
+
+    c, j = report.cluster, report.job
+    out.print(f"[bold]{report.scenario}[/]")
+    out.print(
+        f"cluster  {c['gpus']:,} x {c['gpu']} in {c['nodes']:,} nodes; scale-up {c['scale_up']} "
+        f"domain of {c['scale_up_domain']} at {_gb(c['scale_up_bw_per_gpu'])}/GPU; "
+        f"scale-out {c['nic']} ({c['fabric']}, {_gb(c['net_bw_per_gpu'])}/GPU achievable), "
+        f"{c['topology']} {c['tiers']}-tier {c['switch']}, oversubscription "
+        f"{c['oversubscription']:g}:1"
+    )
+    out.print(
+        f"job      {j['model']} ({j['params'] / 1e9:,.1f} B params), TP {j['tp']} x PP {j['pp']} "
+        f"x DP {j['dp']}"
+        + (f" x EP {j['ep']}" if j["ep"] > 1 else "")
+        + f"; {j['global_batch']} x {j['seq_len']} tokens per step, micro-batch "
+        f"{j['micro_batch']} ({j['micro_batches']} per step), {j['precision']}, ZeRO-"
+        f"{j['zero_stage']}"
+    )
+    table = Table(title="Step breakdown (critical pipeline stage)", title_justify="left")
+    table.add_column("part")
+    table.add_column("time", justify="right")
+    table.add_column("share", justify="right")
+    for cat in CATEGORIES:
+        v = report.breakdown[cat]
+        if v <= 0:
+            continue
+        mark = " (waiting on comm)" if cat in COMM_CATEGORIES else ""
+        table.add_row(_LABELS[cat] + mark, _secs(v), f"{v / report.step_time:.1%}")
+    table.add_row("[bold]step[/]", f"[bold]{_secs(report.step_time)}[/]", "100%")
+    out.print(table)
+    out.print(
+        f"waiting on communication: [bold]{report.comm_wait_share:.1%}[/] of the step   "
+        f"MFU {report.mfu:.1%}   {report.tokens_per_second:,.0f} tokens/s   "
+        f"memory {report.memory.total / 1e9:,.1f} of {report.hbm_bytes / 1e9:,.0f} GB per GPU"
+        + ("" if report.fits_in_memory else "  [bold red]DOES NOT FIT[/]")
+    )
+    top = Table(title="Top collectives", title_justify="left")
+    for col in ("collective", "size", "ranks", "calls", "each", "total", "algo/proto", "busbw"):
+        top.add_column(col, justify="left" if col in ("collective", "algo/proto") else "right")
+    for s in report.collectives[:6]:
+        top.add_row(
+            s.name,
+            _size(s.nbytes),
+            str(s.nranks),
+            f"{s.calls:,}",
+            _secs(s.time_each),
+            _secs(s.total),
+            f"{s.algo}/{s.proto}",
+            _gb(s.busbw),
+        )
+    out.print(top)
+    out.print(report.bottleneck())
+
+
+# ---- collective ------------------------------------------------------------------------------
+
+
+def _resolve_cluster(
+    cluster: str, nodes: int | None, gpus_per_node: int | None, sharp: bool | None
+) -> Any:
+    from commwall.cluster import build_cluster
+    from commwall.io.scenario import ClusterSpec, load_scenario
+
+    if cluster.endswith((".yaml", ".yml")) or Path(cluster).is_file():
+        spec = load_scenario(cluster).cluster
+    else:
+        spec = ClusterSpec(preset=cluster)
+    update: dict[str, Any] = {}
+    if nodes is not None:
+        update["nodes"] = nodes
+    if gpus_per_node is not None:
+        update["gpus_per_node"] = gpus_per_node
+        if gpus_per_node < (spec.scale_up_domain or 8):
+            update["scale_up_domain"] = gpus_per_node
+    if sharp is not None:
+        update["sharp"] = sharp
+    if update:
+        spec = ClusterSpec.model_validate({**spec.model_dump(), **update})
+    return build_cluster(spec)
+
+
+@app.command()
+@friendly
+def collective(
+    op: Annotated[
+        str,
+        typer.Argument(
+            help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv"
+        ),
+    ],
+    cluster: Annotated[str, typer.Option(help="Cluster preset or scenario YAML.")] = "dgx-h100",
+    nodes: Annotated[
+        int | None, typer.Option(min=1, help="Nodes (default: the preset's or 1).")
+    ] = None,
+    gpus_per_node: Annotated[
+        int | None, typer.Option(min=1, help="GPUs per node taking part.")
+    ] = None,
+    min_size: Annotated[str, typer.Option("--min", help="Smallest size, e.g. 8B.")] = "8B",
+    max_size: Annotated[str, typer.Option("--max", help="Largest size, e.g. 8GiB.")] = "8GiB",
+    factor: Annotated[
+        int, typer.Option(min=2, help="Size multiplier between rows (nccl-tests -f).")
+    ] = 2,
+    algo: Annotated[str | None, typer.Option(help="Force an algorithm (like NCCL_ALGO).")] = None,
+    proto: Annotated[str | None, typer.Option(help="Force a protocol: LL, LL128, Simple.")] = None,
+    policy: Annotated[str, typer.Option(help="nccl (NCCL's algorithms) or all.")] = "nccl",
+    sharp: Annotated[
+        bool | None, typer.Option("--sharp/--no-sharp", help="IB SHARP in-network reduction.")
+    ] = None,
+    explain: Annotated[bool, typer.Option(help="Say why each row's algorithm won.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
+) -> None:
+    """Predict the table nccl-tests would print for OP on a cluster you have not built yet."""
+    from commwall.collectives import choose, parse_algo, parse_op, parse_proto
+    from commwall.collectives.ops import REDUCING_OPS, Op, element_count
+    from commwall.units import parse_size
+
+    try:
+        operation = parse_op(op)
+        algo_name = parse_algo(algo) if algo else None
+        proto_value = parse_proto(proto) if proto else None
+    except ValueError as e:
+        _fail(str(e))
+    if policy not in ("nccl", "all"):
+        _fail(f"--policy: {policy!r} is not allowed; allowed: nccl, all")
+    lo, hi = parse_size(min_size), parse_size(max_size)
+    if lo <= 0 or hi < lo:
+        _fail(f"--min/--max: need 0 < min <= max, got {min_size!r} and {max_size!r}")
+    cl = _resolve_cluster(cluster, nodes, gpus_per_node, sharp)
+    fabric = cl.world()
+    rows: list[dict[str, Any]] = []
+    size = lo
+    while size <= hi:
+        choice = choose(operation, size, fabric, algo=algo_name, proto=proto_value, policy=policy)
+        best = choice.best
+        rows.append(
+            {
+                "size": int(size),
+                "count": element_count(size),
+                "type": "float",
+                "redop": "sum" if operation in REDUCING_OPS else "none",
+                "root": 0 if operation in (Op.BROADCAST, Op.REDUCE) else -1,
+                "time_us": best.time * 1e6,
+                "algbw_GBps": best.algbw / 1e9,
+                "busbw_GBps": best.busbw / 1e9,
+                "algo": best.algo,
+                "proto": best.proto.value,
+                "why": choice.explain() if explain else None,
+            }
+        )
+        size *= factor
+    header = {
+        "op": operation.value,
+        "cluster": cl.summary(),
+        "ranks": fabric.nranks,
+        "domains": fabric.n_domains,
+        "ranks_per_domain": fabric.ranks_per_domain,
+    }
+    if as_json:
+        sys.stdout.write(json.dumps({**header, "rows": rows}, indent=2) + "\n")
+        return
+    _print_nccl_table(header, rows, explain)
+
+
+def _cell(value: float, width: int) -> str:
+    for digits in (2, 1, 0):
+        text = f"{value:.{digits}f}"
+        if len(text) <= width:
+            return text.rjust(width)
+    return f"{value:.{width - 6}e}".rjust(width)
+
+
+def _print_nccl_table(header: dict[str, Any], rows: list[dict[str, Any]], explain: bool) -> None:
+    c = header["cluster"]
+    print(
+        f"# commwall {__version__} prediction: {header['op']}_perf on {c['name']}: "
+        f"{header['ranks']} ranks = {header['domains']} domains x {header['ranks_per_domain']} "
+        f"({c['gpu']}, {c['scale_up']}, {c['nic']}, {c['fabric']})"
+    )
+    print("#")
+    print(
+        "#       size         count      type   redop    root     time   algbw   busbw  "
+        "#wrong  algo/proto"
+    )
+    print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)")
+    for r in rows:
+        print(
+            f"{r['size']:>12d}  {r['count']:>12d}  {r['type']:>8}  {r['redop']:>6}  "
+            f"{r['root']:>6d}  {_cell(r['time_us'], 7)}  {_cell(r['algbw_GBps'], 6)}  "
+            f"{_cell(r['busbw_GBps'], 6)}  {'N/A':>6}  {r['algo']}/{r['proto']}"
+        )
+        if explain and r["why"]:
+            for line in r["why"].splitlines():
+                print(f"#   {line}")
+    avg = sum(r["busbw_GBps"] for r in rows) / len(rows)
+    print(f"# Avg bus bandwidth    : {avg:g}")
+
+
+# ---- catalog and schema --------------------------------------------------------------------------
+
+
+@app.command()
+@friendly
+def catalog(
+    kind: Annotated[
+        str | None,
+        typer.Argument(help="gpu, nvlink, nvswitch, pcie, nic, switch, optic, preset, model"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print parts as JSON.")] = False,
+) -> None:
+    """List the parts, presets and models commwall knows, with their sources."""
+    from commwall.catalog import load_catalog
+    from commwall.workload.models import get_model, list_models
+
+    cat = load_catalog()
+    kinds = [*cat.kinds(), "model"]
+    if kind is not None and kind not in kinds:
+        _fail(f"unknown catalog kind {kind!r}; allowed: {', '.join(kinds)}")
+    chosen = [kind] if kind else kinds
+    if as_json:
+        data: dict[str, Any] = {}
+        for k in chosen:
+            if k == "model":
+                data[k] = {n: vars(get_model(n)) for n in list_models()}
+            else:
+                data[k] = {p.name: p.model_dump() for p in cat.parts(k)}
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+        return
+    for k in chosen:
+        table = Table(title=k, title_justify="left")
+        table.add_column("name")
+        table.add_column("description")
+        if k == "model":
+            for n in list_models():
+                m = get_model(n)
+                table.add_row(
+                    n,
+                    f"{m.total_params() / 1e9:,.1f} B params, {m.n_layers} layers, "
+                    f"hidden {m.hidden}"
+                    + (f", {m.n_experts} experts top-{m.top_k}" if m.n_experts > 1 else ""),
+                )
+        else:
+            for p in cat.parts(k):
+                table.add_row(p.name, p.description)
+        out.print(table)
+
+
+@app.command()
+def schema() -> None:
+    """Print the scenario file's JSON schema (for editors)."""
+    from commwall.io.scenario import json_schema
+
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

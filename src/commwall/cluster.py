@@ -1,0 +1,390 @@
+"""A resolved cluster: catalog parts + node shape + scale-out fabric, and what a communicator sees.
+
+:func:`build_cluster` turns a :class:`~commwall.io.scenario.ClusterSpec` into a :class:`Cluster`,
+checking that the parts exist and fit together. :meth:`Cluster.comm_fabric` then gives the
+collective models the per-rank bandwidths and latencies of any communicator.
+
+Scale-out bandwidth per GPU (bytes/s) is derived, not assumed::
+
+    net_bw = nics_per_node × nic.rate / gpus_per_node     (line rate per GPU)
+             × wire_efficiency(fabric, mtu)               (packet headers, see below)
+             × NET_TRANSPORT_EFFICIENCY                   (what NCCL reaches of the payload rate)
+             / oversubscription                           (when traffic leaves the leaf)
+    without GPUDirect RDMA: min(that, PCIe x16 / 2)       (send and receive share the host path)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+from commwall.catalog import (
+    GPU,
+    NIC,
+    Catalog,
+    CatalogError,
+    NVLinkGen,
+    NVSwitch,
+    PCIeGen,
+    Switch,
+    load_catalog,
+)
+from commwall.collectives import CommFabric, Gen, Hw, gen_for_sm
+from commwall.collectives.constants import NET_OVERHEAD
+from commwall.io.scenario import ClusterSpec, ScenarioError, TopologySpec
+
+#: Per-packet header bytes. InfiniBand: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 (IBTA spec vol. 1).
+#: RoCEv2 / Ethernet: preamble+SFD 8 + Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4
+#: + inter-frame gap 12 (IBTA RoCEv2 annex A17; IEEE 802.3).
+HEADER_BYTES: Final[dict[str, int]] = {"ib": 26, "roce": 82, "ethernet": 82}
+
+#: Share of a NIC's payload rate NCCL reaches: NVIDIA's guidance is 46–48 GB/s per 400G NDR NIC
+#: (nccl-tests#290) and 24 GB/s per 200G HDR NIC (nccl-tests#119); 0.955 of the header-limited
+#: rate sits in both ranges (47.4 and 23.7 GB/s).
+NET_TRANSPORT_EFFICIENCY: Final = 0.955
+
+#: Extra latency per network step without GPUDirect RDMA: a PCIe round trip through host memory
+#: on each side (ours, an estimate).
+HOST_BOUNCE_LATENCY: Final = 2e-6
+
+#: The switch NCCL's NET latency constants were tuned on (an InfiniBand NDR fabric); other
+#: switches add their latency difference per hop.
+REFERENCE_SWITCH: Final = "quantum-2-qm9700"
+
+
+def wire_efficiency(fabric: str, mtu: int) -> float:
+    """Payload share of the wire for full-MTU packets: ``mtu / (mtu + headers)``.
+
+    >>> round(wire_efficiency("ib", 4096), 4)
+    0.9937
+    """
+    return mtu / (mtu + HEADER_BYTES[fabric])
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Everything the engines need to know about the machine."""
+
+    name: str
+    description: str
+    gpu: GPU
+    nvlink: NVLinkGen
+    nvswitch: NVSwitch
+    pcie: PCIeGen
+    nic: NIC
+    switch: Switch
+    n_nodes: int
+    gpus_per_node: int
+    scale_up: str
+    scale_up_domain: int
+    nics_per_node: int
+    fabric: str
+    gpudirect_rdma: bool
+    sharp: bool
+    cpu: str
+    mtu: int
+    topology: TopologySpec
+    tiers: int
+    routing: str
+    reference_switch_latency: float
+
+    # ---- sizes ------------------------------------------------------------------------------
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs in the cluster."""
+        return self.n_nodes * self.gpus_per_node
+
+    @property
+    def n_domains(self) -> int:
+        """Scale-up domains in the cluster."""
+        return self.n_gpus // self.scale_up_domain
+
+    @property
+    def gen(self) -> Gen:
+        """GPU generation row of NCCL's tables."""
+        return gen_for_sm(self.gpu.sm)
+
+    # ---- bandwidths -------------------------------------------------------------------------
+
+    @property
+    def intra_hw(self) -> Hw:
+        """Hardware class of scale-up steps."""
+        return Hw.NVLINK if self.scale_up == "nvlink" else Hw.PCI
+
+    @property
+    def intra_bw(self) -> float:
+        """Per-GPU scale-up bandwidth as NCCL models it, bytes/s per direction.
+
+        NVLink: links × NCCL's per-link constant (``topo.cc``: 18 × 20.6 GB/s on H100);
+        PCIe: NCCL's x16 value for the generation (``width × speed / 80``).
+        """
+        if self.scale_up == "nvlink":
+            return self.gpu.nvlink_links * self.nvlink.nccl_link_bandwidth
+        return self.pcie.nccl_bandwidth(16)
+
+    @property
+    def nic_rate_per_gpu(self) -> float:
+        """Scale-out line rate per GPU, bytes/s per direction."""
+        return self.nics_per_node * self.nic.rate / self.gpus_per_node
+
+    @property
+    def nodes_per_leaf(self) -> int:
+        """Nodes whose NICs of one rail (rail designs) or all NICs (fat-tree) share a leaf."""
+        radix = self.switch.ports
+        o = self.topology.oversubscription
+        down = max(1, math.floor(radix * o / (o + 1)))
+        if self.topology.kind == "fat-tree":
+            return max(1, down // self.nics_per_node)
+        return down
+
+    @property
+    def leaves_crossed(self) -> bool:
+        """Whether scale-out traffic must climb above the leaf tier."""
+        return self.tiers > 1 and self.n_nodes > self.nodes_per_leaf
+
+    @property
+    def net_bw_per_gpu(self) -> float:
+        """Achievable scale-out bandwidth per GPU, bytes/s (see the module docstring)."""
+        bw = self.nic_rate_per_gpu * wire_efficiency(self.fabric, self.mtu)
+        bw *= NET_TRANSPORT_EFFICIENCY
+        if self.leaves_crossed:
+            bw /= self.topology.oversubscription
+        if not self.gpudirect_rdma:
+            bw = min(bw, self.pcie.bandwidth(16) / 2.0)
+        return bw
+
+    @property
+    def switch_hops(self) -> int:
+        """Switches on the longest scale-out path (``2·tiers − 1`` once traffic leaves the leaf)."""
+        return 2 * self.tiers - 1 if self.leaves_crossed else 1
+
+    @property
+    def net_extra_latency(self) -> float:
+        """Per network step latency beyond NCCL's reference InfiniBand fabric, seconds."""
+        extra = self.switch_hops * (self.switch.latency - self.reference_switch_latency)
+        if not self.gpudirect_rdma:
+            extra += HOST_BOUNCE_LATENCY
+        return max(0.0, extra)
+
+    @property
+    def channels(self) -> int:
+        """NCCL collective channels (ours: typical INFO-log values; only per-channel caps use it)."""
+        if self.scale_up == "pcie":
+            return 2
+        return 32 if self.gpu.sm >= 90 else 16
+
+    # ---- communicators -----------------------------------------------------------------------
+
+    def comm_fabric(self, n_domains: int, ranks_per_domain: int) -> CommFabric:
+        """The collective-model view of a communicator of ``n_domains × ranks_per_domain`` ranks."""
+        return CommFabric(
+            n_domains=n_domains,
+            ranks_per_domain=ranks_per_domain,
+            intra_bw=self.intra_bw,
+            intra_hw=self.intra_hw,
+            net_bw_per_rank=self.net_bw_per_gpu,
+            gen=self.gen,
+            channels=self.channels,
+            net_extra_latency=self.net_extra_latency,
+            net_overhead=NET_OVERHEAD[self.cpu],
+            nvls=self.scale_up == "nvlink" and self.nvswitch.nvls and self.gpu.sm >= 90,
+            collnet=self.sharp,
+            gdr=self.gpudirect_rdma,
+        )
+
+    def layout(self, nranks: int) -> tuple[int, int]:
+        """(domains, ranks per domain) of the first ``nranks`` GPUs in rank order."""
+        if nranks < 1 or nranks > self.n_gpus:
+            raise ValueError(f"a communicator needs 1..{self.n_gpus} ranks here, got {nranks}")
+        g = min(nranks, self.scale_up_domain)
+        return math.ceil(nranks / g), g
+
+    def world(self) -> CommFabric:
+        """The communicator of every GPU (what nccl-tests across the whole cluster measures)."""
+        return self.comm_fabric(*self.layout(self.n_gpus))
+
+    def summary(self) -> dict[str, Any]:
+        """A flat description for tables and JSON."""
+        return {
+            "name": self.name,
+            "gpus": self.n_gpus,
+            "nodes": self.n_nodes,
+            "gpu": self.gpu.name,
+            "gpus_per_node": self.gpus_per_node,
+            "scale_up": self.scale_up,
+            "scale_up_domain": self.scale_up_domain,
+            "scale_up_bw_per_gpu": self.intra_bw,
+            "nic": f"{self.nics_per_node} x {self.nic.name}",
+            "nic_rate_per_gpu": self.nic_rate_per_gpu,
+            "net_bw_per_gpu": self.net_bw_per_gpu,
+            "fabric": self.fabric,
+            "switch": self.switch.name,
+            "topology": self.topology.kind,
+            "tiers": self.tiers,
+            "oversubscription": self.topology.oversubscription,
+            "routing": self.routing,
+            "gpudirect_rdma": self.gpudirect_rdma,
+            "sharp": self.sharp,
+        }
+
+
+def _tiers_needed(endpoints: int, radix: int) -> int:
+    """Fewest folded-Clos tiers that hold ``endpoints`` at ``radix`` (R, R²/2, R³/4; Al-Fares 2008)."""
+    for tiers in (1, 2, 3):
+        if endpoints <= radix**tiers // 2 ** (tiers - 1):
+            return tiers
+    return 0
+
+
+def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
+    """Resolve parts and shape; raise :class:`ScenarioError` naming each bad field."""
+    cat = catalog or load_catalog()
+    errors: list[str] = []
+
+    def part(kind: str, field: str, name: str | None, default: str | None) -> Any:
+        chosen = name or default
+        if chosen is None:
+            errors.append(f"cluster.{field}: required when no preset is given")
+            return None
+        try:
+            found = cat.get(kind, chosen)
+        except CatalogError as err:
+            errors.append(f"cluster.{field}: {err}")
+            return None
+        overrides = spec.overrides.get(field)
+        if overrides:
+            try:
+                found = cat.with_overrides(found, overrides)
+            except CatalogError as err:
+                errors.append(f"cluster.overrides.{field}: {err}")
+        return found
+
+    for key in spec.overrides:
+        if key not in ("gpu", "nvlink", "nvswitch", "pcie", "nic", "switch"):
+            errors.append(
+                f"cluster.overrides.{key}: unknown part (got {key!r}); allowed: gpu, nvlink, "
+                "nvswitch, pcie, nic, switch"
+            )
+    preset = None
+    if spec.preset is not None:
+        try:
+            preset = cat.preset(spec.preset)
+        except CatalogError as err:
+            raise ScenarioError([f"cluster.preset: {err}"]) from None
+    gpu = part("gpu", "gpu", spec.gpu, preset.gpu if preset else None)
+    nvswitch = part("nvswitch", "nvswitch", spec.nvswitch, preset.nvswitch if preset else None)
+    nic = part("nic", "nic", spec.nic, preset.nic if preset else None)
+    switch = part("switch", "switch", spec.switch, preset.switch if preset else None)
+    pcie = part("pcie", "pcie", spec.pcie, preset.pcie if preset else None)
+    nvlink = part("nvlink", "nvlink", None, gpu.nvlink if gpu else None) if gpu else None
+
+    def shape(field: str, value: int | None, default: int | None) -> int:
+        if value is not None:
+            return value
+        if default is None:
+            errors.append(f"cluster.{field}: required when no preset is given")
+            return 1
+        return default
+
+    gpus_per_node = shape(
+        "gpus_per_node", spec.gpus_per_node, preset.gpus_per_node if preset else None
+    )
+    domain_default = preset.scale_up_domain if preset else gpus_per_node
+    if spec.scale_up == "pcie":
+        domain_default = gpus_per_node
+    scale_up_domain = shape("scale_up_domain", spec.scale_up_domain, domain_default)
+    nics_per_node = shape(
+        "nics_per_node", spec.nics_per_node, preset.nics_per_node if preset else None
+    )
+    fabric = spec.fabric or (preset.fabric if preset else None)
+    if fabric is None:
+        errors.append("cluster.fabric: required when no preset is given (ib, roce or ethernet)")
+        fabric = "ib"
+    gdr = (
+        spec.gpudirect_rdma
+        if spec.gpudirect_rdma is not None
+        else (preset.gpudirect_rdma if preset else True)
+    )
+    if errors:
+        raise ScenarioError(errors)
+    assert gpu is not None and nvswitch is not None and nic is not None
+    assert switch is not None and pcie is not None and nvlink is not None
+
+    n_gpus = spec.nodes * gpus_per_node
+    if scale_up_domain % gpus_per_node and gpus_per_node % scale_up_domain:
+        errors.append(
+            f"cluster.scale_up_domain: {scale_up_domain} GPUs must be a multiple or a divisor of "
+            f"gpus_per_node ({gpus_per_node})"
+        )
+    elif scale_up_domain > gpus_per_node and n_gpus % scale_up_domain:
+        nodes_per = scale_up_domain // gpus_per_node
+        errors.append(
+            f"cluster.nodes: {spec.nodes} nodes do not fill whole scale-up domains of "
+            f"{scale_up_domain} GPUs ({nodes_per} nodes each); use a multiple of {nodes_per}"
+        )
+    if spec.scale_up == "pcie" and scale_up_domain > gpus_per_node:
+        errors.append(
+            f"cluster.scale_up_domain: a PCIe-only domain cannot span nodes "
+            f"(got {scale_up_domain} with {gpus_per_node} GPUs per node)"
+        )
+    want = "ib" if fabric == "ib" else "ethernet"
+    if switch.fabric != want:
+        errors.append(
+            f"cluster.switch: {switch.name} is an {switch.fabric} switch but the fabric is {fabric}; "
+            f"pick an {want} switch (`commwall catalog switch`)"
+        )
+    if spec.sharp and not (fabric == "ib" and switch.sharp):
+        errors.append(
+            f"cluster.sharp: in-network reduction needs an InfiniBand switch with SHARP; "
+            f"{switch.name} on {fabric} has none"
+        )
+    if fabric not in nic.fabrics:
+        errors.append(
+            f"cluster.nic: {nic.name} does not speak {fabric} (it supports {', '.join(nic.fabrics)})"
+        )
+    endpoints = spec.nodes * nics_per_node
+    tiers = spec.topology.tiers or _tiers_needed(endpoints, switch.ports)
+    if tiers == 0:
+        errors.append(
+            f"cluster.nodes: {endpoints} NIC ports exceed a 3-tier fat tree of radix "
+            f"{switch.ports} ({switch.ports**3 // 4}); use a larger-radix switch"
+        )
+    elif spec.topology.kind == "rail-only" and spec.nodes > switch.ports:
+        errors.append(
+            f"cluster.topology.kind: rail-only puts each rail on one switch of {switch.ports} ports, "
+            f"so at most {switch.ports} nodes (got {spec.nodes}); use rail-optimized"
+        )
+    if errors:
+        raise ScenarioError(errors)
+    if spec.topology.kind == "rail-only":
+        tiers = 1
+    try:
+        reference = cat.switch(REFERENCE_SWITCH).latency
+    except CatalogError:
+        reference = switch.latency
+    return Cluster(
+        name=spec.preset or "custom",
+        description=preset.description if preset else "custom cluster",
+        gpu=gpu,
+        nvlink=nvlink,
+        nvswitch=nvswitch,
+        pcie=pcie,
+        nic=nic,
+        switch=switch,
+        n_nodes=spec.nodes,
+        gpus_per_node=gpus_per_node,
+        scale_up=spec.scale_up,
+        scale_up_domain=scale_up_domain,
+        nics_per_node=nics_per_node,
+        fabric=fabric,
+        gpudirect_rdma=gdr,
+        sharp=spec.sharp,
+        cpu=spec.cpu,
+        mtu=spec.mtu,
+        topology=spec.topology,
+        tiers=max(tiers, 1),
+        routing=spec.routing,
+        reference_switch_latency=reference,
+    )

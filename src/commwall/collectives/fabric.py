@@ -1,0 +1,106 @@
+"""What a collective cost model needs to know about the hardware under one communicator.
+
+A :class:`CommFabric` is the bridge from a resolved :class:`commwall.cluster.Cluster` to the
+collective algorithms: they never look at catalog parts, only at these numbers. Ranks are laid out
+domain-major (ranks ``0..g-1`` share scale-up domain 0, and so on), as NCCL orders ranks on
+rail-optimized clusters; each rank owns ``net_bw_per_rank`` of scale-out bandwidth (one NIC per
+GPU on DGX-class nodes) and ``intra_bw`` of scale-up bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from commwall.collectives.constants import NVLS_EFFICIENCY, Gen, Hw
+
+
+@dataclass(frozen=True)
+class CommFabric:
+    """Per-rank bandwidths and latencies seen by a communicator of ``n_domains × ranks_per_domain``.
+
+    Bandwidths are bytes/s per direction, latencies seconds.
+    """
+
+    n_domains: int
+    """N: scale-up domains (NVLink/NVSwitch nodes or racks) the communicator spans."""
+    ranks_per_domain: int
+    """g (NCCL's ppn): ranks of the communicator inside each domain."""
+    intra_bw: float
+    """Per-rank scale-up bandwidth as NCCL models it (NVLink links × NCCL's per-link constant)."""
+    intra_hw: Hw
+    """Hardware class of scale-up steps: ``Hw.NVLINK`` or ``Hw.PCI`` (PCIe-only nodes)."""
+    net_bw_per_rank: float
+    """Per-rank scale-out bandwidth after wire overhead, GPUDirect/host path and oversubscription."""
+    gen: Gen
+    """GPU generation row of NCCL's tables."""
+    channels: int = 16
+    """NCCL channels of the collective graph (only the per-channel caps use it)."""
+    net_extra_latency: float = 0.0
+    """Fabric latency per network step beyond what NCCL's NET constants assume (s)."""
+    net_overhead: float = 1e-6
+    """NCCL_NET_OVERHEAD for the host CPU (1 µs Intel, 2 µs AMD)."""
+    nvls: bool = False
+    """Scale-up switches reduce in the switch (NVLink SHARP) and the GPU supports it."""
+    collnet: bool = False
+    """Scale-out switches reduce in the network (InfiniBand SHARP, NCCL CollNet)."""
+    gdr: bool = True
+    """GPUDirect RDMA: the NIC reads GPU memory directly (else a bounce through host memory)."""
+
+    def __post_init__(self) -> None:
+        if self.n_domains < 1 or self.ranks_per_domain < 1:
+            raise ValueError(
+                f"a communicator needs >= 1 domain and >= 1 rank per domain, got "
+                f"n_domains={self.n_domains}, ranks_per_domain={self.ranks_per_domain}"
+            )
+        if self.intra_bw <= 0 and self.ranks_per_domain > 1:
+            raise ValueError(
+                f"intra_bw must be > 0 B/s with several ranks per domain, got {self.intra_bw}"
+            )
+        if self.net_bw_per_rank <= 0 and self.n_domains > 1:
+            raise ValueError(
+                f"net_bw_per_rank must be > 0 B/s across domains, got {self.net_bw_per_rank}"
+            )
+        if self.channels < 1:
+            raise ValueError(f"channels must be >= 1, got {self.channels}")
+
+    @property
+    def nranks(self) -> int:
+        """Total ranks ``p = N × g``."""
+        return self.n_domains * self.ranks_per_domain
+
+    @property
+    def node_net_bw(self) -> float:
+        """Scale-out bandwidth of one domain: ``g × net_bw_per_rank``."""
+        return self.ranks_per_domain * self.net_bw_per_rank
+
+    @property
+    def nvls_efficiency(self) -> float:
+        """NCCL's nvlsEfficiency for this generation (0 where NVLS does not exist)."""
+        return NVLS_EFFICIENCY[self.gen] if self.nvls else 0.0
+
+    @property
+    def log2_domains(self) -> float:
+        """``log2(N)`` as NCCL uses it for tree depth (0 for one domain)."""
+        return math.log2(self.n_domains) if self.n_domains > 1 else 0.0
+
+    @property
+    def injection_bw(self) -> float:
+        """Everything one rank can push out at once: scale-up plus scale-out bandwidth."""
+        intra = self.intra_bw if self.ranks_per_domain > 1 else 0.0
+        net = self.net_bw_per_rank if self.n_domains > 1 else 0.0
+        return intra + net
+
+    def sub(
+        self, *, n_domains: int | None = None, ranks_per_domain: int | None = None
+    ) -> CommFabric:
+        """The same hardware seen by a smaller communicator (a rail, or one domain)."""
+        from dataclasses import replace
+
+        return replace(
+            self,
+            n_domains=self.n_domains if n_domains is None else n_domains,
+            ranks_per_domain=self.ranks_per_domain
+            if ranks_per_domain is None
+            else ranks_per_domain,
+        )

@@ -1,0 +1,93 @@
+"""Schedules: what a collective or a training step does, as data, for any engine to run.
+
+A :class:`Schedule` is a list of :class:`Phase` objects. Each phase holds one task — a collective
+call on a communicator (:class:`CollectiveTask`), a point-to-point transfer (a ``sendrecv``
+collective on a two-rank group) or local work (:class:`ComputeTask`) — plus the stream it occupies
+and the phases it waits for. Phases on one stream run one after another (a CUDA stream); phases on
+different streams overlap unless a dependency orders them. ``repeat`` stores identical back-to-back
+phases once (DESIGN.md: symmetric phases are stored once with a repeat count).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from commwall.collectives.constants import Proto
+from commwall.collectives.ops import Op
+
+
+@dataclass(frozen=True)
+class Group:
+    """A communicator by shape: ``n_domains`` scale-up domains × ``ranks_per_domain`` ranks."""
+
+    name: str
+    n_domains: int
+    ranks_per_domain: int
+
+    def __post_init__(self) -> None:
+        if self.n_domains < 1 or self.ranks_per_domain < 1:
+            raise ValueError(f"group {self.name!r} needs positive sizes, got {self}")
+
+    @property
+    def nranks(self) -> int:
+        """Ranks in the communicator."""
+        return self.n_domains * self.ranks_per_domain
+
+
+@dataclass(frozen=True)
+class CollectiveTask:
+    """One collective call: ``nbytes`` in nccl-tests' size convention for ``op``."""
+
+    op: Op
+    nbytes: float
+    group: Group
+    algo: str | None = None
+    proto: Proto | None = None
+
+
+@dataclass(frozen=True)
+class ComputeTask:
+    """Local work of known duration (seconds)."""
+
+    seconds: float
+
+
+Task = CollectiveTask | ComputeTask
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One node of the schedule's dependency graph."""
+
+    name: str
+    task: Task
+    category: str
+    stream: str = "compute"
+    after: tuple[int, ...] = ()
+    repeat: int = 1
+
+    def __post_init__(self) -> None:
+        if self.repeat < 0:
+            raise ValueError(f"phase {self.name!r}: repeat must be >= 0, got {self.repeat}")
+
+
+@dataclass
+class Schedule:
+    """An ordered list of phases; a phase may only wait for earlier ones."""
+
+    phases: list[Phase] = field(default_factory=list)
+
+    def add(self, phase: Phase) -> int:
+        """Append ``phase`` and return its index (for later ``after=`` references)."""
+        for dep in phase.after:
+            if not 0 <= dep < len(self.phases):
+                raise ValueError(
+                    f"phase {phase.name!r} waits for phase {dep}, which is not an earlier phase"
+                )
+        self.phases.append(phase)
+        return len(self.phases) - 1
+
+    @classmethod
+    def single(cls, task: CollectiveTask, name: str = "collective") -> Schedule:
+        """A schedule of one collective call."""
+        return cls([Phase(name, task, "collective", stream="comm")])

@@ -1,0 +1,90 @@
+"""NCCL's double binary tree all-reduce (Sanders, Speck & Träff, Parallel Computing 35(12) 2009).
+
+NCCL's tree is hierarchical: a chain reduce inside each domain, a double binary tree across
+domains, a chain broadcast back (nccl#530). Latency (``tuning.cc`` v2.30)::
+
+    T_lat = baseLat + 2·((g−1)·intraLat + log2(N)·interLat)
+
+Bandwidth: every rank sends and receives ``2S`` along its intra-domain chain; across domains a
+domain's NICs carry ``2S`` per direction when N ≥ 3 (interior in one tree, leaf in the other) but
+only ``S`` when N = 2 — the reason two-node tree runs report busbw above the NIC rate
+(nccl-tests#196, nccl#812). NCCL's form ``algBw = busBw/2`` then applies the protocol factors
+(Simple ``0.92``, LL ``1/3.8``, LL128 ``120/128`` or ``7/9`` in one node), the per-channel caps and
+the empirical ``treeCorrectionFactor`` per size.
+"""
+
+from __future__ import annotations
+
+from commwall.collectives.constants import (
+    LL128_TREE_EFFICIENCY_MULTINODE,
+    LL128_TREE_EFFICIENCY_SINGLENODE,
+    LL_MAX_BW,
+    PER_CH_MAX_TREE_BW,
+    PER_CH_MAX_TREE_LL128_BW,
+    TREE_LL_DIVISOR,
+    TREE_SIMPLE_EFFICIENCY,
+    Hw,
+    Proto,
+    gbps,
+    per_node_column,
+    tree_correction,
+)
+from commwall.collectives.cost import (
+    Cost,
+    Unsupported,
+    base_latency,
+    require,
+    step_latency,
+    trivial,
+)
+from commwall.collectives.fabric import CommFabric
+from commwall.collectives.ops import Op
+
+
+def tree_inter_volume(n_domains: int) -> float:
+    """Bytes per direction through a domain's NICs, in units of S, for a DBT all-reduce."""
+    if n_domains == 1:
+        return 0.0
+    return 1.0 if n_domains == 2 else 2.0
+
+
+def tree_busbw(f: CommFabric, proto: Proto) -> tuple[float, str]:
+    """NCCL-style tree busBw (``2S / T_bw``) for ``proto`` and the class that bounds it."""
+    limits: list[tuple[float, str]] = []
+    if f.ranks_per_domain > 1:
+        limits.append((f.intra_bw, f.intra_hw.value))  # 2S along the chain / 2S → intra_bw
+    inter = tree_inter_volume(f.n_domains)
+    if inter > 0:
+        limits.append((2.0 * f.node_net_bw / inter, Hw.NET.value))
+    raw, bottleneck = min(limits)
+    col = per_node_column(f.n_domains)
+    if proto is Proto.SIMPLE:
+        bw = min(TREE_SIMPLE_EFFICIENCY * raw, f.channels * gbps(PER_CH_MAX_TREE_BW[f.gen][col]))
+    elif proto is Proto.LL:
+        bw = min(raw / TREE_LL_DIVISOR, gbps(LL_MAX_BW[f.gen][col]))
+    else:
+        if f.intra_hw is Hw.PCI:
+            raise Unsupported("LL128 needs NVLink inside the node (NCCL disables it over PCIe)")
+        factor = (
+            LL128_TREE_EFFICIENCY_SINGLENODE
+            if f.n_domains == 1
+            else LL128_TREE_EFFICIENCY_MULTINODE
+        )
+        bw = min(raw * factor, f.channels * gbps(PER_CH_MAX_TREE_LL128_BW[f.gen][col]))
+    return bw, bottleneck
+
+
+def tree(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
+    """NCCL tree (double binary tree across domains, chains inside) all-reduce."""
+    require(op is Op.ALL_REDUCE, f"NCCL's tree implements all_reduce only, not {op.value}")
+    p = f.nranks
+    if p == 1:
+        return trivial(op, nbytes, "tree", proto)
+    intra_lat = step_latency(f, f.intra_hw, "tree", proto)
+    inter_lat = step_latency(f, Hw.NET, "tree", proto)
+    depth = (f.ranks_per_domain - 1) * intra_lat + f.log2_domains * inter_lat
+    latency = base_latency("tree", proto) + 2.0 * depth
+    bw, bottleneck = tree_busbw(f, proto)
+    bw_time = 2.0 * nbytes / (bw * tree_correction(proto, nbytes))
+    steps = 2 * (f.ranks_per_domain - 1) + 2 * max(1, round(f.log2_domains))
+    return Cost(op, "tree", proto, nbytes, p, latency, bw_time, steps, bottleneck)

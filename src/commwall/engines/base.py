@@ -1,0 +1,102 @@
+"""The engine protocol every fidelity implements, and the result it returns.
+
+``Engine.run(schedule, cluster, routing, *, seed) -> Result`` (DESIGN.md). Engines must agree
+where their models meet; the result says which invariants the engine checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from commwall.cluster import Cluster
+    from commwall.collectives.schedule import Schedule
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """When one phase ran, and for collectives what was chosen."""
+
+    name: str
+    category: str
+    stream: str
+    start: float
+    end: float
+    repeat: int = 1
+    op: str | None = None
+    nbytes: float = 0.0
+    nranks: int = 1
+    algo: str | None = None
+    proto: str | None = None
+    busbw: float = 0.0
+    bottleneck: str | None = None
+
+    @property
+    def duration(self) -> float:
+        """Seconds from start to end (all repeats)."""
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Result:
+    """What an engine computed for a schedule."""
+
+    engine: str
+    phases: tuple[PhaseResult, ...]
+    makespan: float
+    counters: dict[str, float] = field(default_factory=dict)
+    invariants: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "engine": self.engine,
+            "makespan_s": self.makespan,
+            "counters": dict(self.counters),
+            "invariants_checked": list(self.invariants),
+            "phases": [
+                {
+                    "name": p.name,
+                    "category": p.category,
+                    "stream": p.stream,
+                    "start_s": p.start,
+                    "end_s": p.end,
+                    "repeat": p.repeat,
+                    "op": p.op,
+                    "nbytes": p.nbytes,
+                    "nranks": p.nranks,
+                    "algo": p.algo,
+                    "proto": p.proto,
+                    "busbw_Bps": p.busbw,
+                    "bottleneck": p.bottleneck,
+                }
+                for p in self.phases
+            ],
+        }
+
+
+class Engine(Protocol):
+    """A simulator fidelity."""
+
+    name: str
+
+    def run(
+        self, schedule: Schedule, cluster: Cluster, routing: str | None = None, *, seed: int = 0
+    ) -> Result:
+        """Run ``schedule`` on ``cluster`` and return when everything happened."""
+        ...
+
+
+class InvariantError(RuntimeError):
+    """An engine caught itself breaking one of its invariants."""
+
+
+def get_engine(name: str, **options: Any) -> Engine:
+    """The engine called ``name`` (``analytic``)."""
+    from commwall.engines.analytic import AnalyticEngine
+
+    engines: dict[str, type[AnalyticEngine]] = {"analytic": AnalyticEngine}
+    if name not in engines:
+        raise ValueError(f"unknown engine {name!r}: allowed are {', '.join(engines)}")
+    return engines[name](**options)

@@ -1,0 +1,276 @@
+"""The scenario file: a cluster, a training job and how to simulate them.
+
+A scenario is YAML validated by pydantic models with ``extra="forbid"``; every field says what it
+holds, its unit and its bounds (``commwall schema`` prints the JSON schema). Quantities accept unit
+strings (``"25 MiB"``, ``"400 Gb/s"``) parsed by :mod:`commwall.units`. Anything wrong becomes a
+:class:`ScenarioError` whose lines each name the field path, the bad value and what is allowed.
+
+>>> s = Scenario.model_validate({"cluster": {"preset": "dgx-h100", "nodes": 2},
+...                              "job": {"model": "llama3-8b", "tp": 8, "dp": 2}})
+>>> s.cluster.nodes, s.job.tp
+(2, 8)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from commwall.units import UnitError, parse_size
+
+Engine = Literal["analytic"]
+Fabric = Literal["ib", "roce", "ethernet"]
+TopologyKind = Literal["rail-optimized", "fat-tree", "rail-only"]
+Routing = Literal["ecmp", "spray", "adaptive", "cells", "pxn"]
+Precision = Literal["bf16", "fp16", "fp8", "tf32"]
+Recompute = Literal["none", "selective", "full"]
+CpuVendor = Literal["intel", "amd", "other"]
+ScaleUp = Literal["nvlink", "pcie"]
+Policy = Literal["nccl", "all"]
+
+
+def _bytes(value: object) -> object:
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        try:
+            return parse_size(value)
+        except UnitError as err:
+            raise ValueError(str(err)) from None
+    return value
+
+
+Bytes = Annotated[float, BeforeValidator(_bytes)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TopologySpec(_Strict):
+    """Scale-out topology as the analytic engine sees it (builders arrive with the fabric issue)."""
+
+    kind: TopologyKind = Field(
+        default="rail-optimized",
+        description="Scale-out topology: rail-optimized (NIC i of every node on leaf plane i), "
+        "fat-tree (all NICs of a node on one leaf), rail-only (no spine; cross-rail over NVLink).",
+    )
+    tiers: int | None = Field(
+        default=None,
+        ge=1,
+        le=3,
+        description="Switch tiers (1–3). Default: the fewest that hold the cluster at the switch radix.",
+    )
+    oversubscription: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=64.0,
+        description="Taper above the leaf, down:up bandwidth (1.0 = non-blocking).",
+    )
+
+
+class ClusterSpec(_Strict):
+    """The machine: a preset and/or parts, and how many nodes."""
+
+    preset: str | None = Field(
+        default="dgx-h100",
+        description="Cluster preset from the catalog (`commwall catalog preset`); parts below override it.",
+    )
+    nodes: int = Field(default=1, ge=1, le=1_000_000, description="Nodes (compute trays), count.")
+    gpu: str | None = Field(default=None, description="GPU part name (kind 'gpu').")
+    gpus_per_node: int | None = Field(
+        default=None, ge=1, le=1024, description="GPUs per node, count."
+    )
+    scale_up: ScaleUp = Field(
+        default="nvlink",
+        description="How GPUs inside a domain talk: nvlink (NVLink/NVSwitch) or pcie (PCIe P2P only).",
+    )
+    scale_up_domain: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="GPUs sharing one NVLink/NVSwitch domain (8 for HGX, 72 for NVL72), count.",
+    )
+    nvswitch: str | None = Field(default=None, description="NVSwitch part name (kind 'nvswitch').")
+    nic: str | None = Field(default=None, description="Compute NIC part name (kind 'nic').")
+    nics_per_node: int | None = Field(
+        default=None, ge=1, le=64, description="Compute NICs per node."
+    )
+    fabric: Fabric | None = Field(
+        default=None, description="Scale-out fabric: ib, roce or ethernet."
+    )
+    switch: str | None = Field(
+        default=None, description="Scale-out switch part name (kind 'switch')."
+    )
+    pcie: str | None = Field(default=None, description="PCIe generation of the GPU↔NIC path.")
+    gpudirect_rdma: bool | None = Field(
+        default=None,
+        description="NICs read GPU memory directly (else a bounce through host memory).",
+    )
+    sharp: bool = Field(
+        default=False,
+        description="InfiniBand SHARP in-network reduction enabled (NCCL CollNet: "
+        "NCCL_COLLNET_ENABLE=1 with the SHARP plugin; off by default as in NCCL).",
+    )
+    cpu: CpuVendor = Field(
+        default="intel",
+        description="Host CPU vendor (NCCL's network overhead: 1 µs Intel, 2 µs AMD).",
+    )
+    mtu: int = Field(
+        default=4096,
+        ge=256,
+        le=9216,
+        description="Network MTU payload, bytes (IB: 4096; RoCE: 4096).",
+    )
+    topology: TopologySpec = Field(default_factory=TopologySpec, description="Scale-out topology.")
+    routing: Routing = Field(
+        default="adaptive",
+        description="Load balancing. The analytic engine assumes ideal balance; the flow engine uses it.",
+    )
+    overrides: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per-part field overrides, e.g. {gpu: {tdp: '650 W'}, nic: {rate: '200 Gb/s'}}.",
+    )
+
+
+class JobSpec(_Strict):
+    """The training job: model, parallelism, batch, precision."""
+
+    model: str = Field(
+        default="llama3-70b", description="Model from the zoo (`commwall catalog model`)."
+    )
+    tp: int = Field(
+        default=1, ge=1, le=1024, description="Tensor-parallel degree (inside a scale-up domain)."
+    )
+    pp: int = Field(default=1, ge=1, le=1024, description="Pipeline-parallel stages.")
+    dp: int | None = Field(
+        default=None, ge=1, description="Data-parallel degree. Default: GPUs / (tp × pp)."
+    )
+    ep: int = Field(
+        default=1, ge=1, le=1024, description="Expert-parallel degree (MoE; divides dp)."
+    )
+    global_batch: int = Field(default=1024, ge=1, description="Sequences per optimizer step.")
+    micro_batch: int = Field(
+        default=1, ge=1, le=4096, description="Sequences per micro-batch per GPU."
+    )
+    seq_len: int = Field(default=8192, ge=1, le=10_000_000, description="Tokens per sequence.")
+    precision: Precision = Field(
+        default="bf16", description="Matmul precision for the compute peak."
+    )
+    compute_efficiency: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        description="Achieved share of the GPU's dense peak on model FLOPs (0–1).",
+    )
+    ddp_bucket: Bytes = Field(
+        default=25 * 2**20,
+        gt=0,
+        description="DDP gradient bucket cap (PyTorch default 25 MiB), bytes.",
+    )
+    ddp_first_bucket: Bytes = Field(
+        default=2**20, gt=0, description="DDP first bucket (PyTorch default 1 MiB), bytes."
+    )
+    zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP full shard).")
+    recompute: Recompute = Field(default="selective", description="Activation recomputation.")
+    sequence_parallel: bool = Field(
+        default=True, description="Megatron sequence parallelism with TP."
+    )
+    overlap: bool = Field(
+        default=True, description="Overlap DP gradient communication with backward compute."
+    )
+
+
+class SimulationSpec(_Strict):
+    """How to compute the answer."""
+
+    engine: Engine = Field(default="analytic", description="Engine fidelity: analytic.")
+    seed: int = Field(default=0, ge=0, description="Seed for every random choice.")
+    policy: Policy = Field(
+        default="nccl",
+        description="Collective choice: nccl (NCCL's own algorithms) or all (add halving-doubling, "
+        "direct, hierarchical).",
+    )
+
+
+class Scenario(_Strict):
+    """A whole scenario: cluster, job and simulation settings."""
+
+    name: str = Field(default="scenario", description="A label for reports.")
+    description: str = Field(default="", description="Free text.")
+    cluster: ClusterSpec = Field(default_factory=ClusterSpec, description="The machine.")
+    job: JobSpec = Field(default_factory=JobSpec, description="The training job.")
+    simulation: SimulationSpec = Field(
+        default_factory=SimulationSpec, description="Engine and seed."
+    )
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be used; ``messages`` holds one line per problem."""
+
+    def __init__(self, messages: list[str], origin: str = "scenario") -> None:
+        self.messages = messages
+        self.origin = origin
+        super().__init__("\n".join(f"{origin}: {m}" for m in messages))
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def validation_messages(err: ValidationError) -> list[str]:
+    """One line per pydantic error: ``path: message (got value)``."""
+    lines = []
+    for e in err.errors(include_url=False):
+        path = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif e["type"] == "literal_error":
+            msg = msg.replace("Input should be", "allowed values are")
+        got = "" if e["type"] == "missing" else f" (got {_short(e.get('input'))})"
+        lines.append(f"{path}: {msg}{got}")
+    return lines
+
+
+def parse_scenario(data: object, origin: str = "scenario") -> Scenario:
+    """Validate a mapping (parsed YAML) into a :class:`Scenario` or raise :class:`ScenarioError`."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ScenarioError(
+            [f"the top level must be a mapping of sections, got {_short(data)}"], origin
+        )
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(validation_messages(err), origin) from None
+
+
+def load_scenario_text(text: str, origin: str = "scenario") -> Scenario:
+    """Parse YAML text into a :class:`Scenario`."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err)
+        raise ScenarioError([f"YAML syntax error at {where}{problem}"], origin) from None
+    return parse_scenario(data, origin)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ScenarioError([f"cannot read the file: {err.strerror}"], str(p)) from None
+    return load_scenario_text(text, str(p))
+
+
+def json_schema() -> dict[str, Any]:
+    """The scenario's JSON schema, for editors."""
+    return Scenario.model_json_schema()

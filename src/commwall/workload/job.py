@@ -1,0 +1,150 @@
+"""A training job resolved against a cluster: parallel degrees checked, sizes derived.
+
+:func:`resolve_job` turns a :class:`~commwall.io.scenario.JobSpec` into a :class:`Job` or raises
+:class:`~commwall.io.scenario.ScenarioError` with one line per problem, each naming the field
+(``job.tp``), the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from commwall.catalog import CatalogError
+from commwall.cluster import Cluster
+from commwall.io.scenario import JobSpec, ScenarioError
+from commwall.workload.models import ModelSpec, UnknownModelError, get_model
+
+#: Bytes per element of activations, parameters and gradients in mixed precision (bf16/fp16).
+HALF_BYTES = 2
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job with every degree and size fixed."""
+
+    spec: JobSpec
+    model: ModelSpec
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    micro_batches: int
+    layers_per_stage: int
+    peak_flops: float
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs the job uses."""
+        return self.tp * self.pp * self.dp
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens per optimizer step."""
+        return self.spec.global_batch * self.spec.seq_len
+
+    @property
+    def activation_bytes(self) -> float:
+        """One micro-batch's hidden-state tensor ``b·s·h`` in half precision, bytes."""
+        return self.spec.micro_batch * self.spec.seq_len * self.model.hidden * HALF_BYTES
+
+    @property
+    def model_flops_per_step(self) -> float:
+        """Model FLOPs of one step (forward + backward, no recomputation) — the MFU numerator."""
+        return self.model.training_flops_per_token(self.spec.seq_len) * self.tokens_per_step
+
+    @property
+    def summary(self) -> dict[str, object]:
+        """A flat description for tables and JSON."""
+        return {
+            "model": self.model.name,
+            "params": self.model.total_params(),
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp": self.dp,
+            "ep": self.ep,
+            "global_batch": self.spec.global_batch,
+            "micro_batch": self.spec.micro_batch,
+            "micro_batches": self.micro_batches,
+            "seq_len": self.spec.seq_len,
+            "precision": self.spec.precision,
+            "zero_stage": self.spec.zero_stage,
+            "compute_efficiency": self.spec.compute_efficiency,
+        }
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
+def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
+    """Check ``spec`` against ``cluster`` and derive the step's sizes."""
+    errors: list[str] = []
+    try:
+        model = get_model(spec.model)
+    except UnknownModelError as err:
+        raise ScenarioError([f"job.model: {err}"]) from None
+    n_gpus = cluster.n_gpus
+    domain = cluster.scale_up_domain
+    if spec.tp > domain or domain % spec.tp:
+        errors.append(
+            f"job.tp: {spec.tp} does not fit the scale-up domain of {domain} GPUs — tensor "
+            f"parallelism must stay inside NVLink; allowed: {_divisors(domain)}"
+        )
+    if model.n_heads % spec.tp:
+        errors.append(
+            f"job.tp: {spec.tp} does not divide {model.name}'s {model.n_heads} attention heads"
+        )
+    if spec.pp > model.n_layers:
+        errors.append(f"job.pp: {spec.pp} stages exceed {model.name}'s {model.n_layers} layers")
+    dp = spec.dp
+    if dp is None:
+        if n_gpus % (spec.tp * spec.pp):
+            errors.append(
+                f"job.tp × job.pp = {spec.tp * spec.pp} does not divide the cluster's {n_gpus} GPUs"
+            )
+        dp = max(1, n_gpus // (spec.tp * spec.pp))
+    elif spec.tp * spec.pp * dp != n_gpus:
+        errors.append(
+            f"job.dp: tp × pp × dp = {spec.tp} × {spec.pp} × {dp} = {spec.tp * spec.pp * dp} "
+            f"but the cluster has {n_gpus} GPUs; the degrees must multiply to the GPU count"
+        )
+    if spec.ep > 1:
+        if model.n_experts <= 1:
+            errors.append(
+                f"job.ep: {spec.ep} needs a mixture-of-experts model; {model.name} is dense"
+            )
+        elif model.n_experts % spec.ep or dp % spec.ep:
+            errors.append(
+                f"job.ep: {spec.ep} must divide both the {model.n_experts} experts and dp = {dp}"
+            )
+    if spec.global_batch % (dp * spec.micro_batch):
+        errors.append(
+            f"job.global_batch: {spec.global_batch} is not a multiple of dp × micro_batch = "
+            f"{dp} × {spec.micro_batch} = {dp * spec.micro_batch}"
+        )
+    if spec.seq_len > model.max_seq_len:
+        errors.append(
+            f"job.seq_len: {spec.seq_len} exceeds {model.name}'s context of {model.max_seq_len} tokens"
+        )
+    try:
+        peak = cluster.gpu.peak_flops(spec.precision)
+    except CatalogError:
+        errors.append(
+            f"job.precision: {cluster.gpu.name} has no {spec.precision} peak; allowed: "
+            f"{', '.join(cluster.gpu.precisions)}"
+        )
+        peak = 0.0
+    if errors:
+        raise ScenarioError(errors)
+    return Job(
+        spec=spec,
+        model=model,
+        tp=spec.tp,
+        pp=spec.pp,
+        dp=dp,
+        ep=spec.ep,
+        micro_batches=spec.global_batch // (dp * spec.micro_batch),
+        layers_per_stage=math.ceil(model.n_layers / spec.pp),
+        peak_flops=peak,
+    )

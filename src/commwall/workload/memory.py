@@ -1,0 +1,388 @@
+"""Memory per GPU of a training job: weights, gradients, optimizer state and activations.
+
+Model states follow ZeRO (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training
+Trillion Parameter Models", SC'20, §3 and Fig. 1): with mixed-precision Adam every parameter
+costs ``2Ψ`` (fp16/bf16 weights) + ``2Ψ`` (gradients) + ``KΨ`` with ``K = 12`` (fp32 master
+copy, momentum and variance). ZeRO-1 (``P_os``) shards the ``KΨ`` over the ``N_d`` data-parallel
+ranks, ZeRO-2 (``P_os+g``) also the gradients, ZeRO-3 (``P_os+g+p``, PyTorch FSDP ``FULL_SHARD``)
+also the weights::
+
+    stage 0: (2 + 2 + K)·Ψ          stage 2: 2Ψ + (2 + K)·Ψ/N_d
+    stage 1: 4Ψ + K·Ψ/N_d           stage 3: (2 + 2 + K)·Ψ/N_d
+
+(Ψ = 7.5e9, N_d = 64: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB, the paper's Fig. 1.)
+
+Activations follow Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+Models" (arXiv 2205.05198, MLSys 2023), Table 2 and §4.2.3–4.3; see
+:func:`activation_bytes_per_layer`.
+
+>>> from commwall.workload.models import get_model
+>>> m = memory_per_gpu(get_model("llama3-70b"), tp=8, pp=4, dp=32, micro_batch=1, seq_len=8192)
+>>> round(m.total / 1e9, 1), m.fits(80e9)
+(59.2, True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from commwall.workload.models import ModelSpec
+
+__all__ = [
+    "MASTER_WEIGHT_BYTES",
+    "OPTIMIZER_STATE_BYTES",
+    "RECOMPUTE_CHOICES",
+    "MemoryBreakdown",
+    "activation_bytes_per_layer",
+    "memory_per_gpu",
+    "model_state_bytes",
+    "optimizer_bytes_per_param",
+    "params_per_gpu",
+]
+
+OPTIMIZER_STATE_BYTES: dict[str, int] = {"adam": 8, "adamw": 8, "sgd": 4}
+"""fp32 optimizer state per parameter, master copy excluded: Adam(W) m + v = 8, SGD momentum = 4."""
+
+MASTER_WEIGHT_BYTES = 4
+"""fp32 master copy of each parameter in mixed-precision training (Micikevicius et al. 2018)."""
+
+RECOMPUTE_CHOICES: tuple[str, ...] = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU on the most loaded pipeline stage."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    total: float
+
+    def fits(self, hbm_bytes: float, reserve_fraction: float = 0.1) -> bool:
+        """True when ``total`` fits in ``hbm_bytes`` after keeping ``reserve_fraction`` free.
+
+        The reserve stands for what this model leaves out: CUDA context, NCCL buffers,
+        allocator fragmentation and transient tensors.
+        """
+        if not hbm_bytes > 0:
+            raise ValueError(f"hbm_bytes={hbm_bytes!r} is invalid: must be > 0")
+        if not 0.0 <= reserve_fraction < 1.0:
+            raise ValueError(f"reserve_fraction={reserve_fraction!r} is invalid: must be in [0, 1)")
+        return self.total <= hbm_bytes * (1.0 - reserve_fraction)
+
+
+# -------------------------------------------------------------------- validation helpers
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}={value!r} is invalid: must be an integer >= {minimum}")
+    return value
+
+
+def _check_choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        raise ValueError(f"{name}={value!r} is invalid: allowed values are {choices}")
+    return value
+
+
+def _check_zero_stage(zero_stage: object) -> int:
+    if isinstance(zero_stage, bool) or not isinstance(zero_stage, int) or not 0 <= zero_stage <= 3:
+        raise ValueError(f"zero_stage={zero_stage!r} is invalid: allowed values are 0, 1, 2, 3")
+    return zero_stage
+
+
+# -------------------------------------------------------------------- model states
+def optimizer_bytes_per_param(optimizer: str = "adam", master_weights: bool = True) -> int:
+    """Optimizer bytes per parameter: ZeRO's ``K`` (12 for mixed-precision Adam).
+
+    Adam/AdamW keep fp32 momentum and variance (8 B) and, in mixed precision, an fp32 master
+    copy (4 B): ``K = 12`` (Rajbhandari et al. SC'20 §3.1). SGD with momentum: 4 B (+4 master).
+    """
+    _check_choice("optimizer", optimizer, tuple(OPTIMIZER_STATE_BYTES))
+    return OPTIMIZER_STATE_BYTES[optimizer] + (MASTER_WEIGHT_BYTES if master_weights else 0)
+
+
+def model_state_bytes(
+    n_params: float,
+    *,
+    dp: int,
+    zero_stage: int = 0,
+    param_bytes: int = 2,
+    grad_bytes: int = 2,
+    optimizer_bytes: int = 12,
+) -> tuple[float, float, float]:
+    """``(weights, gradients, optimizer)`` bytes per GPU for ``n_params`` replicated over ``dp``.
+
+    ZeRO stage 1 divides the optimizer state by ``dp``, stage 2 also the gradients, stage 3
+    also the weights (Rajbhandari et al. SC'20 §5, Fig. 1). The stage-3 figure is the resident
+    shard; the one layer/unit gathered at a time during forward and backward is not counted.
+
+    >>> w, g, o = model_state_bytes(7.5e9, dp=64, zero_stage=1)
+    >>> round((w + g + o) / 1e9, 1)
+    31.4
+    """
+    if not n_params >= 0:
+        raise ValueError(f"n_params={n_params!r} is invalid: must be >= 0")
+    _check_int("dp", dp, 1)
+    stage = _check_zero_stage(zero_stage)
+    _check_int("param_bytes", param_bytes, 1)
+    _check_int("grad_bytes", grad_bytes, 1)
+    _check_int("optimizer_bytes", optimizer_bytes, 0)
+    weights = param_bytes * n_params / (dp if stage >= 3 else 1)
+    grads = grad_bytes * n_params / (dp if stage >= 2 else 1)
+    optim = optimizer_bytes * n_params / (dp if stage >= 1 else 1)
+    return weights, grads, optim
+
+
+@dataclass(frozen=True)
+class _StageParams:
+    dense: float  # parameters replicated over the whole data-parallel group
+    expert: float  # MoE expert parameters, replicated over dp // ep ranks only
+
+
+def _stage_params(model: ModelSpec, *, tp: int, pp: int, ep: int, first: bool) -> _StageParams:
+    """Parameters held by one GPU of the first (``first``) or last pipeline stage.
+
+    Megatron-LM layout (Shoeybi et al. 2019; Narayanan et al. SC'21): linear layers and the
+    vocabulary-parallel embedding / LM head are split over ``tp``; norms, the MoE router and a
+    learned position table are replicated. K/V projections are split over ``min(tp, n_kv_heads)``
+    (replicated beyond that). A stage holds ``ceil(L / pp)`` layers (the worst stage when ``pp``
+    does not divide ``L``). The first stage holds the token (and position) embedding, the last
+    the final norm and LM head; with a tied head and ``pp > 1`` the last stage keeps its own copy
+    of the table (Megatron ``share_embeddings_and_output_weights``).
+    """
+    h = model.hidden
+    kv_split = min(tp, model.n_kv_heads)
+    kv = 2 * h * model.kv_dim + (2 * model.kv_dim if model.linear_bias else 0)
+    attn = (model.attention_params_per_layer() - kv) / tp + kv / kv_split
+    replicated = 2 * model.norm_params() + model.router_params_per_layer()
+    if model.is_moe:
+        dense_layer = attn + replicated
+        expert_layer = (model.n_experts // ep) * model.mlp_params_per_layer() / tp
+    else:
+        dense_layer = attn + replicated + model.mlp_params_per_layer() / tp
+        expert_layer = 0.0
+    layers = math.ceil(model.n_layers / pp)
+    table = model.vocab * h / tp
+    input_side = table + model.position_embedding_params()
+    output_side = table + model.final_norm_params()
+    if pp == 1:
+        extra = (model.embedding_params() - model.position_embedding_params()) / tp + (
+            model.position_embedding_params() + model.final_norm_params()
+        )
+    else:
+        extra = input_side if first else output_side
+    return _StageParams(dense=layers * dense_layer + extra, expert=layers * expert_layer)
+
+
+def params_per_gpu(model: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int = 1) -> float:
+    """Parameters held by one GPU of the most loaded pipeline stage (before any ZeRO sharding).
+
+    With ``tp = pp = ep = 1`` this is ``model.total_params()``.
+    """
+    _validate_split(model, tp=tp, pp=pp, ep=ep)
+    stages = [_stage_params(model, tp=tp, pp=pp, ep=ep, first=f) for f in (True, False)]
+    return max(s.dense + s.expert for s in stages)
+
+
+# -------------------------------------------------------------------- activations
+def activation_bytes_per_layer(
+    *,
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    n_heads: int,
+    tp: int = 1,
+    sequence_parallel: bool = True,
+    recompute: str = "selective",
+) -> float:
+    """Activation bytes one transformer layer keeps for backward, per micro-batch, per GPU.
+
+    Korthikanti et al. 2022 (arXiv 2205.05198), Table 2, with ``s`` = ``seq_len``, ``b`` =
+    ``micro_batch``, ``h`` = ``hidden``, ``a`` = ``n_heads``, ``t`` = ``tp``, 16-bit activations:
+
+    =========================================  ==============================
+    no recompute, TP only                      ``s·b·h·(10 + 24/t + 5·a·s/(h·t))``
+    no recompute, TP + sequence parallel       ``s·b·h/t·(34 + 5·a·s/h)``
+    selective recompute, TP only               ``s·b·h·(10 + 24/t)``
+    selective recompute, TP + SP               ``34·s·b·h/t``
+    full recompute (layer input only)          ``2·s·b·h``
+    =========================================  ==============================
+
+    With ``t = 1`` the TP-only and TP+SP rows coincide (``sbh(34 + 5as/h)``).
+
+    Assumptions and omissions, stated so they can be checked:
+
+    - The 34 and ``5as/h`` factors were derived for a GPT layer with multi-head attention,
+      a 4h GELU MLP and dropout. GQA (smaller K/V), SwiGLU (3 matrices, ``ffn_hidden ≠ 4h``)
+      and the absence of dropout in Llama-style layers change them; that adjustment is
+      ignored here.
+    - ``5as/h`` is the materialised attention-score matrix; with FlashAttention it is never
+      stored, which is what ``recompute="selective"`` models.
+    - Full recompute: the paper stores ``2sbh`` and notes ``2sbh/t`` is possible; we follow
+      the paper. The one layer re-materialised at a time during backward is not counted.
+    """
+    _check_int("seq_len", seq_len, 1)
+    _check_int("micro_batch", micro_batch, 1)
+    _check_int("hidden", hidden, 1)
+    _check_int("n_heads", n_heads, 1)
+    _check_int("tp", tp, 1)
+    _check_choice("recompute", recompute, RECOMPUTE_CHOICES)
+    sbh = float(seq_len) * micro_batch * hidden
+    t = float(tp)
+    if recompute == "full":
+        return 2.0 * sbh
+    attention_scores = 0.0 if recompute == "selective" else 5.0 * n_heads * seq_len / (hidden * t)
+    if sequence_parallel:
+        return sbh * (34.0 / t + attention_scores)
+    return sbh * (10.0 + 24.0 / t + attention_scores)
+
+
+def _stage_activation_bytes(
+    model: ModelSpec,
+    *,
+    tp: int,
+    pp: int,
+    micro_batch: int,
+    seq_len: int,
+    sequence_parallel: bool,
+    recompute: str,
+    inflight: int,
+    first: bool,
+) -> float:
+    """Activations of the first or last pipeline stage (Korthikanti et al. §4.2.3, §4.3).
+
+    1F1B: the first stage keeps ``inflight`` micro-batches (default ``pp``), i.e. ``L`` layers'
+    worth in total; the last stage keeps one. Outside the layers: the embedding dropout mask
+    ``s·b·h/t`` per in-flight micro-batch (first stage) and, on the last stage, the final norm
+    and LM-head inputs ``2·s·b·h/t`` each plus fp32 logits ``4·s·b·V/t`` (§4.3; the paper counts
+    the latter only for ``p = 1`` because it studies the first stage; we give the last stage its
+    share so that large vocabularies are not missed). Without sequence parallelism the
+    ``s·b·h`` terms are not divided by ``t``.
+    """
+    per_layer = activation_bytes_per_layer(
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        hidden=model.hidden,
+        n_heads=model.n_heads,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        recompute=recompute,
+    )
+    layers = math.ceil(model.n_layers / pp)
+    sbh = float(seq_len) * micro_batch * model.hidden
+    t_sp = tp if sequence_parallel else 1
+    embedding = sbh / t_sp
+    output = 4.0 * sbh / t_sp + 4.0 * seq_len * micro_batch * model.vocab / tp
+    if pp == 1:
+        return inflight * (layers * per_layer + embedding) + output
+    if first:
+        return inflight * (layers * per_layer + embedding)
+    return layers * per_layer + output
+
+
+# -------------------------------------------------------------------- the whole GPU
+def _validate_split(model: ModelSpec, *, tp: int, pp: int, ep: int) -> None:
+    _check_int("tp", tp, 1)
+    _check_int("pp", pp, 1)
+    _check_int("ep", ep, 1)
+    if model.n_heads % tp:
+        raise ValueError(
+            f"tp={tp} is invalid for {model.name}: must divide n_heads={model.n_heads}"
+        )
+    if pp > model.n_layers:
+        raise ValueError(
+            f"pp={pp} is invalid for {model.name}: must be <= n_layers={model.n_layers}"
+        )
+    if model.n_experts % ep:
+        raise ValueError(
+            f"ep={ep} is invalid for {model.name}: must divide n_experts={model.n_experts}"
+        )
+
+
+def _validate_parallelism(model: ModelSpec, *, tp: int, pp: int, dp: int, ep: int) -> None:
+    _validate_split(model, tp=tp, pp=pp, ep=ep)
+    _check_int("dp", dp, 1)
+    if dp % ep:
+        raise ValueError(f"ep={ep} is invalid: must divide dp={dp} (experts shard the DP group)")
+
+
+def memory_per_gpu(
+    model: ModelSpec,
+    *,
+    tp: int,
+    pp: int,
+    dp: int,
+    ep: int = 1,
+    zero_stage: int = 0,
+    micro_batch: int,
+    seq_len: int,
+    param_bytes: int = 2,
+    grad_bytes: int = 2,
+    optimizer: str = "adam",
+    master_weights: bool = True,
+    sequence_parallel: bool = True,
+    recompute: str = "selective",
+    inflight_microbatches: int | None = None,
+) -> MemoryBreakdown:
+    """Bytes per GPU on the most loaded pipeline stage of a TP x PP x DP (x EP) job.
+
+    - Weights: ``ceil(L/pp)`` layers split over ``tp`` (MoE experts also over ``ep``), plus the
+      embedding on the first stage and LM head on the last (see :func:`params_per_gpu`). When
+      ``pp`` does not divide ``n_layers`` the stage holds ``ceil(L/pp)`` layers (worst stage).
+    - Gradients ``grad_bytes``/param and optimizer :func:`optimizer_bytes_per_param`/param,
+      sharded by ZeRO ``zero_stage`` (:func:`model_state_bytes`) over ``dp`` for dense
+      parameters and over ``dp // ep`` (the expert-data-parallel group, Megatron-Core
+      convention: ``ep`` divides ``dp``) for expert parameters.
+    - Activations: :func:`activation_bytes_per_layer` x layers x in-flight micro-batches
+      (1F1B: ``inflight_microbatches`` defaults to ``pp`` on the first stage), plus embedding
+      and output-layer terms (Korthikanti et al. §4.3).
+
+    The reported stage is whichever of the first and last stages needs more in total.
+    ``ValueError`` names the bad argument, its value and what is allowed.
+    """
+    _validate_parallelism(model, tp=tp, pp=pp, dp=dp, ep=ep)
+    stage = _check_zero_stage(zero_stage)
+    _check_int("micro_batch", micro_batch, 1)
+    _check_int("seq_len", seq_len, 1)
+    _check_int("param_bytes", param_bytes, 1)
+    _check_int("grad_bytes", grad_bytes, 1)
+    _check_choice("recompute", recompute, RECOMPUTE_CHOICES)
+    k = optimizer_bytes_per_param(optimizer, master_weights)
+    inflight = pp if inflight_microbatches is None else inflight_microbatches
+    _check_int("inflight_microbatches", inflight, 1)
+
+    best: MemoryBreakdown | None = None
+    for first in (True, False):
+        params = _stage_params(model, tp=tp, pp=pp, ep=ep, first=first)
+        states = [
+            model_state_bytes(
+                n,
+                dp=group,
+                zero_stage=stage,
+                param_bytes=param_bytes,
+                grad_bytes=grad_bytes,
+                optimizer_bytes=k,
+            )
+            for n, group in ((params.dense, dp), (params.expert, dp // ep))
+        ]
+        weights, grads, optim = (sum(s[i] for s in states) for i in range(3))
+        acts = _stage_activation_bytes(
+            model,
+            tp=tp,
+            pp=pp,
+            micro_batch=micro_batch,
+            seq_len=seq_len,
+            sequence_parallel=sequence_parallel,
+            recompute=recompute,
+            inflight=inflight,
+            first=first,
+        )
+        total = weights + grads + optim + acts
+        candidate = MemoryBreakdown(weights, grads, optim, acts, total)
+        if best is None or candidate.total > best.total:
+            best = candidate
+    assert best is not None
+    return best

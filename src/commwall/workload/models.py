@@ -1,0 +1,486 @@
+"""Model zoo: decoder-only transformer architectures as data.
+
+A :class:`ModelSpec` holds the hyper-parameters of one published model (the values of its
+Hugging Face ``config.json`` or of the paper's architecture table) and derives from them what the
+rest of commwall needs: parameter counts, training FLOPs per token and the list of gradient
+tensors in module-registration order (which DDP buckets in reverse).
+
+Parameter counting follows the modules of the reference implementations (Hugging Face
+``LlamaForCausalLM`` / ``MixtralForCausalLM`` / ``GPT2LMHeadModel``):
+
+- attention: ``q`` (h x a·d), ``k`` and ``v`` (h x kv·d each, grouped-query attention, Ainslie
+  et al. 2023), ``o`` (a·d x h), where ``a`` = heads, ``kv`` = key/value heads, ``d`` = head dim;
+- MLP: three matrices (gate, up, down: SwiGLU, Shazeer 2020) or two (GELU, Vaswani et al. 2017);
+- MoE (Fedus et al. 2022; Jiang et al. 2024): ``n_experts`` MLPs plus a bias-free router h x E;
+- norms: RMSNorm (weight only, Zhang & Sennrich 2019) or LayerNorm (weight + bias), two per layer
+  and one final norm;
+- embeddings: token table V x h, an optional learned position table (GPT-2/3), and a separate
+  LM head V x h unless it is tied to the token table.
+
+>>> m = get_model("llama3-8b")
+>>> m.total_params()
+8030261248
+>>> round(m.training_flops_per_token(8192) / 1e9, 1)  # GFLOP per token, forward + backward
+57.9
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Literal
+
+NormKind = Literal["rmsnorm", "layernorm"]
+
+__all__ = [
+    "ModelSpec",
+    "NormKind",
+    "UnknownModelError",
+    "get_model",
+    "list_models",
+]
+
+
+class UnknownModelError(ValueError):
+    """A model name that is not in the zoo; the message names close matches and all known names."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = list(known)
+        self.close_matches = difflib.get_close_matches(name.lower(), self.known, n=3, cutoff=0.5)
+        suggestions = ", ".join(repr(c) for c in self.close_matches)
+        hint = f" Did you mean {suggestions}?" if suggestions else ""
+        super().__init__(f"unknown model {name!r}.{hint} Known models: {', '.join(self.known)}.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """Architecture of one decoder-only transformer (dense or mixture-of-experts).
+
+    Fields mirror Hugging Face ``config.json`` keys: ``n_layers`` = ``num_hidden_layers``,
+    ``hidden`` = ``hidden_size``, ``ffn_hidden`` = ``intermediate_size``, ``n_heads`` =
+    ``num_attention_heads``, ``n_kv_heads`` = ``num_key_value_heads``, ``vocab`` = ``vocab_size``,
+    ``max_seq_len`` = ``max_position_embeddings``, ``tied_embeddings`` = ``tie_word_embeddings``,
+    ``n_experts`` = ``num_local_experts``, ``top_k`` = ``num_experts_per_tok``.
+
+    The head dimension is ``hidden // n_heads`` (true for every model in the zoo).
+    ``linear_bias``, ``norm`` and ``learned_pos_emb`` describe GPT-2/3-style models (biases on
+    every linear layer, LayerNorm with bias, learned position table); Llama/Mixtral have none.
+    ``published_params`` is the count the authors published, ``source`` where the numbers come from.
+    """
+
+    name: str
+    n_layers: int
+    hidden: int
+    ffn_hidden: int
+    n_heads: int
+    n_kv_heads: int
+    vocab: int
+    max_seq_len: int
+    gated_mlp: bool
+    tied_embeddings: bool
+    n_experts: int = 1
+    top_k: int = 1
+    published_params: float
+    published_active_params: float | None = None
+    source: str
+    linear_bias: bool = False
+    norm: NormKind = "rmsnorm"
+    learned_pos_emb: bool = False
+
+    def __post_init__(self) -> None:
+        for field_name in (
+            "n_layers",
+            "hidden",
+            "ffn_hidden",
+            "n_heads",
+            "n_kv_heads",
+            "vocab",
+            "max_seq_len",
+            "n_experts",
+            "top_k",
+        ):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(
+                    f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
+                )
+        if self.hidden % self.n_heads:
+            raise ValueError(
+                f"{self.name}: hidden={self.hidden} is invalid: must be divisible by "
+                f"n_heads={self.n_heads}"
+            )
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"{self.name}: n_kv_heads={self.n_kv_heads} is invalid: must divide "
+                f"n_heads={self.n_heads}"
+            )
+        if self.top_k > self.n_experts:
+            raise ValueError(
+                f"{self.name}: top_k={self.top_k} is invalid: must be <= n_experts={self.n_experts}"
+            )
+        if self.norm not in ("rmsnorm", "layernorm"):
+            raise ValueError(
+                f"{self.name}: norm={self.norm!r} is invalid: allowed values are "
+                "'rmsnorm', 'layernorm'"
+            )
+
+    # ---------------------------------------------------------------- derived sizes
+    @property
+    def head_dim(self) -> int:
+        """Per-head dimension ``hidden // n_heads``."""
+        return self.hidden // self.n_heads
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the query projection, ``n_heads * head_dim``."""
+        return self.n_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of each of the key and value projections, ``n_kv_heads * head_dim`` (GQA)."""
+        return self.n_kv_heads * self.head_dim
+
+    @property
+    def is_moe(self) -> bool:
+        """True when each layer has more than one expert MLP."""
+        return self.n_experts > 1
+
+    # ---------------------------------------------------------------- parameter counts
+    def norm_params(self) -> int:
+        """Parameters of one norm: ``h`` for RMSNorm, ``2h`` (weight + bias) for LayerNorm."""
+        return (2 if self.norm == "layernorm" else 1) * self.hidden
+
+    def attention_weight_params_per_layer(self) -> int:
+        """Matmul weights of one attention block: ``q``, ``k``, ``v``, ``o`` (no biases)."""
+        h = self.hidden
+        return h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
+
+    def attention_params_per_layer(self) -> int:
+        """Parameters of one attention block (q, k, v, o projections, plus biases if any)."""
+        bias = (self.q_dim + 2 * self.kv_dim + self.hidden) if self.linear_bias else 0
+        return self.attention_weight_params_per_layer() + bias
+
+    def mlp_weight_params_per_layer(self) -> int:
+        """Matmul weights of one expert's MLP: ``3·h·f`` (SwiGLU) or ``2·h·f`` (GELU)."""
+        return (3 if self.gated_mlp else 2) * self.hidden * self.ffn_hidden
+
+    def mlp_params_per_layer(self) -> int:
+        """Parameters of one expert's MLP (for a dense model: the layer's MLP), biases included."""
+        if not self.linear_bias:
+            return self.mlp_weight_params_per_layer()
+        bias = (2 if self.gated_mlp else 1) * self.ffn_hidden + self.hidden
+        return self.mlp_weight_params_per_layer() + bias
+
+    def router_params_per_layer(self) -> int:
+        """MoE router ``h x E`` (no bias, Mixtral's ``block_sparse_moe.gate``); 0 if dense."""
+        return self.hidden * self.n_experts if self.is_moe else 0
+
+    def layer_params(self) -> int:
+        """Parameters of one transformer layer: attention, all experts, router and two norms."""
+        return (
+            self.attention_params_per_layer()
+            + self.n_experts * self.mlp_params_per_layer()
+            + self.router_params_per_layer()
+            + 2 * self.norm_params()
+        )
+
+    def position_embedding_params(self) -> int:
+        """Learned position table ``max_seq_len x h`` (GPT-2/3); 0 for rotary models."""
+        return self.max_seq_len * self.hidden if self.learned_pos_emb else 0
+
+    def embedding_params(self) -> int:
+        """Token embedding ``V x h`` (+ position table) + LM head ``V x h`` when untied."""
+        head = 0 if self.tied_embeddings else self.vocab * self.hidden
+        return self.vocab * self.hidden + self.position_embedding_params() + head
+
+    def final_norm_params(self) -> int:
+        """The norm after the last layer (``model.norm`` / ``ln_f``)."""
+        return self.norm_params()
+
+    def total_params(self) -> int:
+        """All trainable parameters: embeddings, ``n_layers`` layers and the final norm."""
+        return (
+            self.embedding_params() + self.n_layers * self.layer_params() + self.final_norm_params()
+        )
+
+    def active_params_per_token(self) -> int:
+        """Parameters one token touches: as :meth:`total_params` but only ``top_k`` experts.
+
+        Embeddings are included, which is how Mistral AI counts Mixtral-8x7B's 12.9B "active".
+        """
+        unused = (self.n_experts - self.top_k) * self.mlp_params_per_layer()
+        return self.total_params() - self.n_layers * unused
+
+    def matmul_params_per_token(self) -> int:
+        """Weights that take part in a matrix multiply for each token (forward pass).
+
+        Per layer: attention q/k/v/o, ``top_k`` experts' MLP matrices, the router; plus the
+        LM head ``V x h`` (counted even when tied: the head is a real matmul). Not counted:
+        the token/position embedding *lookups* (gathers, no FLOPs), norms and biases
+        (element-wise, negligible). Convention of Narayanan et al. SC'21 §5.1 / Kaplan et al.
+        2020 Table 1.
+        """
+        per_layer = (
+            self.attention_weight_params_per_layer()
+            + self.top_k * self.mlp_weight_params_per_layer()
+            + self.router_params_per_layer()
+        )
+        return self.n_layers * per_layer + self.vocab * self.hidden
+
+    def training_flops_per_token(self, seq_len: int) -> float:
+        """Forward + backward FLOPs per token for a training sequence of ``seq_len`` tokens.
+
+        ``6·N_mm + 12·L·(a·d)·s``, where ``N_mm`` = :meth:`matmul_params_per_token`:
+
+        - ``6·N_mm``: 2 FLOPs per weight per token forward, 4 backward (Kaplan et al. 2020,
+          "Scaling Laws for Neural Language Models", §2.1: C ≈ 6N).
+        - ``12·L·(a·d)·s``: attention scores ``QKᵀ`` and ``softmax·V``, each ``2·s·(a·d)``
+          FLOPs per token forward, x3 for forward + backward. This is the ``s/(6h)`` term of
+          Narayanan et al. SC'21 ("Efficient Large-Scale Language Model Training on GPU
+          Clusters Using Megatron-LM", §5.1: ``72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h))`` without
+          recomputation), and PaLM's ``6N + 12·L·H·Q·T`` (Chowdhery et al. 2022, App. B).
+          Kaplan et al. count only ``6·L·s·d`` here; causal masking (FlashAttention skips the
+          upper triangle) would halve this term; neither is applied.
+
+        The LM head matmul is counted (``6·V·h``, Narayanan's ``V/(12lh)`` term); the embedding
+        lookup is not. Activation recomputation adds work on top (not included here).
+        """
+        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
+            raise ValueError(f"seq_len={seq_len!r} is invalid: must be an integer >= 1")
+        attention = 12.0 * self.n_layers * self.q_dim * seq_len
+        return 6.0 * self.matmul_params_per_token() + attention
+
+    # ---------------------------------------------------------------- gradient tensors
+    def gradient_tensors(self) -> list[tuple[str, int]]:
+        """``(name, element count)`` of every trainable tensor, in module registration order.
+
+        Names and order follow the Hugging Face modules: ``LlamaForCausalLM`` /
+        ``MixtralForCausalLM`` for RMSNorm models (embedding; per layer ``self_attn`` q/k/v/o,
+        then ``mlp`` or ``block_sparse_moe`` (router, then experts w1/w2/w3), then
+        ``input_layernorm``, ``post_attention_layernorm``; final ``norm``; ``lm_head`` if
+        untied) and ``GPT2LMHeadModel`` for LayerNorm models (``wte``, ``wpe``; per layer
+        ``ln_1``, fused ``c_attn``, ``c_proj``, ``ln_2``, ``mlp``; ``ln_f``). PyTorch DDP
+        buckets gradients in the reverse of this order (``torch/nn/parallel/distributed.py``;
+        ``../shared/reference/nccl-model.md`` §9). A tied LM head shares the embedding tensor
+        and is not listed twice. Element counts are for the whole model (no TP/PP split);
+        they sum to :meth:`total_params`.
+        """
+        if self.norm == "layernorm":
+            return self._gpt2_tensors()
+        return self._llama_tensors()
+
+    def _norm_tensors(self, prefix: str) -> list[tuple[str, int]]:
+        out = [(f"{prefix}.weight", self.hidden)]
+        if self.norm == "layernorm":
+            out.append((f"{prefix}.bias", self.hidden))
+        return out
+
+    def _linear(self, prefix: str, n_in: int, n_out: int) -> list[tuple[str, int]]:
+        out = [(f"{prefix}.weight", n_in * n_out)]
+        if self.linear_bias:
+            out.append((f"{prefix}.bias", n_out))
+        return out
+
+    def _mlp_tensors(self, prefix: str, style: str) -> list[tuple[str, int]]:
+        """One MLP (one expert) in the registration order of ``style``.
+
+        ``"llama"``: ``gate_proj``, ``up_proj``, ``down_proj`` (``LlamaMLP``); ``"mixtral"``:
+        ``w1`` (gate), ``w2`` (down), ``w3`` (up) (``MixtralBlockSparseTop2MLP``); ``"gpt"``:
+        ``c_fc`` (+ ``c_gate`` when gated), ``c_proj`` (``GPT2MLP``).
+        """
+        h, f = self.hidden, self.ffn_hidden
+        up = self._linear  # (prefix, n_in, n_out)
+        if style == "mixtral" and self.gated_mlp:
+            return up(f"{prefix}.w1", h, f) + up(f"{prefix}.w2", f, h) + up(f"{prefix}.w3", h, f)
+        if style == "llama" and self.gated_mlp:
+            return (
+                up(f"{prefix}.gate_proj", h, f)
+                + up(f"{prefix}.up_proj", h, f)
+                + up(f"{prefix}.down_proj", f, h)
+            )
+        if style == "llama":
+            return up(f"{prefix}.up_proj", h, f) + up(f"{prefix}.down_proj", f, h)
+        gated = up(f"{prefix}.c_gate", h, f) if self.gated_mlp else []
+        return up(f"{prefix}.c_fc", h, f) + gated + up(f"{prefix}.c_proj", f, h)
+
+    def _llama_tensors(self) -> list[tuple[str, int]]:
+        h = self.hidden
+        out: list[tuple[str, int]] = [("model.embed_tokens.weight", self.vocab * h)]
+        if self.learned_pos_emb:
+            out.append(("model.embed_positions.weight", self.position_embedding_params()))
+        for i in range(self.n_layers):
+            p = f"model.layers.{i}"
+            out += self._linear(f"{p}.self_attn.q_proj", h, self.q_dim)
+            out += self._linear(f"{p}.self_attn.k_proj", h, self.kv_dim)
+            out += self._linear(f"{p}.self_attn.v_proj", h, self.kv_dim)
+            out += self._linear(f"{p}.self_attn.o_proj", self.q_dim, h)
+            if self.is_moe:
+                out.append((f"{p}.block_sparse_moe.gate.weight", self.router_params_per_layer()))
+                for e in range(self.n_experts):
+                    out += self._mlp_tensors(f"{p}.block_sparse_moe.experts.{e}", "mixtral")
+            else:
+                out += self._mlp_tensors(f"{p}.mlp", "llama")
+            out += self._norm_tensors(f"{p}.input_layernorm")
+            out += self._norm_tensors(f"{p}.post_attention_layernorm")
+        out += self._norm_tensors("model.norm")
+        if not self.tied_embeddings:
+            out.append(("lm_head.weight", self.vocab * h))
+        return out
+
+    def _gpt2_tensors(self) -> list[tuple[str, int]]:
+        h = self.hidden
+        out: list[tuple[str, int]] = [("transformer.wte.weight", self.vocab * h)]
+        if self.learned_pos_emb:
+            out.append(("transformer.wpe.weight", self.position_embedding_params()))
+        for i in range(self.n_layers):
+            p = f"transformer.h.{i}"
+            out += self._norm_tensors(f"{p}.ln_1")
+            out += self._linear(f"{p}.attn.c_attn", h, self.q_dim + 2 * self.kv_dim)
+            out += self._linear(f"{p}.attn.c_proj", self.q_dim, h)
+            out += self._norm_tensors(f"{p}.ln_2")
+            if self.is_moe:
+                out.append((f"{p}.mlp.router.weight", self.router_params_per_layer()))
+                for e in range(self.n_experts):
+                    out += self._mlp_tensors(f"{p}.mlp.experts.{e}", "gpt")
+            else:
+                out += self._mlp_tensors(f"{p}.mlp", "gpt")
+        out += self._norm_tensors("transformer.ln_f")
+        if not self.tied_embeddings:
+            out.append(("lm_head.weight", self.vocab * h))
+        return out
+
+
+# -------------------------------------------------------------------- the zoo
+_LLAMA31_SOURCE = (
+    "Dubey et al. 2024, 'The Llama 3 Herd of Models' (arXiv 2407.21783) Table 3; "
+    "Hugging Face meta-llama/Llama-3.1-{size} config.json (vocab_size 128256, "
+    "tie_word_embeddings false, max_position_embeddings 131072; pre-trained at 8192)"
+)
+
+_ZOO: dict[str, ModelSpec] = {
+    m.name: m
+    for m in (
+        ModelSpec(
+            name="gpt3-175b",
+            n_layers=96,
+            hidden=12288,
+            ffn_hidden=4 * 12288,
+            n_heads=96,
+            n_kv_heads=96,
+            vocab=50257,
+            max_seq_len=2048,
+            gated_mlp=False,
+            tied_embeddings=True,
+            published_params=175.0e9,
+            source=(
+                "Brown et al. 2020, 'Language Models are Few-Shot Learners' (arXiv 2005.14165) "
+                "Table 2.1: 175.0B params, 96 layers, d_model 12288, 96 heads of 128, n_ctx 2048; "
+                "GPT-2 architecture and 50257-token BPE vocabulary (Radford et al. 2019), "
+                "d_ff = 4·d_model, learned positions, LayerNorm and biases, tied head"
+            ),
+            linear_bias=True,
+            norm="layernorm",
+            learned_pos_emb=True,
+        ),
+        ModelSpec(
+            name="llama2-7b",
+            n_layers=32,
+            hidden=4096,
+            ffn_hidden=11008,
+            n_heads=32,
+            n_kv_heads=32,
+            vocab=32000,
+            max_seq_len=4096,
+            gated_mlp=True,
+            tied_embeddings=False,
+            published_params=6.74e9,
+            source=(
+                "Touvron et al. 2023, 'Llama 2' (arXiv 2307.09288), 7B; Hugging Face "
+                "meta-llama/Llama-2-7b-hf config.json (hidden 4096, intermediate 11008, 32 layers, "
+                "32 heads, vocab 32000, untied); 6.74B = 6,738,415,616 in the safetensors index"
+            ),
+        ),
+        ModelSpec(
+            name="llama3-8b",
+            n_layers=32,
+            hidden=4096,
+            ffn_hidden=14336,
+            n_heads=32,
+            n_kv_heads=8,
+            vocab=128256,
+            max_seq_len=131072,
+            gated_mlp=True,
+            tied_embeddings=False,
+            published_params=8.03e9,
+            source=_LLAMA31_SOURCE.format(size="8B") + "; 8.03B on the model card",
+        ),
+        ModelSpec(
+            name="llama3-70b",
+            n_layers=80,
+            hidden=8192,
+            ffn_hidden=28672,
+            n_heads=64,
+            n_kv_heads=8,
+            vocab=128256,
+            max_seq_len=131072,
+            gated_mlp=True,
+            tied_embeddings=False,
+            published_params=70.6e9,
+            source=_LLAMA31_SOURCE.format(size="70B") + "; 70.6B on the model card",
+        ),
+        ModelSpec(
+            name="llama3-405b",
+            n_layers=126,
+            hidden=16384,
+            ffn_hidden=53248,
+            n_heads=128,
+            n_kv_heads=8,
+            vocab=128256,
+            max_seq_len=131072,
+            gated_mlp=True,
+            tied_embeddings=False,
+            published_params=405e9,
+            source=_LLAMA31_SOURCE.format(size="405B") + "; 405B as named in the paper",
+        ),
+        ModelSpec(
+            name="mixtral-8x7b",
+            n_layers=32,
+            hidden=4096,
+            ffn_hidden=14336,
+            n_heads=32,
+            n_kv_heads=8,
+            vocab=32000,
+            max_seq_len=32768,
+            gated_mlp=True,
+            tied_embeddings=False,
+            n_experts=8,
+            top_k=2,
+            published_params=46.7e9,
+            published_active_params=12.9e9,
+            source=(
+                "Jiang et al. 2024, 'Mixtral of Experts' (arXiv 2401.04088) Table 1: dim 4096, "
+                "32 layers, head_dim 128, hidden_dim 14336, 32 heads, 8 kv heads, context 32768, "
+                "vocab 32000, 8 experts, top-2; Mistral AI 'Mixtral of experts' (Dec 2023): "
+                "46.7B total, 12.9B active per token; HF mistralai/Mixtral-8x7B-v0.1 config.json"
+            ),
+        ),
+    )
+}
+
+
+def list_models() -> list[str]:
+    """Names of all models in the zoo, sorted."""
+    return sorted(_ZOO)
+
+
+def get_model(name: str) -> ModelSpec:
+    """The zoo entry called ``name`` (case and surrounding spaces ignored).
+
+    Raises :class:`UnknownModelError` (a ``ValueError``) naming close matches and all names.
+    """
+    key = name.strip().lower()
+    try:
+        return _ZOO[key]
+    except KeyError:
+        raise UnknownModelError(name, list_models()) from None

@@ -1,0 +1,278 @@
+"""Run a scenario's training step through an engine and account for every second of it.
+
+The step time is when the slowest pipeline stage finishes (its optimizer step, or the ZeRO
+parameter all-gather that cannot hide under the next step's first forward). For that stage the
+step splits, with nothing left over, into:
+
+* ``compute`` — forward/backward kernels; ``optimizer`` — the Adam step;
+* ``tp`` / ``ep`` — tensor- and expert-parallel collectives, which block the compute stream;
+* ``bubble`` — the 1F1B fill and drain, ``(pp−1)`` micro-batch slots;
+* ``pp`` — any further wait on pipeline sends beyond the ideal bubble;
+* ``dp`` — data-parallel communication still running after the last backward (exposed).
+
+**Communication wait share** = (tp + ep + pp + dp) / step: the share of the step the GPUs sit
+waiting on the network or NVLink — the "communication wall". MFU = model FLOPs per step /
+(step × GPUs × dense peak) (Chowdhery et al. 2022, PaLM appendix B).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from commwall.cluster import Cluster, build_cluster
+from commwall.engines import get_engine
+from commwall.engines.base import PhaseResult, Result
+from commwall.io.scenario import Scenario
+from commwall.workload.job import Job, resolve_job
+from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
+from commwall.workload.step import StepPlan, build_step
+
+CATEGORIES = ("compute", "tp", "ep", "pp", "bubble", "dp", "optimizer")
+COMM_CATEGORIES = ("tp", "ep", "pp", "dp")
+_LABELS = {
+    "compute": "compute",
+    "tp": "tensor-parallel communication",
+    "ep": "expert-parallel all-to-all",
+    "pp": "pipeline sends",
+    "bubble": "pipeline bubble",
+    "dp": "exposed data-parallel communication",
+    "optimizer": "optimizer step",
+}
+
+
+@dataclass(frozen=True)
+class CollectiveStat:
+    """One kind of collective call in the step, on the critical stage."""
+
+    name: str
+    category: str
+    op: str
+    nbytes: float
+    nranks: int
+    calls: int
+    time_each: float
+    total: float
+    algo: str
+    proto: str
+    busbw: float
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """Where one training step's time goes."""
+
+    scenario: str
+    cluster: dict[str, Any]
+    job: dict[str, Any]
+    step_time: float
+    breakdown: dict[str, float]
+    critical_stage: int
+    collectives: tuple[CollectiveStat, ...]
+    memory: MemoryBreakdown
+    hbm_bytes: float
+    model_flops_per_step: float
+    n_gpus: int
+    peak_flops: float
+    tokens_per_step: int
+    result: Result
+
+    @property
+    def comm_wait(self) -> float:
+        """Seconds of the step spent waiting on communication."""
+        return sum(self.breakdown[c] for c in COMM_CATEGORIES)
+
+    @property
+    def comm_wait_share(self) -> float:
+        """Share of the step the GPUs wait on communication (0–1)."""
+        return self.comm_wait / self.step_time
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilisation."""
+        return self.model_flops_per_step / (self.step_time * self.n_gpus * self.peak_flops)
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Training throughput of the whole job."""
+        return self.tokens_per_step / self.step_time
+
+    @property
+    def fits_in_memory(self) -> bool:
+        """Whether the worst stage fits HBM with a 10% reserve."""
+        return self.memory.fits(self.hbm_bytes)
+
+    def bottleneck(self) -> str:
+        """One sentence naming what bounds the step."""
+        parts = {k: v for k, v in self.breakdown.items() if v > 0}
+        top = max(parts, key=lambda k: parts[k])
+        share = parts[top] / self.step_time
+        wall = self.comm_wait_share
+        if top == "compute":
+            lead = f"The step is compute-bound: {share:.0%} of it is forward/backward math"
+        else:
+            lead = f"The largest cost is {_LABELS[top]}: {share:.0%} of the step"
+        detail = ""
+        if top in COMM_CATEGORIES and self.collectives:
+            worst = max(
+                (c for c in self.collectives if c.category == top),
+                key=lambda c: c.total,
+                default=None,
+            )
+            if worst is not None:
+                detail = (
+                    f" (mostly {worst.name}, {worst.busbw / 1e9:.0f} GB/s busbw with "
+                    f"{worst.algo}/{worst.proto} over {worst.nranks} ranks)"
+                )
+        return f"{lead}{detail}; the GPUs wait on communication {wall:.0%} of the step."
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "scenario": self.scenario,
+            "cluster": self.cluster,
+            "job": self.job,
+            "step_time_s": self.step_time,
+            "breakdown_s": self.breakdown,
+            "comm_wait_s": self.comm_wait,
+            "comm_wait_share": self.comm_wait_share,
+            "mfu": self.mfu,
+            "tokens_per_s": self.tokens_per_second,
+            "critical_stage": self.critical_stage,
+            "bottleneck": self.bottleneck(),
+            "memory_bytes": {
+                "weights": self.memory.weights,
+                "gradients": self.memory.gradients,
+                "optimizer": self.memory.optimizer,
+                "activations": self.memory.activations,
+                "total": self.memory.total,
+                "hbm": self.hbm_bytes,
+                "fits": self.fits_in_memory,
+            },
+            "collectives": [
+                {
+                    "name": c.name,
+                    "category": c.category,
+                    "op": c.op,
+                    "bytes": c.nbytes,
+                    "ranks": c.nranks,
+                    "calls": c.calls,
+                    "time_each_s": c.time_each,
+                    "total_s": c.total,
+                    "algo": c.algo,
+                    "proto": c.proto,
+                    "busbw_Bps": c.busbw,
+                }
+                for c in self.collectives
+            ],
+            "timeline": self.result.to_dict(),
+        }
+
+
+def _stage_of(phase: PhaseResult) -> int:
+    return int(phase.stream.split(".", 1)[0][1:])
+
+
+def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[str, float]]:
+    """(critical stage, step time, breakdown by category) — see the module docstring."""
+    phases = result.phases
+    best: tuple[float, int] = (-1.0, 0)
+    for s, marks in enumerate(plan.marks):
+        end = phases[marks.optimizer].end
+        for i in marks.param_gather:
+            end = max(end, phases[i].end - plan.hide_param_gather)
+        best = max(best, (end, -s))
+    step, stage = best[0], -best[1]
+    marks = plan.marks[stage]
+    last_bwd = phases[marks.last_backward_end].end
+    busy = dict.fromkeys(CATEGORIES, 0.0)
+    busy_before = 0.0
+    slot = 0.0
+    for p in phases:
+        if p.stream != f"s{stage}.compute":
+            continue
+        busy[p.category] += p.duration
+        if p.end <= last_bwd:
+            busy_before += p.duration
+    slot = busy_before / job.micro_batches
+    idle_pipeline = max(0.0, last_bwd - busy_before)
+    bubble = min(idle_pipeline, (job.pp - 1) * slot)
+    breakdown = {
+        "compute": busy["compute"],
+        "tp": busy["tp"],
+        "ep": busy["ep"],
+        "pp": idle_pipeline - bubble,
+        "bubble": bubble,
+        "dp": max(0.0, step - last_bwd - busy["optimizer"]),
+        "optimizer": busy["optimizer"],
+    }
+    return stage, step, breakdown
+
+
+def collective_stats(result: Result, stage: int) -> tuple[CollectiveStat, ...]:
+    """Aggregate the critical stage's collective phases by kind (sizes averaged over calls)."""
+    table: dict[str, list[PhaseResult]] = {}
+    for p in result.phases:
+        if p.op is not None and _stage_of(p) == stage:
+            table.setdefault(_strip_tags(p.name), []).append(p)
+    stats = []
+    for name, rows in table.items():
+        calls = sum(r.repeat for r in rows)
+        total = sum(r.duration for r in rows)
+        moved = sum(r.nbytes * r.repeat for r in rows)
+        main = max(rows, key=lambda r: r.duration)
+        stats.append(
+            CollectiveStat(
+                name, main.category, main.op or "", moved / calls, main.nranks, calls,
+                total / calls, total, main.algo or "", main.proto or "", main.busbw,
+            )
+        )  # fmt: skip
+    return tuple(sorted(stats, key=lambda c: -c.total))
+
+
+def _strip_tags(name: str) -> str:
+    words = name.split()[1:]  # drop the stage tag
+    keep = [w for w in words if not (w[:1] in "FB" and w[1:].isdigit()) and w not in ("B-last",)]
+    text = " ".join(keep)
+    if text.startswith("layer "):
+        text = " ".join(text.split()[2:])
+    return text
+
+
+def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
+    """Simulate one training step of ``scenario`` (raises ScenarioError on bad input)."""
+    cl = cluster or build_cluster(scenario.cluster)
+    job = resolve_job(scenario.job, cl)
+    plan = build_step(job, cl)
+    engine = get_engine(scenario.simulation.engine, policy=scenario.simulation.policy)
+    result = engine.run(plan.schedule, cl, cl.routing, seed=scenario.simulation.seed)
+    stage, step, breakdown = account(plan, result, job)
+    spec = job.spec
+    memory = memory_per_gpu(
+        job.model,
+        tp=job.tp,
+        pp=job.pp,
+        dp=job.dp,
+        ep=job.ep,
+        zero_stage=spec.zero_stage,
+        micro_batch=spec.micro_batch,
+        seq_len=spec.seq_len,
+        sequence_parallel=spec.sequence_parallel,
+        recompute=spec.recompute,
+    )
+    return StepReport(
+        scenario=scenario.name,
+        cluster=cl.summary(),
+        job=job.summary,
+        step_time=step,
+        breakdown=breakdown,
+        critical_stage=stage,
+        collectives=collective_stats(result, stage),
+        memory=memory,
+        hbm_bytes=cl.gpu.hbm,
+        model_flops_per_step=job.model_flops_per_step,
+        n_gpus=job.n_gpus,
+        peak_flops=job.peak_flops,
+        tokens_per_step=job.tokens_per_step,
+        result=result,
+    )

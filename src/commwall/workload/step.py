@@ -1,0 +1,413 @@
+"""The training step as a schedule: 1F1B pipeline, TP/EP collectives, DDP buckets, ZeRO/FSDP.
+
+:func:`build_step` compiles a resolved :class:`~commwall.workload.job.Job` into a
+:class:`~commwall.collectives.schedule.Schedule` for every pipeline stage of one data-parallel
+replica (all replicas behave alike on an ideal fabric):
+
+* **Compute** per micro-batch and stage: ``training_flops_per_token × tokens / (tp·pp)`` at the
+  GPU's dense peak × ``compute_efficiency``, split 1:2 forward:backward (Narayanan et al. SC'21);
+  full recomputation adds a forward to the backward.
+* **Tensor parallel** (Megatron-LM; Korthikanti et al. 2022 §4.2): per layer two all-gathers and
+  two reduce-scatters of ``b·s·h`` half-precision values in forward and again in backward with
+  sequence parallelism, or two all-reduces each way without. They block the compute stream.
+* **Expert parallel** (MoE): two all-to-alls (dispatch, combine) per MoE layer each way.
+* **Pipeline parallel**: non-interleaved 1F1B (PipeDream-Flush; Narayanan et al. SC'21):
+  stage ``s`` runs ``pp−s−1`` warm-up forwards, then alternates, and sends ``b·s·h`` activations
+  (``/tp`` with sequence parallelism) to its neighbour after each forward and backward.
+* **Data parallel**: gradients of the last micro-batch's backward are bucketed exactly like
+  PyTorch DDP (reverse registration order, first bucket 1 MiB, then 25 MiB caps;
+  ``reducer.cpp``), each bucket's all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) starting when
+  its last gradient is ready and overlapping the rest of backward. ZeRO-1/2 all-gather updated
+  parameters after the optimizer (hidden under the next step's first forward when ``overlap``).
+  ZeRO-3/FSDP all-gathers each layer before its forward and backward (one layer of prefetch) and
+  reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023).
+* **Optimizer**: Adam on the local shard, memory-bound: 28 bytes of HBM traffic per parameter
+  (read fp32 master, m, v and the gradient; write them back and the half-precision copy; ours).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from commwall.cluster import Cluster
+from commwall.collectives.ops import Op
+from commwall.collectives.schedule import CollectiveTask, ComputeTask, Group, Phase, Schedule
+from commwall.workload.job import HALF_BYTES, Job
+from commwall.workload.layout import group_shape, pipeline_peer_group
+
+#: HBM bytes touched per parameter by a mixed-precision Adam step (ours, see module docstring).
+ADAM_BYTES_PER_PARAM = 28
+
+_LAYER = re.compile(r"\blayers\.(\d+)\.|\bh\.(\d+)\.")
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Communicator shapes of the job."""
+
+    tp: Group
+    dp: Group
+    ep: Group
+    pp: Group
+
+
+@dataclass
+class StageMarks:
+    """Phase indices the report needs per stage."""
+
+    last_backward_end: int = -1
+    optimizer: int = -1
+    param_gather: list[int] = field(default_factory=list)
+
+
+@dataclass
+class StepPlan:
+    """A step schedule and what to read back from it."""
+
+    schedule: Schedule
+    groups: Groups
+    marks: list[StageMarks]
+    t_forward: float
+    t_backward: float
+    hide_param_gather: float
+
+
+def job_groups(job: Job, cluster: Cluster) -> Groups:
+    """Where TP, DP, EP and PP communicators land (``tp-dp-pp`` rank order)."""
+    d = cluster.scale_up_domain
+    return Groups(
+        tp=group_shape("tp", job.tp, 1, d),
+        dp=group_shape("dp", job.dp, job.tp, d),
+        ep=group_shape("ep", job.ep, job.tp, d),
+        pp=pipeline_peer_group(job.tp, job.dp, d),
+    )
+
+
+def micro_batch_times(job: Job) -> tuple[float, float]:
+    """Forward and backward compute seconds of one micro-batch on one stage."""
+    spec = job.spec
+    tokens = spec.micro_batch * spec.seq_len
+    flops = job.model.training_flops_per_token(spec.seq_len) * tokens / (job.tp * job.pp)
+    rate = job.peak_flops * spec.compute_efficiency
+    forward = flops / 3.0 / rate
+    backward = 2.0 * flops / 3.0 / rate
+    if spec.recompute == "full":
+        backward += forward
+    return forward, backward
+
+
+def stage_gradient_bytes(job: Job, stage: int) -> list[tuple[int, float]]:
+    """(layer index, bytes per GPU) of a stage's gradient tensors in *registration* order.
+
+    Embedding tensors get layer ``-1`` (ready last), final norm and LM head ``layers`` (ready first).
+    Tensors are split over ``tp`` except norms (replicated); experts also over ``ep``.
+    """
+    lo = stage * job.layers_per_stage
+    hi = min(job.model.n_layers, lo + job.layers_per_stage)
+    last = stage == job.pp - 1
+    out: list[tuple[int, float]] = []
+    for name, count in job.model.gradient_tensors():
+        match = _LAYER.search(name)
+        if match:
+            layer = int(match.group(1) or match.group(2))
+            if not lo <= layer < hi:
+                continue
+        elif "embed" in name or "wte" in name or "wpe" in name:
+            if stage != 0:
+                continue
+            layer = -1
+        else:  # final norm, LM head
+            if not last:
+                continue
+            layer = job.model.n_layers
+        split = 1 if "norm" in name or "ln_" in name else job.tp
+        if "experts" in name:
+            split *= job.ep
+        out.append((layer, count / split * HALF_BYTES))
+    return out
+
+
+def ddp_buckets(
+    grads: list[tuple[int, float]], cap: float, first_cap: float
+) -> list[tuple[float, int]]:
+    """PyTorch DDP buckets over ``grads`` taken in reverse: (bytes, layer whose backward fills it).
+
+    A bucket closes once it reaches its cap (1 MiB for the first, then ``cap``), as
+    ``reducer.cpp`` assigns whole tensors in reverse registration order.
+    """
+    buckets: list[tuple[float, int]] = []
+    size, layer, limit = 0.0, 0, first_cap
+    for tensor_layer, nbytes in reversed(grads):
+        size += nbytes
+        layer = tensor_layer
+        if size >= limit:
+            buckets.append((size, layer))
+            size, limit = 0.0, cap
+    if size > 0:
+        buckets.append((size, layer))
+    return buckets
+
+
+def _ops_1f1b(stage: int, pp: int, m: int) -> Iterator[tuple[str, int]]:
+    warmup = min(pp - stage - 1, m)
+    for j in range(warmup):
+        yield "F", j
+    for i in range(m - warmup):
+        yield "F", warmup + i
+        yield "B", i
+    for j in range(m - warmup, m):
+        yield "B", j
+
+
+class _Builder:
+    def __init__(self, job: Job, cluster: Cluster) -> None:
+        self.job = job
+        self.spec = job.spec
+        self.groups = job_groups(job, cluster)
+        self.schedule = Schedule()
+        self.t_f, self.t_b = micro_batch_times(job)
+        self.sp = self.spec.sequence_parallel and job.tp > 1
+        act = job.activation_bytes
+        self.tp_bytes = act
+        self.p2p_bytes = act / job.tp if self.sp else act
+        moe_tokens = self.spec.micro_batch * self.spec.seq_len * job.model.top_k
+        self.a2a_bytes = moe_tokens * job.model.hidden * HALF_BYTES / (job.tp if self.sp else 1)
+        self.marks = [StageMarks() for _ in range(job.pp)]
+        self.hbm_bandwidth = cluster.gpu.hbm_bandwidth
+        self.sent: dict[tuple[str, int, int], int] = {}
+
+    # ---- phases --------------------------------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        task: CollectiveTask | ComputeTask,
+        category: str,
+        stream: str,
+        after: tuple[int, ...] = (),
+        repeat: int = 1,
+    ) -> int:
+        return self.schedule.add(Phase(name, task, category, stream, after, repeat))
+
+    def blocking_comm(self, stage: int, tag: str, layers: int, after: tuple[int, ...]) -> int:
+        """TP (and EP) collectives of ``layers`` layers on the compute stream; last index."""
+        job, stream, last = self.job, f"s{stage}.compute", -1
+        calls = 2 * layers
+        if job.tp > 1:
+            ops: tuple[tuple[Op, str], ...] = (
+                ((Op.ALL_GATHER, "all-gather"), (Op.REDUCE_SCATTER, "reduce-scatter"))
+                if self.sp
+                else ((Op.ALL_REDUCE, "all-reduce"),)
+            )
+            for op, label in ops:
+                task = CollectiveTask(op, self.tp_bytes, self.groups.tp)
+                last = self.add(f"s{stage} {tag} TP {label}", task, "tp", stream, after, calls)
+                after = ()
+        if job.ep > 1 and job.model.n_experts > 1:
+            task = CollectiveTask(Op.ALLTOALL, self.a2a_bytes, self.groups.ep)
+            last = self.add(f"s{stage} {tag} EP all-to-all", task, "ep", stream, after, calls)
+        return last
+
+    def fsdp_layers(self, stage: int, tag: str, kind: str, after: tuple[int, ...]) -> int:
+        """ZeRO-3: per-layer gather → compute (→ reduce-scatter) with one layer of prefetch."""
+        job, grads = self.job, self.layer_param_bytes()
+        layers = job.layers_per_stage
+        seconds = (self.t_f if kind == "F" else self.t_b) / layers
+        compute_stream, dp_stream = f"s{stage}.compute", f"s{stage}.dp"
+        gathers: list[int] = []
+        computes: list[int] = []
+        last = -1
+        for i in range(layers):
+            gate = (computes[i - 2],) if i >= 2 else after
+            gathers.append(
+                self.add(
+                    f"s{stage} {tag} FSDP all-gather",
+                    CollectiveTask(Op.ALL_GATHER, grads, self.groups.dp),
+                    "dp",
+                    dp_stream,
+                    gate,
+                )
+            )
+            dep = (gathers[i],) + (after if i == 0 else ())
+            computes.append(
+                self.add(
+                    f"s{stage} {tag} compute", ComputeTask(seconds), "compute", compute_stream, dep
+                )
+            )
+            last = (
+                self.blocking_comm(stage, tag, 1, ()) if job.tp > 1 or job.ep > 1 else computes[i]
+            )
+            if kind == "B":
+                self.add(
+                    f"s{stage} {tag} FSDP reduce-scatter",
+                    CollectiveTask(Op.REDUCE_SCATTER, grads, self.groups.dp),
+                    "dp",
+                    dp_stream,
+                    (last,),
+                )
+        return last
+
+    def layer_param_bytes(self) -> float:
+        return self.job.model.layer_params() / self.job.tp * HALF_BYTES
+
+    def p2p(self, stage: int, direction: str, j: int, after: int) -> None:
+        task = CollectiveTask(Op.SENDRECV, self.p2p_bytes, self.groups.pp)
+        name = f"s{stage} PP send {'activations' if direction == 'F' else 'gradients'}"
+        self.sent[(direction, stage, j)] = self.add(name, task, "pp", f"s{stage}.pp", (after,))
+
+    # ---- one forward or backward ----------------------------------------------------------
+
+    def forward(self, stage: int, j: int) -> None:
+        after = (self.sent[("F", stage - 1, j)],) if stage > 0 else ()
+        tag = f"F{j}"
+        if self.spec.zero_stage == 3:
+            last = self.fsdp_layers(stage, tag, "F", after)
+        else:
+            last = self.add(
+                f"s{stage} {tag} compute",
+                ComputeTask(self.t_f),
+                "compute",
+                f"s{stage}.compute",
+                after,
+            )
+            last = (
+                self.blocking_comm(stage, tag, self.job.layers_per_stage, ())
+                if (self.job.tp > 1 or self.job.ep > 1)
+                else last
+            )
+        if stage < self.job.pp - 1:
+            self.p2p(stage, "F", j, last)
+
+    def backward(self, stage: int, j: int) -> None:
+        after = (self.sent[("B", stage + 1, j)],) if stage < self.job.pp - 1 else ()
+        tag = f"B{j}"
+        final = j == self.job.micro_batches - 1
+        if self.spec.zero_stage == 3:
+            last = self.fsdp_layers(stage, tag, "B", after)
+        elif final:
+            last = self.last_backward(stage, after)
+        else:
+            last = self.add(
+                f"s{stage} {tag} compute",
+                ComputeTask(self.t_b),
+                "compute",
+                f"s{stage}.compute",
+                after,
+            )
+            last = (
+                self.blocking_comm(stage, tag, self.job.layers_per_stage, ())
+                if (self.job.tp > 1 or self.job.ep > 1)
+                else last
+            )
+        if final:
+            self.marks[stage].last_backward_end = last
+        if stage > 0:
+            self.p2p(stage, "B", j, last)
+
+    def last_backward(self, stage: int, after: tuple[int, ...]) -> int:
+        """Layer-by-layer backward of the last micro-batch, with DP buckets overlapping it."""
+        job = self.job
+        lo = stage * job.layers_per_stage
+        hi = min(job.model.n_layers, lo + job.layers_per_stage)
+        seconds = self.t_b / max(1, hi - lo)
+        done_after: dict[int, int] = {}
+        last = -1
+        head_done = after[0] if after else -1
+        for layer in range(hi - 1, lo - 1, -1):
+            last = self.add(
+                f"s{stage} B-last layer {layer} compute",
+                ComputeTask(seconds),
+                "compute",
+                f"s{stage}.compute",
+                after,
+            )
+            after = ()
+            if job.tp > 1 or job.ep > 1:
+                last = self.blocking_comm(stage, f"B-last layer {layer}", 1, ())
+            done_after[layer] = last
+            if head_done < 0:
+                head_done = last
+        done_after[job.model.n_layers] = head_done
+        done_after[-1] = last
+        self.dp_buckets(stage, done_after)
+        return last
+
+    def dp_buckets(self, stage: int, done_after: dict[int, int]) -> None:
+        spec, job = self.spec, self.job
+        if job.dp == 1:
+            return
+        op = Op.ALL_REDUCE if spec.zero_stage == 0 else Op.REDUCE_SCATTER
+        label = "all-reduce" if op is Op.ALL_REDUCE else "reduce-scatter"
+        grads = stage_gradient_bytes(job, stage)
+        buckets = ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket)
+        for nbytes, layer in buckets:
+            dep = done_after.get(layer, done_after[-1])
+            dep_index = dep if spec.overlap else done_after[-1]
+            self.add(
+                f"s{stage} DP bucket {label}",
+                CollectiveTask(op, nbytes, self.groups.dp),
+                "dp",
+                f"s{stage}.dp",
+                (dep_index,),
+            )
+
+    # ---- the whole step -------------------------------------------------------------------
+
+    def build(self) -> StepPlan:
+        job = self.job
+        m, pp = job.micro_batches, job.pp
+        queues = [list(_ops_1f1b(s, pp, m)) for s in range(pp)]
+        cursor = [0] * pp
+        remaining = sum(len(q) for q in queues)
+        while remaining:
+            progressed = False
+            for s in range(pp):
+                while cursor[s] < len(queues[s]):
+                    kind, j = queues[s][cursor[s]]
+                    need = ("F", s - 1, j) if kind == "F" else ("B", s + 1, j)
+                    blocked = (kind == "F" and s > 0) or (kind == "B" and s < pp - 1)
+                    if blocked and need not in self.sent:
+                        break
+                    (self.forward if kind == "F" else self.backward)(s, j)
+                    cursor[s] += 1
+                    remaining -= 1
+                    progressed = True
+            if not progressed:
+                raise RuntimeError("1F1B schedule deadlocked (a bug in commwall)")
+        self.optimizer()
+        hide = self.t_f if self.spec.overlap else 0.0
+        return StepPlan(self.schedule, self.groups, self.marks, self.t_f, self.t_b, hide)
+
+    def optimizer(self) -> None:
+        job, spec = self.job, self.spec
+        for s in range(job.pp):
+            grads = stage_gradient_bytes(job, s)
+            params = sum(b for _, b in grads) / HALF_BYTES
+            shard = params / job.dp if spec.zero_stage >= 1 else params
+            seconds = shard * ADAM_BYTES_PER_PARAM / self.hbm_bandwidth
+            dp_phases = tuple(
+                i for i, p in enumerate(self.schedule.phases) if p.stream == f"s{s}.dp"
+            )
+            after = (*dp_phases, self.marks[s].last_backward_end)
+            self.marks[s].optimizer = self.add(
+                f"s{s} optimizer step", ComputeTask(seconds), "optimizer", f"s{s}.compute", after
+            )
+            if spec.zero_stage in (1, 2) and job.dp > 1:
+                buckets = ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket)
+                for nbytes, _ in buckets:
+                    self.marks[s].param_gather.append(
+                        self.add(
+                            f"s{s} ZeRO parameter all-gather",
+                            CollectiveTask(Op.ALL_GATHER, nbytes, self.groups.dp),
+                            "dp",
+                            f"s{s}.dp",
+                            (self.marks[s].optimizer,),
+                        )
+                    )
+
+
+def build_step(job: Job, cluster: Cluster) -> StepPlan:
+    """Compile ``job`` on ``cluster`` into a step schedule."""
+    return _Builder(job, cluster).build()

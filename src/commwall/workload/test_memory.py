@@ -1,0 +1,242 @@
+"""Tests for the per-GPU memory model: ZeRO closed forms, Korthikanti activations, fit checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import doctest
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commwall.workload import memory
+from commwall.workload.memory import (
+    MemoryBreakdown,
+    activation_bytes_per_layer,
+    memory_per_gpu,
+    model_state_bytes,
+    optimizer_bytes_per_param,
+    params_per_gpu,
+)
+from commwall.workload.models import get_model
+
+H100_HBM = 80e9
+
+
+# ---------------------------------------------------------------- ZeRO (Rajbhandari et al. SC'20)
+@pytest.mark.parametrize(
+    ("stage", "paper_gb"),
+    [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)],  # Fig. 1: Ψ = 7.5B, N_d = 64, K = 12
+)
+def test_zero_paper_figure_1(stage: int, paper_gb: float) -> None:
+    w, g, o = model_state_bytes(7.5e9, dp=64, zero_stage=stage, optimizer_bytes=12)
+    assert (w + g + o) / 1e9 == pytest.approx(paper_gb, rel=0.02)
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+def test_zero_closed_forms(stage: int) -> None:
+    psi, nd, k = 1.0e9, 16, 12
+    closed = {
+        0: (2 + 2 + k) * psi,
+        1: 4 * psi + k * psi / nd,
+        2: 2 * psi + (2 + k) * psi / nd,
+        3: (2 + 2 + k) * psi / nd,
+    }[stage]
+    assert sum(model_state_bytes(psi, dp=nd, zero_stage=stage)) == pytest.approx(closed)
+
+
+def test_optimizer_bytes() -> None:
+    assert optimizer_bytes_per_param("adam") == 12
+    assert optimizer_bytes_per_param("adamw", master_weights=False) == 8
+    assert optimizer_bytes_per_param("sgd") == 8
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+def test_memory_per_gpu_model_states_match_closed_form(stage: int) -> None:
+    m = get_model("llama3-8b")
+    got = memory_per_gpu(m, tp=1, pp=1, dp=8, zero_stage=stage, micro_batch=1, seq_len=128)
+    w, g, o = model_state_bytes(m.total_params(), dp=8, zero_stage=stage)
+    assert (got.weights, got.gradients, got.optimizer) == pytest.approx((w, g, o))
+    assert got.total == pytest.approx(w + g + o + got.activations)
+
+
+# ---------------------------------------------------------------- Korthikanti et al. Table 2
+S, B, H, A, T = 2048, 1, 12288, 96, 8  # GPT-3, as in the paper's §5 (5as/h = 80)
+
+
+def _act(**kw: Any) -> float:
+    args: dict[str, Any] = {"seq_len": S, "micro_batch": B, "hidden": H, "n_heads": A, "tp": T}
+    args.update(kw)
+    return activation_bytes_per_layer(**args)
+
+
+def test_korthikanti_table2_rows() -> None:
+    sbh = S * B * H
+    assert 5 * A * S / H == 80
+    assert _act(tp=1, recompute="none") == pytest.approx(sbh * (34 + 80))
+    assert _act(recompute="none", sequence_parallel=False) == pytest.approx(
+        sbh * (10 + 24 / T + 80 / T)
+    )
+    assert _act(recompute="none") == pytest.approx(sbh / T * (34 + 80))
+    assert _act(recompute="selective", sequence_parallel=False) == pytest.approx(
+        sbh * (10 + 24 / T)
+    )
+    assert _act(recompute="selective") == pytest.approx(34 * sbh / T)
+    assert _act(recompute="full") == pytest.approx(2 * sbh)
+
+
+def test_selective_recompute_saves_70_percent_for_gpt3() -> None:
+    # Korthikanti et al. §5: "we can save 70% ... of the required memory for activations for GPT-3"
+    saving = 1 - _act(recompute="selective") / _act(recompute="none")
+    assert saving == pytest.approx(0.70, abs=0.01)
+
+
+def test_sp_and_no_sp_coincide_at_tp1() -> None:
+    for r in ("none", "selective", "full"):
+        assert _act(tp=1, recompute=r) == _act(tp=1, recompute=r, sequence_parallel=False)
+
+
+def test_activation_per_layer_value_for_llama70b() -> None:
+    # 34·s·b·h/t, s = 8192, h = 8192, t = 8: 285,212,672 bytes
+    got = activation_bytes_per_layer(seq_len=8192, micro_batch=1, hidden=8192, n_heads=64, tp=8)
+    assert got == 34 * 8192 * 8192 / 8 == 285_212_672
+
+
+def test_first_stage_keeps_pp_microbatches() -> None:
+    m = get_model("llama3-70b")
+    kw: dict[str, Any] = {"tp": 8, "dp": 1, "micro_batch": 1, "seq_len": 8192}
+    per_layer = activation_bytes_per_layer(
+        seq_len=8192, micro_batch=1, hidden=8192, n_heads=64, tp=8
+    )
+    pp4 = memory_per_gpu(m, pp=4, **kw)
+    # first stage: 20 layers x 4 in flight = L layers' worth (Korthikanti eq. 5), + dropout mask
+    assert pp4.activations == pytest.approx(80 * per_layer + 4 * 8192 * 8192 / 8)
+    one = memory_per_gpu(m, pp=4, inflight_microbatches=1, **kw)
+    assert one.activations < pp4.activations
+
+
+def test_last_stage_logits_count_for_pp1() -> None:
+    m = get_model("llama3-8b")
+    got = memory_per_gpu(m, tp=1, pp=1, dp=1, micro_batch=1, seq_len=4096)
+    per_layer = activation_bytes_per_layer(seq_len=4096, micro_batch=1, hidden=4096, n_heads=32)
+    sbh = 4096 * 4096
+    expected = 32 * per_layer + sbh + 4 * sbh + 4 * 4096 * m.vocab  # §4.3 extra terms
+    assert got.activations == pytest.approx(expected)
+
+
+# ---------------------------------------------------------------- weights per GPU
+def test_params_per_gpu_unsplit_is_total() -> None:
+    for name in ("llama3-8b", "gpt3-175b", "mixtral-8x7b"):
+        m = get_model(name)
+        assert params_per_gpu(m) == pytest.approx(m.total_params())
+
+
+def test_tp_splits_weights() -> None:
+    m = get_model("llama3-70b")
+    one, eight = params_per_gpu(m, tp=1), params_per_gpu(m, tp=8)
+    assert one / eight == pytest.approx(8, rel=0.01)  # norms replicated: slightly less than 8
+
+
+def test_uneven_pipeline_uses_ceil() -> None:
+    m = get_model("llama3-405b")  # 126 layers over 8 stages: worst stage holds 16
+    got = params_per_gpu(m, pp=8)
+    expected = 16 * m.layer_params() + m.vocab * m.hidden + m.final_norm_params()
+    assert got == pytest.approx(expected)
+
+
+def test_expert_parallel_divides_experts() -> None:
+    m = get_model("mixtral-8x7b")
+    dense = m.total_params() - m.n_layers * m.n_experts * m.mlp_params_per_layer()
+    expert = m.n_layers * m.n_experts * m.mlp_params_per_layer()
+    assert params_per_gpu(m, ep=8) == pytest.approx(dense + expert / 8)
+
+
+def test_ep_shards_optimizer_over_expert_dp_group() -> None:
+    m = get_model("mixtral-8x7b")
+    kw: dict[str, Any] = {"tp": 1, "pp": 1, "micro_batch": 1, "seq_len": 1024, "zero_stage": 1}
+    got = memory_per_gpu(m, dp=16, ep=8, **kw)
+    expert = m.n_layers * m.mlp_params_per_layer()  # one expert per layer per GPU
+    dense = m.total_params() - m.n_layers * m.n_experts * m.mlp_params_per_layer()
+    assert got.optimizer == pytest.approx(12 * (dense / 16 + expert / 2))
+
+
+# ---------------------------------------------------------------- fit checks
+def test_llama3_70b_fits_h100_with_tp8_pp4_dp32() -> None:
+    mem = memory_per_gpu(get_model("llama3-70b"), tp=8, pp=4, dp=32, micro_batch=1, seq_len=8192)
+    assert mem.fits(H100_HBM)
+    assert 40e9 < mem.total < 72e9
+
+
+def test_llama3_405b_unsharded_does_not_fit() -> None:
+    mem = memory_per_gpu(get_model("llama3-405b"), tp=1, pp=1, dp=1, micro_batch=1, seq_len=8192)
+    assert not mem.fits(H100_HBM)
+    assert mem.weights == pytest.approx(2 * get_model("llama3-405b").total_params())
+
+
+def test_fits_respects_reserve() -> None:
+    mem = MemoryBreakdown(0.0, 0.0, 0.0, 75e9, 75e9)
+    assert mem.fits(80e9, reserve_fraction=0.0)
+    assert not mem.fits(80e9)  # 72 GB usable
+    with pytest.raises(ValueError, match="reserve_fraction"):
+        mem.fits(80e9, reserve_fraction=1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([1, 2, 4, 5, 8]),
+    st.sampled_from([1, 8, 64]),
+    st.sampled_from(["none", "selective", "full"]),
+)
+def test_property_more_sharding_never_costs_memory(tp: int, pp: int, dp: int, r: str) -> None:
+    m = get_model("llama3-70b")
+    kw: dict[str, Any] = {"tp": tp, "pp": pp, "dp": dp, "micro_batch": 1, "seq_len": 2048}
+    totals = [memory_per_gpu(m, zero_stage=z, recompute=r, **kw).total for z in range(4)]
+    assert totals == sorted(totals, reverse=True)
+    wider = memory_per_gpu(m, zero_stage=0, recompute=r, **{**kw, "tp": tp * 2})
+    assert wider.weights < memory_per_gpu(m, zero_stage=0, recompute=r, **kw).weights
+
+
+# ---------------------------------------------------------------- argument errors
+BASE: dict[str, Any] = {"tp": 1, "pp": 1, "dp": 1, "micro_batch": 1, "seq_len": 128}
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"),
+    [
+        ({"tp": 0}, ["tp=0", ">= 1"]),
+        ({"tp": 3}, ["tp=3", "n_heads=32"]),
+        ({"pp": 33}, ["pp=33", "n_layers=32"]),
+        ({"dp": 0}, ["dp=0"]),
+        ({"zero_stage": 4}, ["zero_stage=4", "0, 1, 2, 3"]),
+        ({"recompute": "some"}, ["recompute='some'", "'none', 'selective', 'full'"]),
+        ({"optimizer": "lion"}, ["optimizer='lion'", "'adam'", "'sgd'"]),
+        ({"ep": 2}, ["ep=2", "n_experts=1"]),
+        ({"micro_batch": 0}, ["micro_batch=0"]),
+        ({"inflight_microbatches": 0}, ["inflight_microbatches=0"]),
+        ({"param_bytes": 0}, ["param_bytes=0"]),
+    ],
+)
+def test_bad_arguments_name_argument_value_and_allowed(
+    change: dict[str, Any], needles: list[str]
+) -> None:
+    with pytest.raises(ValueError) as info:
+        memory_per_gpu(get_model("llama3-8b"), **{**BASE, **change})
+    for needle in needles:
+        assert needle in str(info.value)
+
+
+def test_ep_must_divide_dp() -> None:
+    with pytest.raises(ValueError, match="ep=4 is invalid: must divide dp=2"):
+        memory_per_gpu(get_model("mixtral-8x7b"), **{**BASE, "dp": 2, "ep": 4})
+
+
+def test_breakdown_is_frozen() -> None:
+    mem = memory_per_gpu(get_model("llama3-8b"), **BASE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        mem.total = 0.0  # type: ignore[misc]
+
+
+def test_module_doctests() -> None:
+    assert doctest.testmod(memory).failed == 0

@@ -1,0 +1,243 @@
+"""Tests for the model zoo: parameter counts vs published, FLOPs, gradient tensors, lookup."""
+
+from __future__ import annotations
+
+import dataclasses
+import doctest
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commwall.workload import models
+from commwall.workload.models import ModelSpec, UnknownModelError, get_model, list_models
+
+REQUIRED = ["gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b"]
+
+
+def test_zoo_has_the_required_names() -> None:
+    names = list_models()
+    assert set(REQUIRED) <= set(names)
+    assert names == sorted(names)
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_total_params_within_1_percent_of_published(name: str) -> None:
+    m = get_model(name)
+    assert m.total_params() == pytest.approx(m.published_params, rel=0.01)
+    assert m.source
+
+
+@pytest.mark.parametrize(
+    ("name", "exact"),
+    [
+        # Hugging Face safetensors totals (model.safetensors.index.json "total_size" / 2 bytes).
+        ("llama2-7b", 6_738_415_616),
+        ("llama3-8b", 8_030_261_248),
+        ("llama3-70b", 70_553_706_496),
+    ],
+)
+def test_llama_counts_are_exact(name: str, exact: int) -> None:
+    assert get_model(name).total_params() == exact
+
+
+def test_llama3_hyperparameters_match_configs() -> None:
+    expected = {
+        "llama3-8b": (32, 4096, 14336, 32, 8),
+        "llama3-70b": (80, 8192, 28672, 64, 8),
+        "llama3-405b": (126, 16384, 53248, 128, 8),
+    }
+    for name, shape in expected.items():
+        m = get_model(name)
+        assert (m.n_layers, m.hidden, m.ffn_hidden, m.n_heads, m.n_kv_heads) == shape
+        assert m.vocab == 128256 and not m.tied_embeddings and m.gated_mlp
+
+
+def test_mixtral_total_and_active_params() -> None:
+    m = get_model("mixtral-8x7b")
+    assert (m.n_experts, m.top_k) == (8, 2)
+    assert m.total_params() == pytest.approx(46.7e9, rel=0.01)
+    assert m.published_active_params is not None
+    assert m.active_params_per_token() == pytest.approx(m.published_active_params, rel=0.02)
+    assert m.router_params_per_layer() == 4096 * 8
+
+
+@pytest.mark.parametrize("name", [n for n in list_models() if get_model(n).n_experts == 1])
+def test_dense_active_equals_total(name: str) -> None:
+    m = get_model(name)
+    assert m.active_params_per_token() == m.total_params()
+    assert m.router_params_per_layer() == 0
+
+
+def test_gpt3_layer_is_12h2_plus_13h() -> None:
+    m = get_model("gpt3-175b")
+    h = m.hidden
+    assert m.layer_params() == 12 * h * h + 13 * h  # Narayanan et al. SC'21 eq. for GPT layers
+
+
+def _non_lookup_active_params(m: ModelSpec) -> int:
+    """Active params minus the embedding lookups (the tied table doubles as the LM head)."""
+    lookup = m.position_embedding_params() + (0 if m.tied_embeddings else m.vocab * m.hidden)
+    return m.active_params_per_token() - lookup
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_flops_per_token_is_6n_at_short_sequence(name: str) -> None:
+    m = get_model(name)
+    flops = m.training_flops_per_token(1)
+    assert flops == pytest.approx(6 * _non_lookup_active_params(m), rel=0.005)
+
+
+def test_flops_close_to_6n_total_for_large_dense_model() -> None:
+    m = get_model("llama3-70b")  # embeddings are 1.5% of 70B
+    assert m.training_flops_per_token(16) == pytest.approx(6 * m.total_params(), rel=0.02)
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_attention_flops_term_is_12_l_h_s(name: str) -> None:
+    m = get_model(name)
+    s = 4096
+    delta = m.training_flops_per_token(s) - m.training_flops_per_token(1)
+    assert delta == pytest.approx(12 * m.n_layers * m.hidden * (s - 1))
+
+
+def test_flops_count_lm_head_even_when_tied() -> None:
+    m = get_model("gpt3-175b")
+    assert m.matmul_params_per_token() >= 12 * m.hidden**2 * m.n_layers + m.vocab * m.hidden
+
+
+def test_flops_rejects_bad_seq_len() -> None:
+    with pytest.raises(ValueError, match="seq_len=0"):
+        get_model("llama3-8b").training_flops_per_token(0)
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_gradient_tensors_sum_to_total_params(name: str) -> None:
+    m = get_model(name)
+    tensors = m.gradient_tensors()
+    assert sum(n for _, n in tensors) == m.total_params()
+    names = [t for t, _ in tensors]
+    assert len(names) == len(set(names))
+    assert all(n > 0 for _, n in tensors)
+
+
+def _layer_index(tensor_name: str) -> int | None:
+    parts = tensor_name.split(".")
+    for marker in ("layers", "h"):
+        if marker in parts:
+            return int(parts[parts.index(marker) + 1])
+    return None
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_gradient_tensors_in_registration_order(name: str) -> None:
+    m = get_model(name)
+    names = [t for t, _ in m.gradient_tensors()]
+    assert "embed_tokens" in names[0] or "wte" in names[0]
+    indices = [i for i in map(_layer_index, names) if i is not None]
+    assert indices == sorted(indices)
+    assert indices[0] == 0 and indices[-1] == m.n_layers - 1
+    if m.tied_embeddings:
+        assert names[-1].endswith(("norm.weight", "ln_f.bias"))
+    else:
+        assert names[-1] == "lm_head.weight"
+
+
+def test_llama_layer_tensor_order() -> None:
+    names = [t for t, _ in get_model("llama3-8b").gradient_tensors()]
+    layer0 = [n.removeprefix("model.layers.0.") for n in names if n.startswith("model.layers.0.")]
+    assert layer0 == [
+        "self_attn.q_proj.weight",
+        "self_attn.k_proj.weight",
+        "self_attn.v_proj.weight",
+        "self_attn.o_proj.weight",
+        "mlp.gate_proj.weight",
+        "mlp.up_proj.weight",
+        "mlp.down_proj.weight",
+        "input_layernorm.weight",
+        "post_attention_layernorm.weight",
+    ]
+
+
+def test_mixtral_router_comes_before_experts() -> None:
+    names = [t for t, _ in get_model("mixtral-8x7b").gradient_tensors()]
+    layer0 = [n for n in names if n.startswith("model.layers.0.block_sparse_moe")]
+    assert layer0[0].endswith("gate.weight")
+    assert len(layer0) == 1 + 8 * 3
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> ModelSpec:
+    """Small random architectures covering every feature combination."""
+    kv_heads = draw(st.sampled_from([1, 2, 4]))
+    heads = kv_heads * draw(st.sampled_from([1, 2, 4]))
+    experts = draw(st.integers(1, 4))
+    return ModelSpec(
+        name="hyp",
+        n_layers=draw(st.integers(1, 4)),
+        hidden=heads * draw(st.integers(1, 16)),
+        ffn_hidden=draw(st.integers(1, 64)),
+        n_heads=heads,
+        n_kv_heads=kv_heads,
+        vocab=draw(st.integers(1, 500)),
+        max_seq_len=128,
+        gated_mlp=draw(st.booleans()),
+        tied_embeddings=draw(st.booleans()),
+        n_experts=experts,
+        top_k=draw(st.integers(1, experts)),
+        published_params=1.0,
+        source="test",
+        linear_bias=draw(st.booleans()),
+        norm=draw(st.sampled_from(["rmsnorm", "layernorm"])),
+        learned_pos_emb=draw(st.booleans()),
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(specs())
+def test_property_gradient_tensors_sum_and_active_bounds(m: ModelSpec) -> None:
+    assert sum(n for _, n in m.gradient_tensors()) == m.total_params()
+    assert m.active_params_per_token() <= m.total_params()
+    assert m.training_flops_per_token(2) > m.training_flops_per_token(1) > 0
+
+
+def test_unknown_model_error_names_close_matches_and_all_names() -> None:
+    with pytest.raises(UnknownModelError) as info:
+        get_model("llama3-70")
+    err = info.value
+    assert isinstance(err, ValueError)
+    msg = str(err)
+    assert "'llama3-70'" in msg
+    assert "llama3-70b" in err.close_matches
+    for name in list_models():
+        assert name in msg
+
+
+def test_get_model_ignores_case_and_spaces() -> None:
+    assert get_model(" LLaMA3-8B ") is get_model("llama3-8b")
+
+
+def test_spec_is_frozen() -> None:
+    m = get_model("llama3-8b")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.hidden = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"n_layers": 0}, "n_layers"),
+        ({"n_kv_heads": 3}, "n_kv_heads"),
+        ({"hidden": 4097}, "hidden"),
+        ({"top_k": 9}, "top_k"),
+        ({"norm": "batchnorm"}, "norm"),
+    ],
+)
+def test_spec_validation_names_the_field(change: dict[str, object], field: str) -> None:
+    base = get_model("mixtral-8x7b")
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(base, **change)  # type: ignore[arg-type]
+
+
+def test_module_doctests() -> None:
+    assert doctest.testmod(models).failed == 0

@@ -1,0 +1,70 @@
+"""End-to-end checks of the command line: the README's commands and clean failures."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from commwall.cli import app
+
+runner = CliRunner()
+
+
+def test_run_default_prints_breakdown_and_bottleneck() -> None:
+    result = runner.invoke(app, ["run"])
+    assert result.exit_code == 0, result.output
+    assert "1,024 x h100-sxm" in result.output
+    assert "waiting on communication" in result.output
+    assert "Top collectives" in result.output
+
+
+def test_run_json_is_complete() -> None:
+    result = runner.invoke(app, ["run", "--json"])
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["cluster"]["gpus"] == 1024
+    parts = sum(data["breakdown_s"].values())
+    assert abs(parts - data["step_time_s"]) < 1e-9 * data["step_time_s"]
+    assert 0 < data["comm_wait_share"] < 1
+    assert data["timeline"]["phases"]
+
+
+def test_collective_table_has_nccl_tests_columns() -> None:
+    result = runner.invoke(app, ["collective", "all_reduce", "--min", "8B", "--max", "1KiB"])
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.output.splitlines() if not ln.startswith("#")]
+    assert len(lines) == 8  # 8 B … 1 KiB by ×2
+    first = lines[0].split()
+    assert first[:5] == ["8", "2", "float", "sum", "-1"]
+
+
+def test_collective_json() -> None:
+    result = runner.invoke(app, ["collective", "all_gather", "--nodes", "4", "--min", "1MiB",
+                                 "--max", "1MiB", "--json"])  # fmt: skip
+    data = json.loads(result.stdout)
+    assert data["ranks"] == 32 and data["rows"][0]["size"] == 2**20
+
+
+def test_bad_inputs_exit_2_without_traceback() -> None:
+    cases = [
+        ["collective", "allsum"],
+        ["collective", "all_reduce", "--max", "8GB/s"],
+        ["collective", "all_reduce", "--cluster", "dgx-h1000"],
+        ["collective", "all_reduce", "--algo", "butterfly"],
+        ["collective", "all_reduce", "--algo", "nvls", "--proto", "LL"],
+        ["catalog", "gpus"],
+        ["run", "does-not-exist.yaml"],
+    ]
+    for args in cases:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output
+        assert "error" in result.output.lower()
+
+
+def test_catalog_and_schema() -> None:
+    assert "dgx-h100" in runner.invoke(app, ["catalog", "preset"]).output
+    assert "llama3-70b" in runner.invoke(app, ["catalog", "model"]).output
+    schema = json.loads(runner.invoke(app, ["schema"]).stdout)
+    assert "cluster" in schema["properties"]
