@@ -124,6 +124,13 @@ PER_CH_MAX_TREE_BW: Final[dict[Gen, tuple[float, float, float]]] = {
     Gen.BLACKWELL: (70.0, 42.8, 24.0),
 }
 
+PER_CH_MAX_NVLS_TREE_BW: Final[dict[Gen, tuple[float, float, float]]] = {
+    Gen.VOLTA: (26.5, 18.5, 10.0),
+    Gen.AMPERE: (24.0, 23.6, 17.8),
+    Gen.HOPPER: (0.0, 57.7, 45.5),
+    Gen.BLACKWELL: (0.0, 96.0, 80.0),
+}
+
 #: NVLS efficiency (v2.28+): share of NVLink bandwidth NVLink SHARP achieves (0 = unsupported).
 NVLS_EFFICIENCY: Final[dict[Gen, float]] = {
     Gen.VOLTA: 0.0,

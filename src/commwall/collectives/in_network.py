@@ -24,8 +24,11 @@ from __future__ import annotations
 from commwall.collectives.constants import (
     COLLNET_ARITY_LAT,
     COLLNET_NET_EFFICIENCY,
+    PER_CH_MAX_NVLS_TREE_BW,
     Hw,
     Proto,
+    gbps,
+    per_node_column,
 )
 from commwall.collectives.cost import Cost, require, step_latency, trivial
 from commwall.collectives.fabric import CommFabric
@@ -69,14 +72,18 @@ def nvls_tree(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     require(f.ranks_per_domain > 1, "NVLS-tree needs several ranks per domain")
     intra = _nvls_intra_time(op, nbytes, f)
     inter = tree_inter_volume(f.n_domains) * nbytes / f.ranks_per_domain / f.net_bw_per_rank
+    # NCCL caps NVLS-tree busBw at nCh · perChMaxNVLSTreeBw (tuning.cc v2.28+).
+    cap = f.channels * gbps(PER_CH_MAX_NVLS_TREE_BW[f.gen][per_node_column(f.n_domains)])
+    capped = 2.0 * (f.nranks - 1) / f.nranks * nbytes / cap
     latency = step_latency(f, f.intra_hw, "nvls_tree", proto) + 2.0 * f.log2_domains * (
         step_latency(f, Hw.NET, "nvls_tree", proto)
     )
     bottleneck = Hw.NET.value if inter > intra else f.intra_hw.value
+    if capped > max(intra, inter):
+        bottleneck = "nccl per-channel cap"
     steps = 2 + 2 * max(1, round(f.log2_domains))
-    return Cost(
-        op, "nvls_tree", proto, nbytes, f.nranks, latency, max(intra, inter), steps, bottleneck
-    )
+    bw_time = max(intra, inter, capped)
+    return Cost(op, "nvls_tree", proto, nbytes, f.nranks, latency, bw_time, steps, bottleneck)
 
 
 def collnet(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
