@@ -12,7 +12,9 @@ def _readme_commands() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- setup -->\s*```(?:bash|sh)?\n(.*?)```", text, re.S)
     assert block, "README.md lost its setup block"
-    return [ln.strip() for ln in block.group(1).splitlines() if ln.strip() and not ln.startswith("#")]
+    return [
+        ln.strip() for ln in block.group(1).splitlines() if ln.strip() and not ln.startswith("#")
+    ]
 
 
 def test_readme_has_exactly_two_commands_and_ci_runs_them() -> None:
@@ -23,3 +25,18 @@ def test_readme_has_exactly_two_commands_and_ci_runs_them() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     for command in commands:
         assert command in ci, command
+
+
+def test_readme_python_snippets_run() -> None:
+    import os
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    snippets = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert snippets
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        for code in snippets:
+            exec(compile(code, "README.md", "exec"), {})
+    finally:
+        os.chdir(cwd)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from commwall import __version__
@@ -31,7 +32,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(message: str) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -101,11 +102,14 @@ def run(
 ) -> None:
     """Simulate one training step: where the time goes and how much of it is waiting."""
     from commwall.defaults import default_scenario
-    from commwall.io.scenario import load_scenario
+    from commwall.io.scenario import ScenarioError, load_scenario
     from commwall.workload.simulate import simulate
 
     sc = load_scenario(scenario) if scenario is not None else default_scenario()
-    report = simulate(sc)
+    try:
+        report = simulate(sc)
+    except ScenarioError as e:  # name the file, not "scenario"
+        raise ScenarioError(e.messages, str(scenario or "built-in default scenario")) from None
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
         return

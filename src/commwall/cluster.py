@@ -258,7 +258,8 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
             try:
                 found = cat.with_overrides(found, overrides)
             except CatalogError as err:
-                errors.append(f"cluster.overrides.{field}: {err}")
+                given = ", ".join(f"{k}: {v!r}" for k, v in overrides.items())
+                errors.append(f"cluster.overrides.{field}: {err} (got {given})")
         return found
 
     for key in spec.overrides:
@@ -313,7 +314,13 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
     assert switch is not None and pcie is not None and nvlink is not None
 
     n_gpus = spec.nodes * gpus_per_node
-    if scale_up_domain % gpus_per_node and gpus_per_node % scale_up_domain:
+    if spec.scale_up == "pcie" and scale_up_domain > gpus_per_node:
+        errors.append(
+            f"cluster.scale_up_domain: a PCIe-only domain cannot span nodes "
+            f"(got {scale_up_domain} with {gpus_per_node} GPUs per node); "
+            f"allowed: {gpus_per_node} or a divisor of it"
+        )
+    elif scale_up_domain % gpus_per_node and gpus_per_node % scale_up_domain:
         errors.append(
             f"cluster.scale_up_domain: {scale_up_domain} GPUs must be a multiple or a divisor of "
             f"gpus_per_node ({gpus_per_node})"
@@ -324,11 +331,18 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
             f"cluster.nodes: {spec.nodes} nodes do not fill whole scale-up domains of "
             f"{scale_up_domain} GPUs ({nodes_per} nodes each); use a multiple of {nodes_per}"
         )
-    if spec.scale_up == "pcie" and scale_up_domain > gpus_per_node:
-        errors.append(
-            f"cluster.scale_up_domain: a PCIe-only domain cannot span nodes "
-            f"(got {scale_up_domain} with {gpus_per_node} GPUs per node)"
-        )
+    if spec.scale_up == "nvlink" and scale_up_domain > 1:
+        if gpu.nvlink_links == 0:
+            errors.append(
+                f"cluster.scale_up: {gpu.name} has no NVLink links (nvlink_links = 0), so it "
+                f"cannot form an NVLink domain of {scale_up_domain}; use scale_up: pcie"
+            )
+        if nvswitch.nvlink != gpu.nvlink:
+            fits = [n for n in cat.names("nvswitch") if cat.nvswitch(n).nvlink == gpu.nvlink]
+            errors.append(
+                f"cluster.nvswitch: {nvswitch.name} has {nvswitch.nvlink} ports but {gpu.name} "
+                f"uses {gpu.nvlink}; allowed: {', '.join(fits) or 'none in the catalog'}"
+            )
     want = "ib" if fabric == "ib" else "ethernet"
     if switch.fabric != want:
         errors.append(
@@ -345,8 +359,9 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
             f"cluster.nic: {nic.name} does not speak {fabric} (it supports {', '.join(nic.fabrics)})"
         )
     endpoints = spec.nodes * nics_per_node
-    tiers = spec.topology.tiers or _tiers_needed(endpoints, switch.ports)
-    if tiers == 0:
+    needed = _tiers_needed(endpoints, switch.ports)
+    tiers = spec.topology.tiers or needed
+    if needed == 0:
         errors.append(
             f"cluster.nodes: {endpoints} NIC ports exceed a 3-tier fat tree of radix "
             f"{switch.ports} ({switch.ports**3 // 4}); use a larger-radix switch"
@@ -356,6 +371,21 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
             f"cluster.topology.kind: rail-only puts each rail on one switch of {switch.ports} ports, "
             f"so at most {switch.ports} nodes (got {spec.nodes}); use rail-optimized"
         )
+    elif spec.topology.kind != "rail-only" and tiers < needed:
+        allowed = "3" if needed == 3 else f"{needed} to 3"
+        fix = f"allowed: {allowed}, or leave it out to get the fewest that fit"
+        if tiers == 1 and spec.topology.kind == "rail-optimized":
+            if spec.nodes > switch.ports:  # one leaf per rail holds up to radix nodes
+                errors.append(
+                    f"cluster.topology.tiers: 1 tier (one {switch.ports}-port leaf per rail) "
+                    f"holds at most {switch.ports} nodes but the cluster has {spec.nodes}; {fix}"
+                )
+        else:
+            held = switch.ports**tiers // 2 ** (tiers - 1)
+            errors.append(
+                f"cluster.topology.tiers: {tiers} tier(s) of radix {switch.ports} hold at most "
+                f"{held} NIC ports but the cluster has {endpoints}; {fix}"
+            )
     if errors:
         raise ScenarioError(errors)
     if spec.topology.kind == "rail-only":

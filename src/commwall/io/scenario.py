@@ -45,7 +45,8 @@ Bytes = Annotated[float, BeforeValidator(_bytes)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: YAML `true` is not a node count and "8" is not an integer.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class TopologySpec(_Strict):
@@ -249,10 +250,32 @@ def parse_scenario(data: object, origin: str = "scenario") -> Scenario:
         raise ScenarioError(validation_messages(err), origin) from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # '<<: *anchor' merges; keys given beside it override, as YAML allows
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str | int | float | bool):
+                continue  # an unhashable key fails later with PyYAML's own message
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (each key may appear once)",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_scenario_text(text: str, origin: str = "scenario") -> Scenario:
     """Parse YAML text into a :class:`Scenario`."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""

@@ -15,6 +15,9 @@ from commwall.cluster import Cluster
 from commwall.io.scenario import JobSpec, ScenarioError
 from commwall.workload.models import ModelSpec, UnknownModelError, get_model
 
+#: Micro-batches × stages the step schedule will hold (each slot is a few phases).
+MAX_PIPELINE_SLOTS = 50_000
+
 #: Bytes per element of activations, parameters and gradients in mixed precision (bf16/fp16).
 HALF_BYTES = 2
 
@@ -93,10 +96,14 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         )
     if model.n_heads % spec.tp:
         errors.append(
-            f"job.tp: {spec.tp} does not divide {model.name}'s {model.n_heads} attention heads"
+            f"job.tp: {spec.tp} does not divide {model.name}'s {model.n_heads} attention heads; "
+            f"allowed here: {_divisors(math.gcd(model.n_heads, domain))}"
         )
     if spec.pp > model.n_layers:
-        errors.append(f"job.pp: {spec.pp} stages exceed {model.name}'s {model.n_layers} layers")
+        errors.append(
+            f"job.pp: {spec.pp} stages exceed {model.name}'s {model.n_layers} layers; "
+            f"allowed: 1 to {model.n_layers}"
+        )
     dp = spec.dp
     if dp is None:
         if n_gpus % (spec.tp * spec.pp):
@@ -122,6 +129,13 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         errors.append(
             f"job.global_batch: {spec.global_batch} is not a multiple of dp × micro_batch = "
             f"{dp} × {spec.micro_batch} = {dp * spec.micro_batch}"
+        )
+    micro_batches = spec.global_batch // max(1, dp * spec.micro_batch)
+    if micro_batches * spec.pp > MAX_PIPELINE_SLOTS:
+        errors.append(
+            f"job.global_batch: {micro_batches} micro-batches × {spec.pp} stages = "
+            f"{micro_batches * spec.pp:,} pipeline slots; the step model simulates every slot and "
+            f"allows at most {MAX_PIPELINE_SLOTS:,} — raise micro_batch or dp"
         )
     if spec.seq_len > model.max_seq_len:
         errors.append(

@@ -3,7 +3,10 @@
 Ranks are ordered tensor-parallel fastest, then data-parallel, then pipeline stage (Megatron-LM's
 default order ``tp-dp-pp``), and packed into scale-up domains of ``D`` consecutive GPUs. A
 communicator of ``size`` ranks at ``stride`` then spans ``ceil(size / g)`` domains with
-``g = min(size, D // stride)`` ranks in each (at least 1).
+``g = min(size, D // stride)`` ranks in each (at least 1). A group that does not fill its last
+domain (dp 12 on 8-GPU domains: 8 + 4) is modelled as full domains (2 × 8), which overstates its
+rank count; a :class:`Group` holds one shape, and this keeps the per-domain bandwidth of the
+full domains.
 """
 
 from __future__ import annotations
@@ -21,8 +24,20 @@ def group_shape(name: str, size: int, stride: int, domain: int) -> Group:
     return Group(name, math.ceil(size / per_domain), per_domain)
 
 
-def pipeline_peer_group(tp: int, dp: int, domain: int) -> Group:
-    """The two-rank group between adjacent pipeline stages (``tp × dp`` ranks apart)."""
-    if tp * dp < domain:
-        return Group("pp", 1, 2)
-    return Group("pp", 2, 1)
+def pipeline_peer_group(tp: int, dp: int, domain: int, stage: int = 0) -> Group:
+    """The two-rank group between pipeline stages ``stage`` and ``stage + 1``.
+
+    Stage ``s`` holds ranks ``[s·k, (s+1)·k)`` with ``k = tp × dp``, and rank ``r`` sends to
+    ``r + k``. That pair leaves its scale-up domain when a multiple of ``domain`` lies in
+    ``(r, r + k]``; the boundary counts as cross-domain when any of its pairs does.
+
+    >>> [pipeline_peer_group(1, 4, 8, s).n_domains for s in range(3)]  # 8-GPU domains
+    [1, 2, 1]
+    """
+    if tp < 1 or dp < 1 or domain < 1 or stage < 0:
+        raise ValueError("pipeline peers: tp, dp and domain must be >= 1 and stage >= 0")
+    k = tp * dp
+    lo, hi = stage * k + 1, (stage + 2) * k - 1  # every r + 1 … r + k over the stage's ranks
+    if hi // domain * domain >= lo:  # a domain boundary falls inside
+        return Group("pp", 2, 1)
+    return Group("pp", 1, 2)

@@ -8,7 +8,8 @@ step splits, with nothing left over, into:
 * ``tp`` / ``ep`` — tensor- and expert-parallel collectives, which block the compute stream;
 * ``bubble`` — the 1F1B fill and drain, ``(pp−1)`` micro-batch slots;
 * ``pp`` — any further wait on pipeline sends beyond the ideal bubble;
-* ``dp`` — data-parallel communication still running after the last backward (exposed).
+* ``dp`` — exposed data-parallel communication: what still runs after the last backward, plus
+  (ZeRO-3/FSDP) the time the compute stream waits for a layer's parameter all-gather.
 
 **Communication wait share** = (tp + ep + pp + dp) / step: the share of the step the GPUs sit
 waiting on the network or NVLink — the "communication wall". MFU = model FLOPs per step /
@@ -187,15 +188,24 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     last_bwd = phases[marks.last_backward_end].end
     busy = dict.fromkeys(CATEGORIES, 0.0)
     busy_before = 0.0
-    slot = 0.0
-    for p in phases:
+    pipe_wait = 0.0  # compute-stream idle until the inputs other than DP were ready
+    dp_wait = 0.0  # ... and the rest of it, spent waiting on DP (ZeRO-3 gathers)
+    free = 0.0
+    for i, p in enumerate(phases):
         if p.stream != f"s{stage}.compute":
             continue
         busy[p.category] += p.duration
         if p.end <= last_bwd:
             busy_before += p.duration
+            if p.start > free:
+                ready = min(max(free, _ready_without_dp(plan, result, i)), p.start)
+                pipe_wait += ready - free
+                dp_wait += p.start - ready
+            free = p.end
     slot = busy_before / job.micro_batches
-    idle_pipeline = max(0.0, last_bwd - busy_before)
+    idle = max(0.0, last_bwd - busy_before)
+    dp_wait = idle if pipe_wait == 0.0 else min(dp_wait, idle)  # keep the sum exact
+    idle_pipeline = idle - dp_wait
     bubble = min(idle_pipeline, (job.pp - 1) * slot)
     breakdown = {
         "compute": busy["compute"],
@@ -203,10 +213,25 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
         "ep": busy["ep"],
         "pp": idle_pipeline - bubble,
         "bubble": bubble,
-        "dp": max(0.0, step - last_bwd - busy["optimizer"]),
+        "dp": dp_wait + max(0.0, step - last_bwd - busy["optimizer"]),
         "optimizer": busy["optimizer"],
     }
     return stage, step, breakdown
+
+
+def _ready_without_dp(plan: StepPlan, result: Result, index: int) -> float:
+    """When phase ``index``'s inputs other than DP communication were ready.
+
+    A DP dependency (an FSDP gather) counts by its own inputs, so a gather that only waited for a
+    pipeline receive leaves the wait to the pipeline.
+    """
+    ready = 0.0
+    for d in plan.schedule.phases[index].after:
+        if result.phases[d].category == "dp":
+            ready = max(ready, _ready_without_dp(plan, result, d))
+        else:
+            ready = max(ready, result.phases[d].end)
+    return ready
 
 
 def collective_stats(result: Result, stage: int) -> tuple[CollectiveStat, ...]:

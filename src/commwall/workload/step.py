@@ -13,14 +13,16 @@ replica (all replicas behave alike on an ideal fabric):
 * **Expert parallel** (MoE): two all-to-alls (dispatch, combine) per MoE layer each way.
 * **Pipeline parallel**: non-interleaved 1F1B (PipeDream-Flush; Narayanan et al. SC'21):
   stage ``s`` runs ``pp−s−1`` warm-up forwards, then alternates, and sends ``b·s·h`` activations
-  (``/tp`` with sequence parallelism) to its neighbour after each forward and backward.
+  (``/tp`` with sequence parallelism) to its neighbour after each forward and backward, over
+  that stage boundary's own two-rank group (cross-domain only where ``tp-dp-pp`` order splits it).
 * **Data parallel**: gradients of the last micro-batch's backward are bucketed exactly like
   PyTorch DDP (reverse registration order, first bucket 1 MiB, then 25 MiB caps;
   ``reducer.cpp``), each bucket's all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) starting when
   its last gradient is ready and overlapping the rest of backward. ZeRO-1/2 all-gather updated
   parameters after the optimizer (hidden under the next step's first forward when ``overlap``).
   ZeRO-3/FSDP all-gathers each layer before its forward and backward (one layer of prefetch) and
-  reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023).
+  reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023); the stage's embedding,
+  final norm and LM head form one more unit treated alike.
 * **Optimizer**: Adam on the local shard, memory-bound: 28 bytes of HBM traffic per parameter
   (read fp32 master, m, v and the gradient; write them back and the half-precision copy; ours).
 """
@@ -45,7 +47,7 @@ _LAYER = re.compile(r"\blayers\.(\d+)\.|\bh\.(\d+)\.")
 
 @dataclass(frozen=True)
 class Groups:
-    """Communicator shapes of the job."""
+    """Communicator shapes of the job (``pp``: stages 0 → 1; each send uses its own boundary's)."""
 
     tp: Group
     dp: Group
@@ -176,6 +178,7 @@ class _Builder:
         self.a2a_bytes = moe_tokens * job.model.hidden * HALF_BYTES / (job.tp if self.sp else 1)
         self.marks = [StageMarks() for _ in range(job.pp)]
         self.hbm_bandwidth = cluster.gpu.hbm_bandwidth
+        self.domain = cluster.scale_up_domain
         self.sent: dict[tuple[str, int, int], int] = {}
 
     # ---- phases --------------------------------------------------------------------------
@@ -211,11 +214,22 @@ class _Builder:
         return last
 
     def fsdp_layers(self, stage: int, tag: str, kind: str, after: tuple[int, ...]) -> int:
-        """ZeRO-3: per-layer gather → compute (→ reduce-scatter) with one layer of prefetch."""
+        """ZeRO-3: per-layer gather → compute (→ reduce-scatter) with one layer of prefetch.
+
+        The stage's parameters outside its layers (embedding, final norm, LM head) form one more
+        unit, gathered before the first layer and reduce-scattered after the last.
+        """
         job, grads = self.job, self.layer_param_bytes()
         layers = job.layers_per_stage
         seconds = (self.t_f if kind == "F" else self.t_b) / layers
         compute_stream, dp_stream = f"s{stage}.compute", f"s{stage}.dp"
+        root = self.root_param_bytes(stage)
+        if root > 0:
+            root_task = CollectiveTask(Op.ALL_GATHER, root, self.groups.dp)
+            gather = self.add(
+                f"s{stage} {tag} FSDP root all-gather", root_task, "dp", dp_stream, after
+            )
+            after = (*after, gather)
         gathers: list[int] = []
         computes: list[int] = []
         last = -1
@@ -247,13 +261,25 @@ class _Builder:
                     dp_stream,
                     (last,),
                 )
+        if kind == "B" and root > 0:
+            root_task = CollectiveTask(Op.REDUCE_SCATTER, root, self.groups.dp)
+            self.add(
+                f"s{stage} {tag} FSDP root reduce-scatter", root_task, "dp", dp_stream, (last,)
+            )
         return last
 
     def layer_param_bytes(self) -> float:
         return self.job.model.layer_params() / self.job.tp * HALF_BYTES
 
+    def root_param_bytes(self, stage: int) -> float:
+        """Bytes per GPU of the stage's tensors outside its transformer layers."""
+        n = self.job.model.n_layers
+        return sum(b for layer, b in stage_gradient_bytes(self.job, stage) if not 0 <= layer < n)
+
     def p2p(self, stage: int, direction: str, j: int, after: int) -> None:
-        task = CollectiveTask(Op.SENDRECV, self.p2p_bytes, self.groups.pp)
+        boundary = stage if direction == "F" else stage - 1  # between boundary and boundary + 1
+        peers = pipeline_peer_group(self.job.tp, self.job.dp, self.domain, boundary)
+        task = CollectiveTask(Op.SENDRECV, self.p2p_bytes, peers)
         name = f"s{stage} PP send {'activations' if direction == 'F' else 'gradients'}"
         self.sent[(direction, stage, j)] = self.add(name, task, "pp", f"s{stage}.pp", (after,))
 

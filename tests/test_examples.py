@@ -1,0 +1,68 @@
+"""Every scenario in examples/ loads, simulates and accounts for its whole step, deterministically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from commwall.defaults import default_scenario
+from commwall.io.scenario import load_scenario
+from commwall.workload.simulate import simulate
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+FILES = sorted(EXAMPLES.glob("*.yaml"))
+
+
+def test_the_examples_are_there() -> None:
+    names = {f.name for f in FILES}
+    assert {
+        "llama3-70b-dgx-h100.yaml",
+        "llama3-405b-16k-h100.yaml",
+        "gpt3-175b-dgx-a100.yaml",
+        "mixtral-8x7b-h200-roce.yaml",
+        "llama3-70b-gb200-nvl72.yaml",
+        "llama3-8b-ddp-pcie.yaml",
+        "llama3-70b-oversubscribed.yaml",
+    } <= names
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_example_simulates_and_accounts_for_the_step(path: Path) -> None:
+    assert path.read_text(encoding="utf-8").startswith("# "), "header comment missing"
+    report = simulate(load_scenario(path))
+    assert report.step_time > 0
+    parts = sum(report.breakdown.values())
+    assert abs(parts - report.step_time) <= 1e-9 * report.step_time
+    assert all(v >= 0 for v in report.breakdown.values())
+    assert 0 <= report.comm_wait_share < 1
+    assert 0 < report.mfu < 1
+    assert report.fits_in_memory, f"{path.name}: {report.memory.total / 1e9:.1f} GB per GPU"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_example_is_deterministic(path: Path) -> None:
+    first = simulate(load_scenario(path)).to_dict()
+    second = simulate(load_scenario(path)).to_dict()
+    assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+
+
+def test_default_example_is_the_built_in_default() -> None:
+    assert load_scenario(EXAMPLES / "llama3-70b-dgx-h100.yaml") == default_scenario()
+
+
+def test_oversubscription_slows_only_scale_out_communication() -> None:
+    base = simulate(load_scenario(EXAMPLES / "llama3-70b-dgx-h100.yaml"))
+    tapered = simulate(load_scenario(EXAMPLES / "llama3-70b-oversubscribed.yaml"))
+    assert tapered.breakdown["compute"] == pytest.approx(base.breakdown["compute"], rel=1e-12)
+    assert tapered.breakdown["tp"] == pytest.approx(base.breakdown["tp"], rel=1e-12)  # NVLink
+    assert tapered.breakdown["dp"] > base.breakdown["dp"]
+    assert tapered.step_time > base.step_time
+
+
+def test_pcie_data_parallel_example_hits_the_communication_wall() -> None:
+    report = simulate(load_scenario(EXAMPLES / "llama3-8b-ddp-pcie.yaml"))
+    assert report.job["tp"] == report.job["pp"] == 1
+    assert report.cluster["scale_up"] == "pcie"
+    assert report.comm_wait_share > 0.5
