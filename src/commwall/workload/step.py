@@ -53,6 +53,7 @@ class Groups:
     dp: Group
     ep: Group
     pp: Group
+    edp: Group
 
 
 @dataclass
@@ -77,13 +78,18 @@ class StepPlan:
 
 
 def job_groups(job: Job, cluster: Cluster) -> Groups:
-    """Where TP, DP, EP and PP communicators land (``tp-dp-pp`` rank order)."""
+    """Where TP, DP, EP and PP communicators land (``tp-dp-pp`` rank order).
+
+    Expert parameters are replicated over the expert-data-parallel group of ``dp / ep`` ranks
+    (Megatron-Core), which reduces their gradients instead of the whole DP group.
+    """
     d = cluster.scale_up_domain
     return Groups(
         tp=group_shape("tp", job.tp, 1, d),
         dp=group_shape("dp", job.dp, job.tp, d),
         ep=group_shape("ep", job.ep, job.tp, d),
         pp=pipeline_peer_group(job.tp, job.dp, d),
+        edp=group_shape("edp", job.dp // job.ep, job.tp * job.ep, d),
     )
 
 
@@ -97,19 +103,20 @@ def micro_batch_times(job: Job) -> tuple[float, float]:
     backward = 2.0 * flops / 3.0 / rate
     if spec.recompute == "full":
         backward += forward
+    elif spec.recompute == "selective":
+        # Korthikanti et al. 2022 §5: recompute only the attention core (QKᵀ and AV,
+        # 4·s·h FLOPs per token per layer in forward).
+        m = job.model
+        backward += 4.0 * m.n_layers * m.hidden * spec.seq_len * tokens / (job.tp * job.pp) / rate
     return forward, backward
 
 
-def stage_gradient_bytes(job: Job, stage: int) -> list[tuple[int, float]]:
-    """(layer index, bytes per GPU) of a stage's gradient tensors in *registration* order.
-
-    Embedding tensors get layer ``-1`` (ready last), final norm and LM head ``layers`` (ready first).
-    Tensors are split over ``tp`` except norms (replicated); experts also over ``ep``.
-    """
+def _stage_tensors(job: Job, stage: int) -> list[tuple[str, int, float]]:
+    """(name, layer index, bytes per GPU) of a stage's gradient tensors in registration order."""
     lo = stage * job.layers_per_stage
     hi = min(job.model.n_layers, lo + job.layers_per_stage)
     last = stage == job.pp - 1
-    out: list[tuple[int, float]] = []
+    out: list[tuple[str, int, float]] = []
     for name, count in job.model.gradient_tensors():
         match = _LAYER.search(name)
         if match:
@@ -127,8 +134,28 @@ def stage_gradient_bytes(job: Job, stage: int) -> list[tuple[int, float]]:
         split = 1 if "norm" in name or "ln_" in name else job.tp
         if "experts" in name:
             split *= job.ep
-        out.append((layer, count / split * HALF_BYTES))
+        out.append((name, layer, count / split * HALF_BYTES))
     return out
+
+
+def stage_gradient_bytes(job: Job, stage: int) -> list[tuple[int, float]]:
+    """(layer index, bytes per GPU) of a stage's gradient tensors in *registration* order.
+
+    Embedding tensors get layer ``-1`` (ready last), final norm and LM head ``layers`` (ready first).
+    Tensors are split over ``tp`` except norms (replicated); experts also over ``ep``.
+    """
+    return [(layer, nbytes) for _, layer, nbytes in _stage_tensors(job, stage)]
+
+
+def split_expert_gradients(
+    job: Job, stage: int
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """A stage's gradients as (dense, expert) lists; experts only count as such when ep > 1."""
+    dense: list[tuple[int, float]] = []
+    expert: list[tuple[int, float]] = []
+    for name, layer, nbytes in _stage_tensors(job, stage):
+        (expert if job.ep > 1 and "experts" in name else dense).append((layer, nbytes))
+    return dense, expert
 
 
 def ddp_buckets(
@@ -233,8 +260,12 @@ class _Builder:
         gathers: list[int] = []
         computes: list[int] = []
         last = -1
+        blocking: tuple[int, ...] = ()
         for i in range(layers):
-            gate = (computes[i - 2],) if i >= 2 else after
+            if self.spec.overlap:  # one layer of prefetch (FSDP's default limit)
+                gate = (computes[i - 2],) if i >= 2 else after
+            else:  # gather on demand, after the previous layer and its reduce-scatter
+                gate = (last, *blocking) if i >= 1 else after
             gathers.append(
                 self.add(
                     f"s{stage} {tag} FSDP all-gather",
@@ -254,13 +285,14 @@ class _Builder:
                 self.blocking_comm(stage, tag, 1, ()) if job.tp > 1 or job.ep > 1 else computes[i]
             )
             if kind == "B":
-                self.add(
+                rs = self.add(
                     f"s{stage} {tag} FSDP reduce-scatter",
                     CollectiveTask(Op.REDUCE_SCATTER, grads, self.groups.dp),
                     "dp",
                     dp_stream,
                     (last,),
                 )
+                blocking = (rs,)
         if kind == "B" and root > 0:
             root_task = CollectiveTask(Op.REDUCE_SCATTER, root, self.groups.dp)
             self.add(
@@ -327,6 +359,10 @@ class _Builder:
                 if (self.job.tp > 1 or self.job.ep > 1)
                 else last
             )
+            if self.spec.zero_stage == 2:
+                # Gradients are sharded: every micro-batch reduce-scatters into the shard
+                # (ZeRO-2; Rajbhandari et al. SC'20 §5.2), overlapping the next micro-batch.
+                self.dp_buckets(stage, {-1: last}, f"{tag} ")
         if final:
             self.marks[stage].last_backward_end = last
         if stage > 0:
@@ -360,24 +396,31 @@ class _Builder:
         self.dp_buckets(stage, done_after)
         return last
 
-    def dp_buckets(self, stage: int, done_after: dict[int, int]) -> None:
+    def dp_buckets(self, stage: int, done_after: dict[int, int], tag: str = "") -> None:
+        """Gradient buckets of one backward: dense ones over DP, expert ones over expert-DP.
+
+        ``done_after`` maps a layer to the phase after which its gradients are ready (``-1``: the
+        end of the backward). Without overlap every bucket waits for the whole backward.
+        """
         spec, job = self.spec, self.job
-        if job.dp == 1:
-            return
         op = Op.ALL_REDUCE if spec.zero_stage == 0 else Op.REDUCE_SCATTER
         label = "all-reduce" if op is Op.ALL_REDUCE else "reduce-scatter"
-        grads = stage_gradient_bytes(job, stage)
-        buckets = ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket)
-        for nbytes, layer in buckets:
-            dep = done_after.get(layer, done_after[-1])
-            dep_index = dep if spec.overlap else done_after[-1]
-            self.add(
-                f"s{stage} DP bucket {label}",
-                CollectiveTask(op, nbytes, self.groups.dp),
-                "dp",
-                f"s{stage}.dp",
-                (dep_index,),
-            )
+        dense, expert = split_expert_gradients(job, stage)
+        for grads, group, kind in (
+            (dense, self.groups.dp, "DP"),
+            (expert, self.groups.edp, "expert-DP"),
+        ):
+            if not grads or group.nranks == 1:
+                continue
+            for nbytes, layer in ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket):
+                dep = done_after.get(layer, done_after[-1]) if spec.overlap else done_after[-1]
+                self.add(
+                    f"s{stage} {tag}{kind} bucket {label}",
+                    CollectiveTask(op, nbytes, group),
+                    "dp",
+                    f"s{stage}.dp",
+                    (dep,),
+                )
 
     # ---- the whole step -------------------------------------------------------------------
 
@@ -409,9 +452,13 @@ class _Builder:
     def optimizer(self) -> None:
         job, spec = self.job, self.spec
         for s in range(job.pp):
-            grads = stage_gradient_bytes(job, s)
-            params = sum(b for _, b in grads) / HALF_BYTES
-            shard = params / job.dp if spec.zero_stage >= 1 else params
+            dense, expert = split_expert_gradients(job, s)
+            dense_params = sum(b for _, b in dense) / HALF_BYTES
+            expert_params = sum(b for _, b in expert) / HALF_BYTES
+            if spec.zero_stage >= 1:
+                dense_params /= self.groups.dp.nranks
+                expert_params /= self.groups.edp.nranks
+            shard = dense_params + expert_params
             seconds = shard * ADAM_BYTES_PER_PARAM / self.hbm_bandwidth
             dp_phases = tuple(
                 i for i, p in enumerate(self.schedule.phases) if p.stream == f"s{s}.dp"
@@ -420,13 +467,19 @@ class _Builder:
             self.marks[s].optimizer = self.add(
                 f"s{s} optimizer step", ComputeTask(seconds), "optimizer", f"s{s}.compute", after
             )
-            if spec.zero_stage in (1, 2) and job.dp > 1:
-                buckets = ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket)
-                for nbytes, _ in buckets:
+            if spec.zero_stage not in (1, 2):
+                continue
+            for grads, group, kind in (
+                (dense, self.groups.dp, "ZeRO"),
+                (expert, self.groups.edp, "expert ZeRO"),
+            ):
+                if not grads or group.nranks == 1:
+                    continue
+                for nbytes, _ in ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket):
                     self.marks[s].param_gather.append(
                         self.add(
-                            f"s{s} ZeRO parameter all-gather",
-                            CollectiveTask(Op.ALL_GATHER, nbytes, self.groups.dp),
+                            f"s{s} {kind} parameter all-gather",
+                            CollectiveTask(Op.ALL_GATHER, nbytes, group),
                             "dp",
                             f"s{s}.dp",
                             (self.marks[s].optimizer,),
