@@ -33,8 +33,35 @@ class Job:
     dp: int
     ep: int
     micro_batches: int
-    layers_per_stage: int
     peak_flops: float
+    virtual_stages: int = 1
+
+    @property
+    def n_chunks(self) -> int:
+        """Model chunks (virtual pipeline stages): ``pp × virtual_stages``."""
+        return self.pp * self.virtual_stages
+
+    def chunk_layers(self, stage: int, chunk: int) -> range:
+        """Layers of model chunk ``chunk`` on ``stage`` — virtual stage ``chunk·pp + stage``.
+
+        Layers are spread as evenly as integers allow: virtual stage ``k`` of ``n`` holds
+        ``[⌊k·L/n⌋, ⌊(k+1)·L/n⌋)``.
+        """
+        k, n, layers = chunk * self.pp + stage, self.n_chunks, self.model.n_layers
+        return range(k * layers // n, (k + 1) * layers // n)
+
+    def layer_owner(self, layer: int) -> tuple[int, int]:
+        """(stage, chunk) that holds ``layer`` (the inverse of :meth:`chunk_layers`)."""
+        virtual = ((layer + 1) * self.n_chunks - 1) // self.model.n_layers
+        return virtual % self.pp, virtual // self.pp
+
+    @property
+    def layers_per_stage(self) -> int:
+        """Transformer layers on the most loaded pipeline stage (all its chunks)."""
+        return max(
+            sum(len(self.chunk_layers(s, c)) for c in range(self.virtual_stages))
+            for s in range(self.pp)
+        )
 
     @property
     def n_gpus(self) -> int:
@@ -64,6 +91,7 @@ class Job:
             "params": self.model.total_params(),
             "tp": self.tp,
             "pp": self.pp,
+            "virtual_stages": self.virtual_stages,
             "dp": self.dp,
             "ep": self.ep,
             "global_batch": self.spec.global_batch,
@@ -104,6 +132,14 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"job.pp: {spec.pp} stages exceed {model.name}'s {model.n_layers} layers; "
             f"allowed: 1 to {model.n_layers}"
         )
+    v = spec.virtual_stages
+    if v > 1 and spec.pp == 1:
+        errors.append(f"job.virtual_stages: {v} needs pipeline parallelism (pp > 1); use 1")
+    elif spec.pp * v > model.n_layers:
+        errors.append(
+            f"job.virtual_stages: pp × virtual_stages = {spec.pp * v} model chunks exceed "
+            f"{model.name}'s {model.n_layers} layers; allowed: 1 to {max(1, model.n_layers // spec.pp)}"
+        )
     dp = spec.dp
     if dp is None:
         if n_gpus % (spec.tp * spec.pp):
@@ -137,6 +173,11 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"{micro_batches * spec.pp:,} pipeline slots; the step model simulates every slot and "
             f"allows at most {MAX_PIPELINE_SLOTS:,} — raise micro_batch or dp"
         )
+    if v > 1 and micro_batches % spec.pp:
+        errors.append(
+            f"job.virtual_stages: the interleaved schedule needs micro-batches ({micro_batches}) "
+            f"to be a multiple of pp ({spec.pp}) (Megatron-LM's requirement)"
+        )
     if spec.seq_len > model.max_seq_len:
         errors.append(
             f"job.seq_len: {spec.seq_len} exceeds {model.name}'s context of {model.max_seq_len} tokens"
@@ -159,6 +200,6 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         dp=dp,
         ep=spec.ep,
         micro_batches=spec.global_batch // (dp * spec.micro_batch),
-        layers_per_stage=math.ceil(model.n_layers / spec.pp),
         peak_flops=peak,
+        virtual_stages=spec.virtual_stages,
     )

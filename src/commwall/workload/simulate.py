@@ -18,6 +18,7 @@ waiting on the network or NVLink — the "communication wall". MFU = model FLOPs
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,7 +207,8 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     idle = max(0.0, last_bwd - busy_before)
     dp_wait = idle if pipe_wait == 0.0 else min(dp_wait, idle)  # keep the sum exact
     idle_pipeline = idle - dp_wait
-    bubble = min(idle_pipeline, (job.pp - 1) * slot)
+    # 1F1B fills and drains (pp − 1) slots; interleaving v chunks shrinks that v-fold.
+    bubble = min(idle_pipeline, (job.pp - 1) * slot / job.virtual_stages)
     breakdown = {
         "compute": busy["compute"],
         "tp": busy["tp"],
@@ -255,9 +257,12 @@ def collective_stats(result: Result, stage: int) -> tuple[CollectiveStat, ...]:
     return tuple(sorted(stats, key=lambda c: -c.total))
 
 
+_MICRO_BATCH_TAG = re.compile(r"^[FB]\d+(c\d+)?$")
+
+
 def _strip_tags(name: str) -> str:
     words = name.split()[1:]  # drop the stage tag
-    keep = [w for w in words if not (w[:1] in "FB" and w[1:].isdigit()) and w not in ("B-last",)]
+    keep = [w for w in words if not _MICRO_BATCH_TAG.match(w) and w != "B-last"]
     text = " ".join(keep)
     if text.startswith("layer "):
         text = " ".join(text.split()[2:])

@@ -30,7 +30,6 @@ replica (all replicas behave alike on an ideal fabric):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from commwall.cluster import Cluster
@@ -111,20 +110,25 @@ def micro_batch_times(job: Job) -> tuple[float, float]:
     return forward, backward
 
 
-def _stage_tensors(job: Job, stage: int) -> list[tuple[str, int, float]]:
-    """(name, layer index, bytes per GPU) of a stage's gradient tensors in registration order."""
-    lo = stage * job.layers_per_stage
-    hi = min(job.model.n_layers, lo + job.layers_per_stage)
-    last = stage == job.pp - 1
+def _stage_tensors(job: Job, stage: int, chunk: int | None = None) -> list[tuple[str, int, float]]:
+    """(name, layer index, bytes per GPU) of a stage's (or one chunk's) gradient tensors.
+
+    Registration order is kept. The embedding lives with the first layers (stage 0, chunk 0),
+    the final norm and LM head with the last (stage pp−1, chunk v−1).
+    """
+    v = job.virtual_stages
+    first = stage == 0 and chunk in (None, 0)
+    last = stage == job.pp - 1 and chunk in (None, v - 1)
     out: list[tuple[str, int, float]] = []
     for name, count in job.model.gradient_tensors():
         match = _LAYER.search(name)
         if match:
             layer = int(match.group(1) or match.group(2))
-            if not lo <= layer < hi:
+            owner, owner_chunk = job.layer_owner(layer)
+            if owner != stage or chunk not in (None, owner_chunk):
                 continue
         elif "embed" in name or "wte" in name or "wpe" in name:
-            if stage != 0:
+            if not first:
                 continue
             layer = -1
         else:  # final norm, LM head
@@ -138,22 +142,23 @@ def _stage_tensors(job: Job, stage: int) -> list[tuple[str, int, float]]:
     return out
 
 
-def stage_gradient_bytes(job: Job, stage: int) -> list[tuple[int, float]]:
+def stage_gradient_bytes(job: Job, stage: int, chunk: int | None = None) -> list[tuple[int, float]]:
     """(layer index, bytes per GPU) of a stage's gradient tensors in *registration* order.
 
     Embedding tensors get layer ``-1`` (ready last), final norm and LM head ``layers`` (ready first).
     Tensors are split over ``tp`` except norms (replicated); experts also over ``ep``.
+    ``chunk`` restricts to one model chunk of an interleaved pipeline.
     """
-    return [(layer, nbytes) for _, layer, nbytes in _stage_tensors(job, stage)]
+    return [(layer, nbytes) for _, layer, nbytes in _stage_tensors(job, stage, chunk)]
 
 
 def split_expert_gradients(
-    job: Job, stage: int
+    job: Job, stage: int, chunk: int | None = None
 ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """A stage's gradients as (dense, expert) lists; experts only count as such when ep > 1."""
     dense: list[tuple[int, float]] = []
     expert: list[tuple[int, float]] = []
-    for name, layer, nbytes in _stage_tensors(job, stage):
+    for name, layer, nbytes in _stage_tensors(job, stage, chunk):
         (expert if job.ep > 1 and "experts" in name else dense).append((layer, nbytes))
     return dense, expert
 
@@ -179,24 +184,42 @@ def ddp_buckets(
     return buckets
 
 
-def _ops_1f1b(stage: int, pp: int, m: int) -> Iterator[tuple[str, int]]:
-    warmup = min(pp - stage - 1, m)
-    for j in range(warmup):
-        yield "F", j
-    for i in range(m - warmup):
-        yield "F", warmup + i
-        yield "B", i
-    for j in range(m - warmup, m):
-        yield "B", j
+def ops_1f1b(stage: int, pp: int, m: int, v: int = 1) -> list[tuple[str, int, int]]:
+    """(kind, chunk, micro-batch) in the order stage ``stage`` runs them.
+
+    ``v = 1``: PipeDream-Flush 1F1B, ``pp − stage − 1`` warm-up forwards. ``v > 1``: Megatron-LM's
+    interleaved schedule (Narayanan et al. SC'21 §2.2): warm-up ``2·(pp − stage − 1) + (v − 1)·pp``
+    forwards; the k-th forward runs chunk ``(k // pp) mod v`` and backwards run chunks in reverse;
+    micro-batches advance in groups of ``pp``.
+    """
+    if v == 1:
+        warmup = min(pp - stage - 1, m)
+        order = [("F", 0, j) for j in range(warmup)]
+        for i in range(m - warmup):
+            order += [("F", 0, warmup + i), ("B", 0, i)]
+        return order + [("B", 0, j) for j in range(m - warmup, m)]
+    total = m * v
+
+    def step(k: int, forward: bool) -> tuple[int, int]:
+        chunk = (k // pp) % v
+        return (chunk if forward else v - 1 - chunk), (k // (pp * v)) * pp + k % pp
+
+    warmup = min(2 * (pp - stage - 1) + (v - 1) * pp, total)
+    order = [("F", *step(k, True)) for k in range(warmup)]
+    for i in range(total - warmup):
+        order += [("F", *step(warmup + i, True)), ("B", *step(i, False))]
+    return order + [("B", *step(k, False)) for k in range(total - warmup, total)]
 
 
 class _Builder:
     def __init__(self, job: Job, cluster: Cluster) -> None:
         self.job = job
         self.spec = job.spec
+        self.v = job.virtual_stages
         self.groups = job_groups(job, cluster)
         self.schedule = Schedule()
-        self.t_f, self.t_b = micro_batch_times(job)
+        t_f, t_b = micro_batch_times(job)
+        self.t_f, self.t_b = t_f / self.v, t_b / self.v  # per model chunk
         self.sp = self.spec.sequence_parallel and job.tp > 1
         act = job.activation_bytes
         self.tp_bytes = act
@@ -206,7 +229,7 @@ class _Builder:
         self.marks = [StageMarks() for _ in range(job.pp)]
         self.hbm_bandwidth = cluster.gpu.hbm_bandwidth
         self.domain = cluster.scale_up_domain
-        self.sent: dict[tuple[str, int, int], int] = {}
+        self.sent: dict[tuple[str, int, int, int], int] = {}
 
     # ---- phases --------------------------------------------------------------------------
 
@@ -220,6 +243,9 @@ class _Builder:
         repeat: int = 1,
     ) -> int:
         return self.schedule.add(Phase(name, task, category, stream, after, repeat))
+
+    def tag(self, kind: str, chunk: int, j: int) -> str:
+        return f"{kind}{j}" if self.v == 1 else f"{kind}{j}c{chunk}"
 
     def blocking_comm(self, stage: int, tag: str, layers: int, after: tuple[int, ...]) -> int:
         """TP (and EP) collectives of ``layers`` layers on the compute stream; last index."""
@@ -240,17 +266,31 @@ class _Builder:
             last = self.add(f"s{stage} {tag} EP all-to-all", task, "ep", stream, after, calls)
         return last
 
-    def fsdp_layers(self, stage: int, tag: str, kind: str, after: tuple[int, ...]) -> int:
-        """ZeRO-3: per-layer gather → compute (→ reduce-scatter) with one layer of prefetch.
+    def chunk_work(
+        self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...]
+    ) -> int:
+        """One chunk's compute then its blocking collectives, lumped; the last phase index."""
+        last = self.add(
+            f"s{stage} {tag} compute", ComputeTask(seconds), "compute", f"s{stage}.compute", after
+        )
+        if self.job.tp > 1 or self.job.ep > 1:
+            last = self.blocking_comm(stage, tag, layers, ())
+        return last
 
-        The stage's parameters outside its layers (embedding, final norm, LM head) form one more
-        unit, gathered before the first layer and reduce-scattered after the last.
+    def fsdp_layers(
+        self, stage: int, chunk: int, tag: str, kind: str, after: tuple[int, ...]
+    ) -> int:
+        """ZeRO-3: per-layer gather → compute (→ reduce-scatter), one layer of prefetch.
+
+        The chunk's parameters outside its layers (embedding, final norm, LM head) form one
+        more unit, gathered before the first layer and reduce-scattered after the last. Without
+        ``overlap`` each gather waits for the previous layer and its reduce-scatter.
         """
         job, grads = self.job, self.layer_param_bytes()
-        layers = job.layers_per_stage
+        layers = max(1, len(job.chunk_layers(stage, chunk)))
         seconds = (self.t_f if kind == "F" else self.t_b) / layers
         compute_stream, dp_stream = f"s{stage}.compute", f"s{stage}.dp"
-        root = self.root_param_bytes(stage)
+        root = self.root_param_bytes(stage, chunk)
         if root > 0:
             root_task = CollectiveTask(Op.ALL_GATHER, root, self.groups.dp)
             gather = self.add(
@@ -303,109 +343,123 @@ class _Builder:
     def layer_param_bytes(self) -> float:
         return self.job.model.layer_params() / self.job.tp * HALF_BYTES
 
-    def root_param_bytes(self, stage: int) -> float:
-        """Bytes per GPU of the stage's tensors outside its transformer layers."""
+    def root_param_bytes(self, stage: int, chunk: int | None = None) -> float:
+        """Bytes per GPU of the stage's (chunk's) tensors outside its transformer layers."""
         n = self.job.model.n_layers
-        return sum(b for layer, b in stage_gradient_bytes(self.job, stage) if not 0 <= layer < n)
+        grads = stage_gradient_bytes(self.job, stage, chunk)
+        return sum(b for layer, b in grads if not 0 <= layer < n)
 
-    def p2p(self, stage: int, direction: str, j: int, after: int) -> None:
-        boundary = stage if direction == "F" else stage - 1  # between boundary and boundary + 1
-        peers = pipeline_peer_group(self.job.tp, self.job.dp, self.domain, boundary)
-        task = CollectiveTask(Op.SENDRECV, self.p2p_bytes, peers)
-        name = f"s{stage} PP send {'activations' if direction == 'F' else 'gradients'}"
-        self.sent[(direction, stage, j)] = self.add(name, task, "pp", f"s{stage}.pp", (after,))
+    # ---- pipeline sends ------------------------------------------------------------------
 
-    # ---- one forward or backward ----------------------------------------------------------
+    def peers(self, src: int, dst: int) -> Group:
+        """Two-rank group between stages ``src`` and ``dst`` (adjacent, or the chunk wrap)."""
+        job = self.job
+        if dst == src + 1:
+            return pipeline_peer_group(job.tp, job.dp, self.domain, src)
+        if dst == src - 1:
+            return pipeline_peer_group(job.tp, job.dp, self.domain, dst)
+        # interleaving wraps from the last stage to the first (or back): far apart
+        same = job.tp * job.dp * job.pp <= self.domain
+        return Group("pp", 1, 2) if same else Group("pp", 2, 1)
 
-    def forward(self, stage: int, j: int) -> None:
-        after = (self.sent[("F", stage - 1, j)],) if stage > 0 else ()
-        tag = f"F{j}"
-        if self.spec.zero_stage == 3:
-            last = self.fsdp_layers(stage, tag, "F", after)
+    def p2p(self, kind: str, stage: int, chunk: int, j: int, after: int) -> None:
+        pp, v = self.job.pp, self.v
+        if kind == "F":
+            if stage == pp - 1 and chunk == v - 1:
+                return  # the model's output: nothing to send
+            dst = (stage + 1) % pp
         else:
-            last = self.add(
-                f"s{stage} {tag} compute",
-                ComputeTask(self.t_f),
-                "compute",
-                f"s{stage}.compute",
-                after,
-            )
-            last = (
-                self.blocking_comm(stage, tag, self.job.layers_per_stage, ())
-                if (self.job.tp > 1 or self.job.ep > 1)
-                else last
-            )
-        if stage < self.job.pp - 1:
-            self.p2p(stage, "F", j, last)
+            if stage == 0 and chunk == 0:
+                return
+            dst = (stage - 1) % pp
+        task = CollectiveTask(Op.SENDRECV, self.p2p_bytes, self.peers(stage, dst))
+        name = f"s{stage} PP send {'activations' if kind == 'F' else 'gradients'}"
+        self.sent[(kind, stage, chunk, j)] = self.add(name, task, "pp", f"s{stage}.pp", (after,))
 
-    def backward(self, stage: int, j: int) -> None:
-        after = (self.sent[("B", stage + 1, j)],) if stage < self.job.pp - 1 else ()
-        tag = f"B{j}"
+    def waits_for(
+        self, kind: str, stage: int, chunk: int, j: int
+    ) -> tuple[str, int, int, int] | None:
+        """The send an operation needs before it can start, or None."""
+        pp, v = self.job.pp, self.v
+        if kind == "F":
+            if stage > 0:
+                return ("F", stage - 1, chunk, j)
+            return ("F", pp - 1, chunk - 1, j) if chunk > 0 else None
+        if stage < pp - 1:
+            return ("B", stage + 1, chunk, j)
+        return ("B", 0, chunk + 1, j) if chunk < v - 1 else None
+
+    # ---- one forward or backward of one chunk --------------------------------------------
+
+    def forward(self, stage: int, chunk: int, j: int) -> None:
+        need = self.waits_for("F", stage, chunk, j)
+        after = (self.sent[need],) if need else ()
+        tag = self.tag("F", chunk, j)
+        if self.spec.zero_stage == 3:
+            last = self.fsdp_layers(stage, chunk, tag, "F", after)
+        else:
+            layers = len(self.job.chunk_layers(stage, chunk))
+            last = self.chunk_work(stage, tag, self.t_f, layers, after)
+        self.p2p("F", stage, chunk, j, last)
+
+    def backward(self, stage: int, chunk: int, j: int) -> None:
+        need = self.waits_for("B", stage, chunk, j)
+        after = (self.sent[need],) if need else ()
+        tag = self.tag("B", chunk, j)
         final = j == self.job.micro_batches - 1
         if self.spec.zero_stage == 3:
-            last = self.fsdp_layers(stage, tag, "B", after)
+            last = self.fsdp_layers(stage, chunk, tag, "B", after)
         elif final:
-            last = self.last_backward(stage, after)
+            last = self.last_backward(stage, chunk, after)
         else:
-            last = self.add(
-                f"s{stage} {tag} compute",
-                ComputeTask(self.t_b),
-                "compute",
-                f"s{stage}.compute",
-                after,
-            )
-            last = (
-                self.blocking_comm(stage, tag, self.job.layers_per_stage, ())
-                if (self.job.tp > 1 or self.job.ep > 1)
-                else last
-            )
+            layers = len(self.job.chunk_layers(stage, chunk))
+            last = self.chunk_work(stage, tag, self.t_b, layers, after)
             if self.spec.zero_stage == 2:
                 # Gradients are sharded: every micro-batch reduce-scatters into the shard
                 # (ZeRO-2; Rajbhandari et al. SC'20 §5.2), overlapping the next micro-batch.
-                self.dp_buckets(stage, {-1: last}, f"{tag} ")
-        if final:
+                self.dp_buckets(stage, chunk, {-1: last}, f"{tag} ")
+        if final and chunk == 0:
             self.marks[stage].last_backward_end = last
-        if stage > 0:
-            self.p2p(stage, "B", j, last)
+        self.p2p("B", stage, chunk, j, last)
 
-    def last_backward(self, stage: int, after: tuple[int, ...]) -> int:
-        """Layer-by-layer backward of the last micro-batch, with DP buckets overlapping it."""
+    def last_backward(self, stage: int, chunk: int, after: tuple[int, ...]) -> int:
+        """Layer-by-layer backward of a chunk's last micro-batch, DP buckets overlapping it."""
         job = self.job
-        lo = stage * job.layers_per_stage
-        hi = min(job.model.n_layers, lo + job.layers_per_stage)
-        seconds = self.t_b / max(1, hi - lo)
+        layers = job.chunk_layers(stage, chunk)
+        seconds = self.t_b / max(1, len(layers))
         done_after: dict[int, int] = {}
         last = -1
-        head_done = after[0] if after else -1
-        for layer in range(hi - 1, lo - 1, -1):
-            last = self.add(
-                f"s{stage} B-last layer {layer} compute",
-                ComputeTask(seconds),
-                "compute",
-                f"s{stage}.compute",
-                after,
-            )
+        head_done = -1
+        for layer in reversed(layers):
+            name = f"s{stage} B-last layer {layer} compute"
+            last = self.add(name, ComputeTask(seconds), "compute", f"s{stage}.compute", after)
             after = ()
             if job.tp > 1 or job.ep > 1:
                 last = self.blocking_comm(stage, f"B-last layer {layer}", 1, ())
             done_after[layer] = last
             if head_done < 0:
                 head_done = last
+        if last < 0:  # an empty chunk (layers do not divide): still a phase to hang on
+            last = self.add(
+                f"s{stage} B-last compute", ComputeTask(0.0), "compute", f"s{stage}.compute", after
+            )
+            head_done = last
         done_after[job.model.n_layers] = head_done
         done_after[-1] = last
-        self.dp_buckets(stage, done_after)
+        self.dp_buckets(stage, chunk, done_after)
         return last
 
-    def dp_buckets(self, stage: int, done_after: dict[int, int], tag: str = "") -> None:
-        """Gradient buckets of one backward: dense ones over DP, expert ones over expert-DP.
+    def dp_buckets(self, stage: int, chunk: int, done_after: dict[int, int], tag: str = "") -> None:
+        """Gradient buckets of one chunk's backward: dense over DP, expert over expert-DP.
 
         ``done_after`` maps a layer to the phase after which its gradients are ready (``-1``: the
-        end of the backward). Without overlap every bucket waits for the whole backward.
+        end of the backward). Without overlap every bucket waits for the whole backward. Each
+        model chunk has its own buckets, as Megatron-LM keeps one DDP buffer per chunk.
         """
         spec, job = self.spec, self.job
         op = Op.ALL_REDUCE if spec.zero_stage == 0 else Op.REDUCE_SCATTER
         label = "all-reduce" if op is Op.ALL_REDUCE else "reduce-scatter"
-        dense, expert = split_expert_gradients(job, stage)
+        dense, expert = split_expert_gradients(job, stage, chunk)
         for grads, group, kind in (
             (dense, self.groups.dp, "DP"),
             (expert, self.groups.edp, "expert-DP"),
@@ -427,27 +481,28 @@ class _Builder:
     def build(self) -> StepPlan:
         job = self.job
         m, pp = job.micro_batches, job.pp
-        queues = [list(_ops_1f1b(s, pp, m)) for s in range(pp)]
+        queues = [ops_1f1b(s, pp, m, self.v) for s in range(pp)]
         cursor = [0] * pp
         remaining = sum(len(q) for q in queues)
         while remaining:
             progressed = False
             for s in range(pp):
                 while cursor[s] < len(queues[s]):
-                    kind, j = queues[s][cursor[s]]
-                    need = ("F", s - 1, j) if kind == "F" else ("B", s + 1, j)
-                    blocked = (kind == "F" and s > 0) or (kind == "B" and s < pp - 1)
-                    if blocked and need not in self.sent:
+                    kind, chunk, j = queues[s][cursor[s]]
+                    need = self.waits_for(kind, s, chunk, j)
+                    if need is not None and need not in self.sent:
                         break
-                    (self.forward if kind == "F" else self.backward)(s, j)
+                    (self.forward if kind == "F" else self.backward)(s, chunk, j)
                     cursor[s] += 1
                     remaining -= 1
                     progressed = True
             if not progressed:
-                raise RuntimeError("1F1B schedule deadlocked (a bug in commwall)")
+                raise RuntimeError("pipeline schedule deadlocked (a bug in commwall)")
         self.optimizer()
         hide = self.t_f if self.spec.overlap else 0.0
-        return StepPlan(self.schedule, self.groups, self.marks, self.t_f, self.t_b, hide)
+        return StepPlan(
+            self.schedule, self.groups, self.marks, self.t_f * self.v, self.t_b * self.v, hide
+        )
 
     def optimizer(self) -> None:
         job, spec = self.job, self.spec
@@ -458,8 +513,7 @@ class _Builder:
             if spec.zero_stage >= 1:
                 dense_params /= self.groups.dp.nranks
                 expert_params /= self.groups.edp.nranks
-            shard = dense_params + expert_params
-            seconds = shard * ADAM_BYTES_PER_PARAM / self.hbm_bandwidth
+            seconds = (dense_params + expert_params) * ADAM_BYTES_PER_PARAM / self.hbm_bandwidth
             dp_phases = tuple(
                 i for i, p in enumerate(self.schedule.phases) if p.stream == f"s{s}.dp"
             )

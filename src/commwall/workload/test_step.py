@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from typing import Any
 
 import pytest
@@ -489,3 +490,69 @@ def test_zero3_without_overlap_exposes_the_gathers() -> None:
     assert off.step_time > on.step_time
     assert off.breakdown["dp"] > on.breakdown["dp"]
     assert off.breakdown["compute"] == pytest.approx(on.breakdown["compute"], rel=1e-12)
+
+
+# ---------------------------------------------------------------- interleaved 1F1B (virtual stages)
+def test_interleaved_order_is_megatrons() -> None:
+    from commwall.workload.step import ops_1f1b
+
+    pp, m, v = 4, 8, 2
+    for stage in range(pp):
+        order = ops_1f1b(stage, pp, m, v)
+        forwards = [(c, j) for k, c, j in order if k == "F"]
+        backwards = [(c, j) for k, c, j in order if k == "B"]
+        assert sorted(forwards) == sorted(backwards) == [(c, j) for c in range(v) for j in range(m)]
+        first_b = next(i for i, (k, _, _) in enumerate(order) if k == "B")
+        assert first_b == 2 * (pp - stage - 1) + (v - 1) * pp + 1  # warm-up forwards, then 1F1B
+        for c, j in forwards:  # every chunk runs its forward before its backward
+            assert order.index(("F", c, j)) < order.index(("B", c, j))
+    assert [c for k, c, _ in ops_1f1b(0, pp, m, v) if k == "F"][:8] == [0] * 4 + [1] * 4
+
+
+@pytest.mark.parametrize("v", [1, 2, 4])
+def test_interleaving_shrinks_the_bubble_v_fold(v: int) -> None:
+    # Narayanan et al. SC'21 §2.2: bubble = (pp − 1)/v micro-batch slots.
+    spec = {"tp": 1, "pp": 4, "virtual_stages": v, "global_batch": 64}
+    job, _ = resolved(spec, **FAST)
+    r = run(spec, **FAST)
+    slot = r.breakdown["compute"] / job.micro_batches
+    ideal = (job.pp - 1) * slot / v
+    assert r.breakdown["bubble"] == pytest.approx(ideal, rel=1e-9)
+    # all the pipeline idle time is the ideal bubble, bar the sends' latency
+    assert ideal <= r.breakdown["bubble"] + r.breakdown["pp"] <= 1.02 * ideal
+    sends = sum(p.repeat for p in r.result.phases if p.category == "pp" and p.stream == "s1.pp")
+    assert sends == 2 * job.micro_batches * v  # one activation and one gradient per chunk
+
+
+@pytest.mark.parametrize(
+    ("job", "fragment"),
+    [
+        ({"pp": 1, "virtual_stages": 2}, "job.virtual_stages: 2 needs pipeline parallelism"),
+        ({"pp": 4, "virtual_stages": 2, "global_batch": 40}, "a multiple of pp (4)"),
+        ({"pp": 8, "virtual_stages": 8}, "model chunks exceed llama3-8b's 32 layers"),
+    ],
+)
+def test_interleaving_rejects_impossible_layouts(job: dict[str, Any], fragment: str) -> None:
+    from commwall.io.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=re.escape(fragment)):
+        resolved({"tp": 1, "global_batch": 64, **job})
+
+
+@settings(max_examples=200, deadline=None)
+@given(layers=st.integers(1, 200), pp=st.integers(1, 16), v=st.integers(1, 8))
+def test_chunks_cover_every_layer_once_and_owner_inverts(layers: int, pp: int, v: int) -> None:
+    from dataclasses import replace
+
+    if pp * v > layers:
+        return
+    job, _ = resolved({"tp": 1, "global_batch": 64})
+    job = replace(job, pp=pp, virtual_stages=v, model=replace(job.model, n_layers=layers))
+    seen = []
+    for s in range(pp):
+        for c in range(v):
+            chunk = job.chunk_layers(s, c)
+            assert len(chunk) >= 1  # no empty chunk while pp·v <= layers
+            assert all(job.layer_owner(layer) == (s, c) for layer in chunk)
+            seen.extend(chunk)
+    assert sorted(seen) == list(range(layers))
