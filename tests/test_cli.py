@@ -68,3 +68,16 @@ def test_catalog_and_schema() -> None:
     assert "llama3-70b" in runner.invoke(app, ["catalog", "model"]).output
     schema = json.loads(runner.invoke(app, ["schema"]).stdout)
     assert "cluster" in schema["properties"]
+
+
+def test_gpudirect_off_lowers_multinode_busbw() -> None:
+    def busbw(*flags: str) -> float:
+        args = ["collective", "all_reduce", "--nodes", "8", "--min", "8GiB", "--max", "8GiB"]
+        result = runner.invoke(app, [*args, *flags, "--json"])
+        assert result.exit_code == 0, result.output
+        return float(json.loads(result.stdout)["rows"][0]["busbw_GBps"])
+
+    with_gdr, without = busbw("--gdr"), busbw("--no-gdr")
+    # the host bounce halves PCIe Gen5 x16 (63 GB/s) per direction: 8 × 31.5 GB/s per node
+    assert without < 0.75 * with_gdr
+    assert without <= 8 * 31.6

@@ -176,7 +176,11 @@ def _print_report(report: Any) -> None:
 
 
 def _resolve_cluster(
-    cluster: str, nodes: int | None, gpus_per_node: int | None, sharp: bool | None
+    cluster: str,
+    nodes: int | None,
+    gpus_per_node: int | None,
+    sharp: bool | None,
+    gdr: bool | None = None,
 ) -> Any:
     from commwall.cluster import build_cluster
     from commwall.io.scenario import ClusterSpec, load_scenario
@@ -194,6 +198,8 @@ def _resolve_cluster(
             update["scale_up_domain"] = gpus_per_node
     if sharp is not None:
         update["sharp"] = sharp
+    if gdr is not None:
+        update["gpudirect_rdma"] = gdr
     if update:
         spec = ClusterSpec.model_validate({**spec.model_dump(), **update})
     return build_cluster(spec)
@@ -226,6 +232,10 @@ def collective(
     sharp: Annotated[
         bool | None, typer.Option("--sharp/--no-sharp", help="IB SHARP in-network reduction.")
     ] = None,
+    gdr: Annotated[
+        bool | None,
+        typer.Option("--gdr/--no-gdr", help="GPUDirect RDMA (else bounce through host memory)."),
+    ] = None,
     explain: Annotated[bool, typer.Option(help="Say why each row's algorithm won.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
 ) -> None:
@@ -245,7 +255,7 @@ def collective(
     lo, hi = parse_size(min_size), parse_size(max_size)
     if lo <= 0 or hi < lo:
         _fail(f"--min/--max: need 0 < min <= max, got {min_size!r} and {max_size!r}")
-    cl = _resolve_cluster(cluster, nodes, gpus_per_node, sharp)
+    cl = _resolve_cluster(cluster, nodes, gpus_per_node, sharp, gdr)
     fabric = cl.world()
     rows: list[dict[str, Any]] = []
     size = lo
