@@ -465,6 +465,10 @@ class ClusterPreset(Part):
     gpudirect_rdma: bool = Field(
         description="NICs read/write GPU memory directly (GPUDirect RDMA)."
     )
+    cpu: Literal["intel", "amd", "other"] = Field(
+        default="intel",
+        description="Host CPU vendor (NCCL's network overhead and LL cap row depend on it).",
+    )
     topology: TopologyKind = Field(description="Default scale-out topology kind.")
 
     @model_validator(mode="after")

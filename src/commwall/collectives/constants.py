@@ -179,12 +179,15 @@ def per_node_column(n_nodes: int) -> int:
 
 
 def tree_correction(proto: Proto, nbytes: float) -> float:
-    """NCCL's empirical tree all-reduce correction for ``nbytes`` (1.0 outside 64 B … 256 MB)."""
+    """NCCL's empirical tree all-reduce correction for ``nbytes``.
+
+    ``tuning.cc`` applies ``treeCorrectionFactor[proto][log2(nBytes >> 6)]`` while that index is
+    below 23 (64 B up to 512 MiB exclusive), and 1.0 elsewhere.
+    """
     if nbytes < 64:
         return 1.0
     index = int(nbytes // 64).bit_length() - 1
-    table = TREE_CORRECTION[proto]
-    return table[index] if 0 <= index < len(table) else 1.0
+    return TREE_CORRECTION[proto][index] if 0 <= index < 23 else 1.0
 
 
 def gbps(value: float) -> float:

@@ -16,6 +16,7 @@ from commwall.collectives.constants import (
     LL_EFFICIENCY,
     LL_MAX_BW,
     PER_CH_MAX_RING_LL128_BW,
+    Gen,
     Hw,
     Proto,
     gbps,
@@ -63,17 +64,46 @@ class Cost:
         return self.algbw * busbw_factor(self.op, self.nranks)
 
 
-def trivial(op: Op, nbytes: float, algo: str, proto: Proto) -> Cost:
-    """A communicator of one rank moves nothing."""
-    return Cost(op, algo, proto, nbytes, 1, 0.0, 0.0, 0, "none")
+def trivial(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
+    """A communicator of one rank: NCCL copies the buffer locally (read + write through HBM)."""
+    copy = 2.0 * nbytes / f.hbm_bw if f.hbm_bw > 0 else 0.0
+    return Cost(op, "local", proto, nbytes, 1, 0.0, copy, 0, "hbm")
 
 
 def step_latency(f: CommFabric, hw: Hw, algo: str, proto: Proto) -> float:
-    """NCCL's per-step latency ``hwLat[hw][algo][proto]`` plus any extra fabric latency on NET."""
-    lat = HW_LAT[hw][algo][proto]
+    """NCCL's per-step latency of ``hw``: scale-up ``hwLat[hw][algo][proto]``, or for the
+    network :func:`net_latency`."""
     if hw is Hw.NET:
+        return net_latency(f, algo, proto)
+    return HW_LAT[hw][algo][proto]
+
+
+def net_latency(f: CommFabric, algo: str, proto: Proto) -> float:
+    """NCCL's ``interLat`` (``tuning.cc``): ``hwLat[NET][Tree if ppn == 1 else algo][proto]``
+    plus the fabric's own latency, counted twice for Simple (the receive-side flush)."""
+    column = "tree" if f.ranks_per_domain == 1 else algo
+    lat = HW_LAT[Hw.NET][column][proto] + f.net_extra_latency
+    if proto is Proto.SIMPLE:
         lat += f.net_extra_latency
     return lat
+
+
+def ll_max_bw(f: CommFabric) -> float:
+    """NCCL's LL bandwidth cap (``llMaxBws``): by GPU generation inside one node, by CPU
+    vendor across nodes (row 0 Intel/other, row 1 AMD; ``tuning.cc``)."""
+    col = per_node_column(f.n_domains)
+    cpu_row = Gen.AMPERE if f.cpu == "amd" else Gen.VOLTA
+    row = f.gen if f.n_domains == 1 else cpu_row
+    return gbps(LL_MAX_BW[row][col])
+
+
+def require_ll128(f: CommFabric) -> None:
+    """NCCL enables LL128 only with NVLink inside the node and, across nodes, a GPUDirect path
+    (``typeIntra <= NVB``, ``typeInter <= PXN``)."""
+    if f.intra_hw is Hw.PCI:
+        raise Unsupported("LL128 needs NVLink inside the node (NCCL disables it over PCIe)")
+    if f.n_domains > 1 and not f.gdr:
+        raise Unsupported("LL128 needs GPUDirect RDMA across nodes (NCCL disables it otherwise)")
 
 
 def base_latency(algo: str, proto: Proto) -> float:
@@ -85,19 +115,18 @@ def ring_proto_bw(f: CommFabric, proto: Proto, bw: float) -> float:
     """Bandwidth a ring-like (point-to-point) algorithm reaches with ``proto`` on links of ``bw``.
 
     NCCL ``tuning.cc``: Simple uses the link bandwidth; LL128 ``min(0.92·bw, nCh·perChMaxRingLL128)``;
-    LL ``min(llMaxBw, 0.5·bw)``. LL128 needs NVLink inside the node (NCCL enables it only when
-    ``typeIntra <= NVB``), so it is unsupported on PCIe-only nodes.
+    LL ``min(llMaxBw, 0.5·bw)`` (:func:`ll_max_bw`). LL128 needs NVLink inside the node and a
+    GPUDirect path across nodes (:func:`require_ll128`).
     """
     col = per_node_column(f.n_domains)
     if proto is Proto.SIMPLE:
         return bw
     if proto is Proto.LL128:
-        if f.intra_hw is Hw.PCI:
-            raise Unsupported("LL128 needs NVLink inside the node (NCCL disables it over PCIe)")
+        require_ll128(f)
         return min(
             LL128_RING_EFFICIENCY * bw, f.channels * gbps(PER_CH_MAX_RING_LL128_BW[f.gen][col])
         )
-    return min(gbps(LL_MAX_BW[f.gen][col]), LL_EFFICIENCY * bw)
+    return min(ll_max_bw(f), LL_EFFICIENCY * bw)
 
 
 def require(condition: bool, reason: str) -> None:

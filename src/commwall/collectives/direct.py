@@ -33,7 +33,7 @@ def direct(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     """Direct all-to-all, all-gather, reduce-scatter, one-shot all-reduce, broadcast, reduce, send/recv."""
     p = f.nranks
     if p == 1:
-        return trivial(op, nbytes, "direct", proto)
+        return trivial(op, nbytes, f, proto)
     base = base_latency("ring", proto)
     if op is Op.SENDRECV:
         # nccl-tests sendrecv: rank r sends to r+1; the domain boundary ranks cross the network.

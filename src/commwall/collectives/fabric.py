@@ -46,6 +46,10 @@ class CommFabric:
     """Scale-out switches reduce in the network (InfiniBand SHARP, NCCL CollNet)."""
     gdr: bool = True
     """GPUDirect RDMA: the NIC reads GPU memory directly (else a bounce through host memory)."""
+    cpu: str = "intel"
+    """Host CPU vendor (intel, amd, other): picks NCCL's multi-node LL cap row."""
+    hbm_bw: float = 0.0
+    """GPU memory bandwidth, bytes/s: a one-rank "collective" is a local copy at this rate."""
 
     def __post_init__(self) -> None:
         if self.n_domains < 1 or self.ranks_per_domain < 1:

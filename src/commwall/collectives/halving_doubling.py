@@ -67,7 +67,7 @@ def halving_doubling(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost
     require(op in _SUPPORTED, f"halving-doubling does not implement {op.value}")
     p = f.nranks
     if p == 1:
-        return trivial(op, nbytes, "halving_doubling", proto)
+        return trivial(op, nbytes, f, proto)
     bw = {
         f.intra_hw: ring_proto_bw(f, proto, f.intra_bw) if f.ranks_per_domain > 1 else 0.0,
         Hw.NET: ring_proto_bw(f, proto, f.net_bw_per_rank) if f.n_domains > 1 else 0.0,

@@ -24,7 +24,7 @@ def hierarchical(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     )
     p, g, n_dom = f.nranks, f.ranks_per_domain, f.n_domains
     if p == 1:
-        return trivial(op, nbytes, "hierarchical", proto)
+        return trivial(op, nbytes, f, proto)
     require(n_dom > 1 and g > 1, "hierarchical needs several domains with several ranks each")
     local = f.sub(n_domains=1)
     rail = f.sub(ranks_per_domain=1)

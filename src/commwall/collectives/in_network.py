@@ -8,6 +8,12 @@ Hopper, 0.74 Blackwell; ``tuning.cc`` v2.28+). Reduce-scatter sends ``S`` and al
 ``S``, so NVLS brings no bandwidth gain there. Simple protocol only; latency
 ``hwLat[NVLINK][NVLS]`` (25 µs) with no base latency.
 
+This volume model is a deliberate departure from ``tuning.cc``, whose NVLS bandwidth
+(``2·bwIntra·nvlsEfficiency·(nCh−1)/nCh``) depends on the NVLS graph's per-channel bandwidth, which
+commwall does not search for. The volume model reproduces measured 8-GPU NVLS all-reduce
+(H100 480 GB/s busbw, GB200 840 GB/s; see ``commwall.validation``), so the tuner's NVLS-vs-ring
+switch points may differ from NCCL's own.
+
 **NVLS-tree** (several domains): NVLS inside each domain; each rank's ``S/g`` slice is all-reduced
 across domains on its own NIC by a double binary tree (``S/g`` per direction for N = 2, ``2S/g``
 for N ≥ 3); the two stages pipeline, so the slower bounds the bandwidth. Latency
@@ -15,7 +21,9 @@ for N ≥ 3); the two stages pipeline, so the slower bounds the bandwidth. Laten
 
 **CollNet / IB SHARP** (``collnet``): reduce-scatter over NVLink, each rank sends its ``S/g`` slice
 up the switch tree once and receives the reduced slice once (half a ring's network volume), then
-all-gather over NVLink; NCCL charges ``0.9`` of the network bandwidth and
+all-gather over NVLink. This is a volume model, not ``tuning.cc``'s (which scales
+``nCh·bwIntra`` by a channel/ppn factor): the two stages pipeline, the network side runs at
+``0.9`` of the NIC bandwidth (NCCL's CollNet factor for RS/AG), and the latency is NCCL's
 ``2·(min(1, g−1)·intraLat + 0.4 µs·(g−1)) + interLat``.
 """
 
@@ -48,7 +56,7 @@ def nvls(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     require(op in (Op.ALL_REDUCE, Op.REDUCE_SCATTER, Op.ALL_GATHER), f"NVLS has no {op.value}")
     require(f.n_domains == 1, "NVLS spans one scale-up domain; across domains use nvls_tree")
     if f.nranks == 1:
-        return trivial(op, nbytes, "nvls", proto)
+        return trivial(op, nbytes, f, proto)
     latency = step_latency(f, f.intra_hw, "nvls", proto)
     return Cost(
         op,

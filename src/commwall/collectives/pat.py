@@ -2,12 +2,13 @@
 
 A Bruck/binomial-like all-gather and reduce-scatter for any rank count with ``log2(N)`` network
 steps at small sizes. NCCL enables it only with exactly one GPU per node, Simple protocol, AG/RS
-(nccl#1473, nccl#1594). Model (``tuning.cc`` v2.30)::
+(nccl#1473, nccl#1594). Model (``tuning.cc`` v2.30; latencies in µs)::
 
-    T = 8 µs + log2(N)·interLat/3.5 + (N−1)/N·S / (0.75·B_net)
+    lat = 8 + ⌊log2 N⌋·interLat/3.5 + 2.8·nRanks
+    T   = lat + S / (0.75·B_net)
 
-NCCL adds a ``2.8·n`` µs term whose unit we could not confirm from the source text; it is left
-out (see ``shared/reference/nccl-model.md`` §6).
+NCCL converts no algBw for non-ring all-gather/reduce-scatter, so the bandwidth term is the full
+``S`` over 0.75 of the per-rank network bandwidth.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from commwall.collectives.constants import PAT_EFFICIENCY, Hw, Proto
 from commwall.collectives.cost import Cost, base_latency, require, step_latency
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.ops import Op
+
+#: PAT's per-rank latency term, 2.8 µs per rank (``tuning.cc``).
+PAT_PER_RANK_LAT = 2.8e-6
 
 
 def pat(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
@@ -28,10 +32,11 @@ def pat(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     require(f.n_domains > 1, "PAT needs several nodes")
     require(proto is Proto.SIMPLE, "PAT runs the Simple protocol only")
     n = f.n_domains
+    depth = n.bit_length() - 1  # NCCL's log2i: floor
     latency = (
-        base_latency("pat", proto) + f.log2_domains * step_latency(f, Hw.NET, "pat", proto) / 3.5
+        base_latency("pat", proto)
+        + depth * step_latency(f, Hw.NET, "pat", proto) / 3.5
+        + PAT_PER_RANK_LAT * n
     )
-    bw_time = (n - 1) / n * nbytes / (PAT_EFFICIENCY * f.net_bw_per_rank)
-    return Cost(
-        op, "pat", proto, nbytes, n, latency, bw_time, max(1, round(f.log2_domains)), Hw.NET.value
-    )
+    bw_time = nbytes / (PAT_EFFICIENCY * f.net_bw_per_rank)
+    return Cost(op, "pat", proto, nbytes, n, latency, bw_time, max(1, depth), Hw.NET.value)

@@ -51,7 +51,7 @@ def ring(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     )
     p, n_dom = f.nranks, f.n_domains
     if p == 1:
-        return trivial(op, nbytes, "ring", proto)
+        return trivial(op, nbytes, f, proto)
     bw, bottleneck = ring_bandwidth(f)
     bw = ring_proto_bw(f, proto, bw)
     if op in (Op.BROADCAST, Op.REDUCE):
@@ -67,10 +67,7 @@ def ring(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     intra_lat = step_latency(f, f.intra_hw, "ring", proto)
     if n_dom > 1:
         intra_lat = max(intra_lat, f.net_overhead * (3 if proto is Proto.SIMPLE else 1))
-    inter_column = "ring" if f.ranks_per_domain > 1 else "tree"
-    inter_lat = step_latency(f, Hw.NET, inter_column, proto)
-    if proto is Proto.SIMPLE:
-        inter_lat += f.net_extra_latency  # Simple flushes once more per network step
+    inter_lat = step_latency(f, Hw.NET, "ring", proto)
     latency = base_latency("ring", proto) + (nsteps - n_inter) * intra_lat + n_inter * inter_lat
     if all_reduce and n_dom > 1 and proto is Proto.SIMPLE and nbytes / (f.channels * p) >= 64:
         latency *= 1.9 if f.gen is Gen.VOLTA else RING_SIMPLE_PLATEAU

@@ -107,6 +107,47 @@ def test_tree_closed_form_and_correction() -> None:
     assert tree_correction(Proto.SIMPLE, 2**40) == 1.0
 
 
+def test_tree_protocols_match_tuning_cc_by_hand() -> None:
+    # 32 DGX H100 nodes, Intel hosts: busBw = min(NVLink 370.8, node NICs 8·47.5) = 370.8 GB/s;
+    # all protocols: min(0.92·busBw, 32 ch × 36.0) = 341.1; LL: /3.8 capped at llMaxBw[Intel
+    # row][≥3 nodes] = 20.4; LL128: ×120/128 capped at 32 × 29.0. algBw = busBw/2.
+    f = h100(n_domains=32)
+    s = 2**30  # beyond the correction table (index 24 ≥ 23): factor 1.0
+    base = 0.92 * H100_NVLINK
+    expect = {
+        Proto.SIMPLE: base,
+        Proto.LL: min(base / 3.8, 20.4e9),
+        Proto.LL128: min(base * 120 / 128, 32 * 29.0e9),
+    }
+    for proto, bus in expect.items():
+        c = evaluate(Op.ALL_REDUCE, s, f, "tree", proto)
+        assert c.bw_time == pytest.approx(2 * s / bus), proto
+    amd = h100(n_domains=32, cpu="amd")  # llMaxBw row 1 (AMD) at >= 3 nodes: 19.0 GB/s
+    assert evaluate(Op.ALL_REDUCE, s, amd, "tree", Proto.LL).bw_time == pytest.approx(
+        2 * s / 19.0e9
+    )
+
+
+def test_ll_cap_uses_gpu_row_in_one_node_cpu_row_across_nodes() -> None:
+    one = evaluate(Op.ALL_REDUCE, 2**30, h100(), "ring", Proto.LL)
+    assert one.bw_time == pytest.approx(2 * 7 / 8 * 2**30 / 141.0e9)  # Hopper, 1 node
+    two = evaluate(Op.ALL_REDUCE, 2**30, h100(n_domains=2), "ring", Proto.LL)
+    assert two.bw_time == pytest.approx(2 * 15 / 16 * 2**30 / 39.0e9)  # Intel row, 2 nodes
+
+
+def test_ll128_needs_gpudirect_across_nodes() -> None:
+    with pytest.raises(Unsupported, match="GPUDirect"):
+        evaluate(Op.ALL_REDUCE, 2**20, h100(n_domains=4, gdr=False), "ring", Proto.LL128)
+    assert evaluate(Op.ALL_REDUCE, 2**20, h100(gdr=False), "ring", Proto.LL128).time > 0
+
+
+def test_one_rank_is_a_local_copy() -> None:
+    f = CommFabric(1, 1, 0.0, Hw.NVLINK, 0.0, Gen.HOPPER, hbm_bw=3.35e12)
+    c = choose(Op.ALL_REDUCE, 2**30, f).best
+    assert c.algo == "local"
+    assert c.time == pytest.approx(2 * 2**30 / 3.35e12)
+
+
 def test_two_node_tree_crosses_the_network_once() -> None:
     # N = 2: each domain's NICs carry S per direction, so busbw can exceed the NIC total (nccl#812).
     f = h100(n_domains=2, net=12.5e9)  # 100 GB/s per node
@@ -192,7 +233,9 @@ def test_collnet_halves_network_volume() -> None:
 def test_pat_only_one_gpu_per_node() -> None:
     f = CommFabric(64, 1, 0.0, Hw.NVLINK, 47.5e9, Gen.HOPPER)
     c = evaluate(Op.ALL_GATHER, 2**20, f, "pat", Proto.SIMPLE)
-    assert c.bw_time == pytest.approx(63 / 64 * 2**20 / (0.75 * 47.5e9))
+    # tuning.cc by hand: 8 + log2i(64)·14/3.5 + 2.8·64 µs; S/(0.75·bw), no algBw conversion.
+    assert c.latency == pytest.approx((8 + 6 * 14 / 3.5 + 2.8 * 64) * US)
+    assert c.bw_time == pytest.approx(2**20 / (0.75 * 47.5e9))
     with pytest.raises(Unsupported, match="one GPU per node"):
         evaluate(Op.ALL_GATHER, 2**20, h100(n_domains=4), "pat", Proto.SIMPLE)
 

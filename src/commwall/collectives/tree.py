@@ -8,9 +8,10 @@ domains, a chain broadcast back (nccl#530). Latency (``tuning.cc`` v2.30)::
 Bandwidth: every rank sends and receives ``2S`` along its intra-domain chain; across domains a
 domain's NICs carry ``2S`` per direction when N ≥ 3 (interior in one tree, leaf in the other) but
 only ``S`` when N = 2 — the reason two-node tree runs report busbw above the NIC rate
-(nccl-tests#196, nccl#812). NCCL's form ``algBw = busBw/2`` then applies the protocol factors
-(Simple ``0.92``, LL ``1/3.8``, LL128 ``120/128`` or ``7/9`` in one node), the per-channel caps and
-the empirical ``treeCorrectionFactor`` per size.
+(nccl-tests#196, nccl#812). NCCL's form ``algBw = busBw/2`` then applies ``min(0.92·busBw,
+nCh·perChMaxTreeBw)`` for every protocol, the protocol's own factor on top (LL ``1/3.8`` capped at
+``llMaxBw``, LL128 ``120/128`` or ``7/9`` in one node, capped per channel) and the empirical
+``treeCorrectionFactor`` per size.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 from commwall.collectives.constants import (
     LL128_TREE_EFFICIENCY_MULTINODE,
     LL128_TREE_EFFICIENCY_SINGLENODE,
-    LL_MAX_BW,
     PER_CH_MAX_TREE_BW,
     PER_CH_MAX_TREE_LL128_BW,
     TREE_LL_DIVISOR,
@@ -31,9 +31,10 @@ from commwall.collectives.constants import (
 )
 from commwall.collectives.cost import (
     Cost,
-    Unsupported,
     base_latency,
+    ll_max_bw,
     require,
+    require_ll128,
     step_latency,
     trivial,
 )
@@ -58,19 +59,19 @@ def tree_busbw(f: CommFabric, proto: Proto) -> tuple[float, str]:
         limits.append((2.0 * f.node_net_bw / inter, Hw.NET.value))
     raw, bottleneck = min(limits)
     col = per_node_column(f.n_domains)
-    if proto is Proto.SIMPLE:
-        bw = min(TREE_SIMPLE_EFFICIENCY * raw, f.channels * gbps(PER_CH_MAX_TREE_BW[f.gen][col]))
-    elif proto is Proto.LL:
-        bw = min(raw / TREE_LL_DIVISOR, gbps(LL_MAX_BW[f.gen][col]))
-    else:
-        if f.intra_hw is Hw.PCI:
-            raise Unsupported("LL128 needs NVLink inside the node (NCCL disables it over PCIe)")
+    # tuning.cc: every tree all-reduce first takes min(0.92·busBw, nCh·perChMaxTreeBw) ...
+    bw = min(TREE_SIMPLE_EFFICIENCY * raw, f.channels * gbps(PER_CH_MAX_TREE_BW[f.gen][col]))
+    # ... then the protocol's own factor and cap.
+    if proto is Proto.LL:
+        bw = min(bw / TREE_LL_DIVISOR, ll_max_bw(f))
+    elif proto is Proto.LL128:
+        require_ll128(f)
         factor = (
             LL128_TREE_EFFICIENCY_SINGLENODE
             if f.n_domains == 1
             else LL128_TREE_EFFICIENCY_MULTINODE
         )
-        bw = min(raw * factor, f.channels * gbps(PER_CH_MAX_TREE_LL128_BW[f.gen][col]))
+        bw = min(bw * factor, f.channels * gbps(PER_CH_MAX_TREE_LL128_BW[f.gen][col]))
     return bw, bottleneck
 
 
@@ -79,7 +80,7 @@ def tree(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     require(op is Op.ALL_REDUCE, f"NCCL's tree implements all_reduce only, not {op.value}")
     p = f.nranks
     if p == 1:
-        return trivial(op, nbytes, "tree", proto)
+        return trivial(op, nbytes, f, proto)
     intra_lat = step_latency(f, f.intra_hw, "tree", proto)
     inter_lat = step_latency(f, Hw.NET, "tree", proto)
     depth = (f.ranks_per_domain - 1) * intra_lat + f.log2_domains * inter_lat

@@ -114,9 +114,10 @@ class ClusterSpec(_Strict):
         description="InfiniBand SHARP in-network reduction enabled (NCCL CollNet: "
         "NCCL_COLLNET_ENABLE=1 with the SHARP plugin; off by default as in NCCL).",
     )
-    cpu: CpuVendor = Field(
-        default="intel",
-        description="Host CPU vendor (NCCL's network overhead: 1 µs Intel, 2 µs AMD).",
+    cpu: CpuVendor | None = Field(
+        default=None,
+        description="Host CPU vendor (NCCL's network overhead: 1 µs Intel, 2 µs AMD; LL cap row). "
+        "Default: the preset's, else intel.",
     )
     mtu: int = Field(
         default=4096,

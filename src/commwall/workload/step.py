@@ -290,7 +290,8 @@ class _Builder:
         layers = max(1, len(job.chunk_layers(stage, chunk)))
         seconds = (self.t_f if kind == "F" else self.t_b) / layers
         compute_stream, dp_stream = f"s{stage}.compute", f"s{stage}.dp"
-        root = self.root_param_bytes(stage, chunk)
+        sharded = self.groups.dp.nranks > 1  # a one-rank DP group has nothing to gather
+        root = self.root_param_bytes(stage, chunk) if sharded else 0.0
         if root > 0:
             root_task = CollectiveTask(Op.ALL_GATHER, root, self.groups.dp)
             gather = self.add(
@@ -302,6 +303,22 @@ class _Builder:
         last = -1
         blocking: tuple[int, ...] = ()
         for i in range(layers):
+            if not sharded:
+                computes.append(
+                    self.add(
+                        f"s{stage} {tag} compute",
+                        ComputeTask(seconds),
+                        "compute",
+                        compute_stream,
+                        after if i == 0 else (),
+                    )
+                )
+                last = (
+                    self.blocking_comm(stage, tag, 1, ())
+                    if job.tp > 1 or job.ep > 1
+                    else computes[i]
+                )
+                continue
             if self.spec.overlap:  # one layer of prefetch (FSDP's default limit)
                 gate = (computes[i - 2],) if i >= 2 else after
             else:  # gather on demand, after the previous layer and its reduce-scatter
