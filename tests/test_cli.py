@@ -81,3 +81,19 @@ def test_gpudirect_off_lowers_multinode_busbw() -> None:
     # the host bounce halves PCIe Gen5 x16 (63 GB/s) per direction: 8 × 31.5 GB/s per node
     assert without < 0.75 * with_gdr
     assert without <= 8 * 31.6
+
+
+def test_gpus_per_node_selects_ranks_not_hardware() -> None:
+    args = ["collective", "all_reduce", "--nodes", "4", "--min", "1GiB", "--max", "1GiB", "--json"]
+    one = json.loads(runner.invoke(app, [*args, "--gpus-per-node", "1"]).stdout)
+    assert one["ranks"] == 4 and one["ranks_per_domain"] == 1
+    # one H100 keeps its one 400G NIC: busbw cannot pass ~47 GB/s (nccl-tests#290: 46–48)
+    assert one["rows"][0]["busbw_GBps"] <= 48.0
+    bad = runner.invoke(app, [*args, "--gpus-per-node", "16"])
+    assert bad.exit_code == 2 and "allowed: 1 to 8" in bad.output
+
+
+def test_partial_nvl72_rack_is_one_nvlink_domain() -> None:
+    args = ["collective", "all_reduce", "--cluster", "gb200-nvl72", "--nodes", "2", "--json"]
+    data = json.loads(runner.invoke(app, [*args, "--min", "1GiB", "--max", "1GiB"]).stdout)
+    assert data["domains"] == 1 and data["ranks_per_domain"] == 8

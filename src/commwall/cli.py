@@ -176,26 +176,29 @@ def _print_report(report: Any) -> None:
 
 
 def _resolve_cluster(
-    cluster: str,
-    nodes: int | None,
-    gpus_per_node: int | None,
-    sharp: bool | None,
-    gdr: bool | None = None,
+    cluster: str, nodes: int | None, sharp: bool | None, gdr: bool | None = None
 ) -> Any:
+    from commwall.catalog import load_catalog
     from commwall.cluster import build_cluster
-    from commwall.io.scenario import ClusterSpec, load_scenario
+    from commwall.io.scenario import ClusterSpec, ScenarioError, load_scenario
 
     if cluster.endswith((".yaml", ".yml")) or Path(cluster).is_file():
         spec = load_scenario(cluster).cluster
     else:
+        try:
+            load_catalog().preset(cluster)
+        except ValueError as e:
+            raise ScenarioError([str(e)], "--cluster") from None
         spec = ClusterSpec(preset=cluster)
     update: dict[str, Any] = {}
     if nodes is not None:
         update["nodes"] = nodes
-    if gpus_per_node is not None:
-        update["gpus_per_node"] = gpus_per_node
-        if gpus_per_node < (spec.scale_up_domain or 8):
-            update["scale_up_domain"] = gpus_per_node
+    if spec.preset and spec.scale_up_domain is None:
+        # A partial multi-node NVLink domain (2 of an NVL72's 18 trays) is still one domain.
+        preset = load_catalog().preset(spec.preset)
+        gpus = (nodes or spec.nodes) * (spec.gpus_per_node or preset.gpus_per_node)
+        if preset.scale_up_domain > gpus:
+            update["scale_up_domain"] = gpus
     if sharp is not None:
         update["sharp"] = sharp
     if gdr is not None:
@@ -219,7 +222,7 @@ def collective(
         int | None, typer.Option(min=1, help="Nodes (default: the preset's or 1).")
     ] = None,
     gpus_per_node: Annotated[
-        int | None, typer.Option(min=1, help="GPUs per node taking part.")
+        int | None, typer.Option(min=1, help="GPUs of each node taking part (default: all).")
     ] = None,
     min_size: Annotated[str, typer.Option("--min", help="Smallest size, e.g. 8B.")] = "8B",
     max_size: Annotated[str, typer.Option("--max", help="Largest size, e.g. 8GiB.")] = "8GiB",
@@ -242,6 +245,7 @@ def collective(
     """Predict the table nccl-tests would print for OP on a cluster you have not built yet."""
     from commwall.collectives import choose, parse_algo, parse_op, parse_proto
     from commwall.collectives.ops import REDUCING_OPS, Op, element_count
+    from commwall.io.scenario import ScenarioError
     from commwall.units import parse_size
 
     try:
@@ -253,10 +257,16 @@ def collective(
     if policy not in ("nccl", "all"):
         _fail(f"--policy: {policy!r} is not allowed; allowed: nccl, all")
     lo, hi = parse_size(min_size), parse_size(max_size)
-    if lo <= 0 or hi < lo:
-        _fail(f"--min/--max: need 0 < min <= max, got {min_size!r} and {max_size!r}")
-    cl = _resolve_cluster(cluster, nodes, gpus_per_node, sharp, gdr)
-    fabric = cl.world()
+    if lo < 4 or hi < lo or hi > 2**40:
+        _fail(
+            f"--min/--max: need 4 B (one float) <= min <= max <= 1 TiB, got {min_size!r} and "
+            f"{max_size!r}"
+        )
+    cl = _resolve_cluster(cluster, nodes, sharp, gdr)
+    try:
+        fabric = cl.world(gpus_per_node)
+    except ScenarioError as e:
+        raise ScenarioError(e.messages, "--gpus-per-node") from None
     rows: list[dict[str, Any]] = []
     size = lo
     while size <= hi:

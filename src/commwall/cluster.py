@@ -203,9 +203,25 @@ class Cluster:
         g = min(nranks, self.scale_up_domain)
         return math.ceil(nranks / g), g
 
-    def world(self) -> CommFabric:
-        """The communicator of every GPU (what nccl-tests across the whole cluster measures)."""
-        return self.comm_fabric(*self.layout(self.n_gpus))
+    def world(self, ranks_per_node: int | None = None) -> CommFabric:
+        """The communicator nccl-tests across the whole cluster measures.
+
+        ``ranks_per_node`` GPUs of every node take part (default: all of them); each keeps its
+        own NIC share and NVLink, so fewer ranks per node means fewer ranks per domain, not
+        faster ranks.
+        """
+        g = self.gpus_per_node if ranks_per_node is None else ranks_per_node
+        if not 1 <= g <= self.gpus_per_node:
+            raise ScenarioError(
+                [f"ranks per node: {g} is not possible on {self.gpus_per_node}-GPU nodes; "
+                 f"allowed: 1 to {self.gpus_per_node}"]
+            )  # fmt: skip
+        if self.scale_up_domain >= self.gpus_per_node:  # domains made of whole nodes
+            nodes_per_domain = self.scale_up_domain // self.gpus_per_node
+            return self.comm_fabric(self.n_domains, g * nodes_per_domain)
+        domains_per_node = self.gpus_per_node // self.scale_up_domain  # e.g. PCIe islands
+        used = min(g, domains_per_node)
+        return self.comm_fabric(self.n_nodes * used, max(1, g // used))
 
     def summary(self) -> dict[str, Any]:
         """A flat description for tables and JSON."""

@@ -119,14 +119,11 @@ def measurement_cluster(m: Measurement, *, sharp: bool = False) -> Cluster | Non
     n_gpus = m.nodes * m.gpus_per_node
     if preset is None or m.fabric is None:
         return None  # the source does not say what the system is
-    spec: dict[str, Any] = {"preset": preset, "nodes": m.nodes, "gpus_per_node": m.gpus_per_node}
+    spec: dict[str, Any] = {"preset": preset, "nodes": m.nodes, "sharp": sharp}
     if m.gpu == "gb200" and n_gpus % 72:
         if scale_out:
             return None  # racks of unknown size
         spec["scale_up_domain"] = n_gpus  # one multi-node NVLink domain smaller than a rack
-    elif m.gpus_per_node < 8 and m.gpu != "gb200":
-        spec["scale_up_domain"] = m.gpus_per_node
-    spec["sharp"] = sharp
     return build_cluster(ClusterSpec.model_validate(spec))
 
 
@@ -135,7 +132,7 @@ def compare(m: Measurement, *, sharp: bool = False) -> list[Comparison]:
     cluster = measurement_cluster(m, sharp=sharp)
     if cluster is None:
         return []
-    fabric = cluster.world()
+    fabric = cluster.world(m.gpus_per_node)
     op = parse_op(m.op)
     algo = None if m.algo == "default" else m.algo
     out = []

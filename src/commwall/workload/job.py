@@ -20,6 +20,9 @@ MAX_PIPELINE_SLOTS = 50_000
 
 #: Bytes per element of activations, parameters and gradients in mixed precision (bf16/fp16).
 HALF_BYTES = 2
+#: Bytes per communicated element by matmul precision: TF32 training keeps fp32 tensors; FP8
+#: recipes (Transformer Engine) still keep and exchange bf16 activations and gradients.
+ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 2, "tf32": 4}
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,13 @@ class Job:
 
     @property
     def activation_bytes(self) -> float:
-        """One micro-batch's hidden-state tensor ``b·s·h`` in half precision, bytes."""
-        return self.spec.micro_batch * self.spec.seq_len * self.model.hidden * HALF_BYTES
+        """One micro-batch's hidden-state tensor ``b·s·h``, bytes."""
+        return self.spec.micro_batch * self.spec.seq_len * self.model.hidden * self.element_bytes
+
+    @property
+    def element_bytes(self) -> int:
+        """Bytes per activation, parameter and gradient element exchanged (:data:`ELEMENT_BYTES`)."""
+        return ELEMENT_BYTES[self.spec.precision]
 
     @property
     def model_flops_per_step(self) -> float:

@@ -287,8 +287,11 @@ def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
         zero_stage=spec.zero_stage,
         micro_batch=spec.micro_batch,
         seq_len=spec.seq_len,
+        param_bytes=job.element_bytes,
+        grad_bytes=job.element_bytes,
         sequence_parallel=spec.sequence_parallel,
         recompute=spec.recompute,
+        inflight_microbatches=min(job.pp, job.micro_batches),
     )
     return StepReport(
         scenario=scenario.name,

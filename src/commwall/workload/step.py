@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from commwall.cluster import Cluster
 from commwall.collectives.ops import Op
 from commwall.collectives.schedule import CollectiveTask, ComputeTask, Group, Phase, Schedule
-from commwall.workload.job import HALF_BYTES, Job
+from commwall.workload.job import Job
 from commwall.workload.layout import group_shape, pipeline_peer_group
 
 #: HBM bytes touched per parameter by a mixed-precision Adam step (ours, see module docstring).
@@ -138,7 +138,7 @@ def _stage_tensors(job: Job, stage: int, chunk: int | None = None) -> list[tuple
         split = 1 if "norm" in name or "ln_" in name else job.tp
         if "experts" in name:
             split *= job.ep
-        out.append((name, layer, count / split * HALF_BYTES))
+        out.append((name, layer, count / split * job.element_bytes))
     return out
 
 
@@ -225,7 +225,9 @@ class _Builder:
         self.tp_bytes = act
         self.p2p_bytes = act / job.tp if self.sp else act
         moe_tokens = self.spec.micro_batch * self.spec.seq_len * job.model.top_k
-        self.a2a_bytes = moe_tokens * job.model.hidden * HALF_BYTES / (job.tp if self.sp else 1)
+        self.a2a_bytes = (
+            moe_tokens * job.model.hidden * job.element_bytes / (job.tp if self.sp else 1)
+        )
         self.marks = [StageMarks() for _ in range(job.pp)]
         self.hbm_bandwidth = cluster.gpu.hbm_bandwidth
         self.domain = cluster.scale_up_domain
@@ -358,7 +360,7 @@ class _Builder:
         return last
 
     def layer_param_bytes(self) -> float:
-        return self.job.model.layer_params() / self.job.tp * HALF_BYTES
+        return self.job.model.layer_params() / self.job.tp * self.job.element_bytes
 
     def root_param_bytes(self, stage: int, chunk: int | None = None) -> float:
         """Bytes per GPU of the stage's (chunk's) tensors outside its transformer layers."""
@@ -525,8 +527,8 @@ class _Builder:
         job, spec = self.job, self.spec
         for s in range(job.pp):
             dense, expert = split_expert_gradients(job, s)
-            dense_params = sum(b for _, b in dense) / HALF_BYTES
-            expert_params = sum(b for _, b in expert) / HALF_BYTES
+            dense_params = sum(b for _, b in dense) / job.element_bytes
+            expert_params = sum(b for _, b in expert) / job.element_bytes
             if spec.zero_stage >= 1:
                 dense_params /= self.groups.dp.nranks
                 expert_params /= self.groups.edp.nranks

@@ -556,3 +556,12 @@ def test_chunks_cover_every_layer_once_and_owner_inverts(layers: int, pp: int, v
             assert all(job.layer_owner(layer) == (s, c) for layer in chunk)
             seen.extend(chunk)
     assert sorted(seen) == list(range(layers))
+
+
+def test_tf32_exchanges_four_byte_elements() -> None:
+    spec = {"tp": 8, "pp": 1, "global_batch": 64, "zero_stage": 0}
+    half = run({**spec, "precision": "bf16"}, preset="dgx-a100")
+    full = run({**spec, "precision": "tf32"}, preset="dgx-a100")
+    assert full.result.counters["collective_bytes"] == pytest.approx(
+        2 * half.result.counters["collective_bytes"], rel=1e-12
+    )
