@@ -12,13 +12,14 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from commwall.collectives.cost import Cost
+from commwall.collectives.fabric import CommFabric
+from commwall.collectives.ops import Op
 from commwall.collectives.schedule import CollectiveTask, ComputeTask, Schedule
 from commwall.collectives.tuner import choose
 from commwall.engines.base import InvariantError, PhaseResult, Result
 
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
-    from commwall.collectives.fabric import CommFabric
 
 
 class AnalyticEngine:
@@ -51,7 +52,11 @@ class AnalyticEngine:
                     phase.name, phase.category, phase.stream, start, start + duration, phase.repeat
                 )
             else:
-                cost = self.cost(phase.task, cluster)
+                fabric = cluster.comm_fabric(
+                    phase.task.group.n_domains, phase.task.group.ranks_per_domain
+                )
+                cost = _cached_choice(phase.task, fabric, self.policy)
+                _check_capacity(phase.name, cost, fabric)
                 duration = cost.time * phase.repeat
                 bytes_moved += phase.task.nbytes * phase.repeat
                 result = PhaseResult(
@@ -81,7 +86,28 @@ class AnalyticEngine:
             phases=tuple(results),
             makespan=makespan,
             counters={"phases": float(len(results)), "collective_bytes": bytes_moved},
-            invariants=("dependencies respected", "streams serialised", "durations non-negative"),
+            invariants=(
+                "dependencies respected",
+                "streams serialised",
+                "durations non-negative",
+                "no rank injects above its links (point-to-point algorithms)",
+            ),
+        )
+
+
+#: Algorithms whose busbw may legitimately exceed a rank's links: the network reduces for them.
+IN_NETWORK = frozenset({"nvls", "nvls_tree", "collnet", "local"})
+_BOUNDED_OPS = frozenset({Op.ALL_REDUCE, Op.REDUCE_SCATTER, Op.ALL_GATHER, Op.ALLTOALL})
+
+
+def _check_capacity(name: str, cost: Cost, fabric: CommFabric) -> None:
+    """A point-to-point algorithm's busbw cannot exceed what a rank can inject (DESIGN.md)."""
+    if cost.algo in IN_NETWORK or cost.op not in _BOUNDED_OPS or cost.time <= 0:
+        return
+    if cost.busbw > fabric.injection_bw * (1 + 1e-9):
+        raise InvariantError(
+            f"phase {name!r}: {cost.algo} busbw {cost.busbw:.4g} B/s exceeds the rank's "
+            f"injection bandwidth {fabric.injection_bw:.4g} B/s"
         )
 
 

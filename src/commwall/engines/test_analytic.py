@@ -185,6 +185,7 @@ def test_result_names_checked_invariants(cluster: Cluster) -> None:
         "dependencies respected",
         "streams serialised",
         "durations non-negative",
+        "no rank injects above its links (point-to-point algorithms)",
     }
     assert result.counters == {"phases": 1.0, "collective_bytes": 0.0}
     d = result.to_dict()
@@ -236,3 +237,21 @@ def test_deterministic(cluster: Cluster) -> None:
     b = AnalyticEngine().run(s, cluster, "spray", seed=99).to_dict()
     assert a == b
     assert AnalyticEngine().run(s, cluster).phases == AnalyticEngine().run(s, cluster).phases
+
+
+def test_capacity_invariant_catches_an_impossible_cost() -> None:
+    from commwall.collectives import Cost, Gen, Hw, Op, Proto
+    from commwall.collectives.fabric import CommFabric
+    from commwall.engines.analytic import _check_capacity
+    from commwall.engines.base import InvariantError
+
+    f = CommFabric(4, 1, 0.0, Hw.NVLINK, 50e9, Gen.HOPPER)
+    honest = Cost(Op.ALL_REDUCE, "ring", Proto.SIMPLE, 2**30, 4, 0.0, 1.5 * 2**30 / 50e9, 6, "net")
+    _check_capacity("ok", honest, f)
+    too_fast = Cost(Op.ALL_REDUCE, "ring", Proto.SIMPLE, 2**30, 4, 0.0, 2**30 / 100e9, 6, "net")
+    with pytest.raises(InvariantError, match="exceeds the rank's injection bandwidth"):
+        _check_capacity("bad", too_fast, f)
+    in_network = Cost(
+        Op.ALL_REDUCE, "collnet", Proto.SIMPLE, 2**30, 4, 0.0, 2**30 / 100e9, 3, "net"
+    )
+    _check_capacity("sharp", in_network, f)  # the switch reduces: allowed above the links
