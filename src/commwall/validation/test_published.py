@@ -35,7 +35,10 @@ def test_every_measurement_cites_a_source() -> None:
     [
         "dgxc-h100-1node-allreduce-default",  # NVIDIA DGX Cloud benchmarking recipe (NVLS)
         "azure-ndh100v5-1node-allreduce-nvls",  # Azure ND H100 v5
-        "coreweave-h100-multinode-ib-sharp-allreduce",  # 8 × 400G NDR per node
+        # 8 × 400G NDR per node. The run is labelled a SHARP job, but its 386 GB/s sits at the
+        # NIC-bound level of a non-offloaded algorithm (NVLS + SHARP would reach ~550 GB/s), so
+        # it is compared with NCCL's default configuration, CollNet off.
+        "coreweave-h100-multinode-ib-sharp-allreduce",
     ],
 )
 def test_calibration_targets_large_messages_within_10_percent(mid: str) -> None:
@@ -102,3 +105,16 @@ def test_known_gap_nvl72_nvls_is_overpredicted() -> None:
     for c in small_domain:
         assert c.busbw_error is not None
         assert abs(c.busbw_error) <= 0.15
+
+
+def test_known_gap_multi_rack_nvl72_is_overpredicted() -> None:
+    # CoreWeave GB200, 2 and 20 NVL72 racks over InfiniBand (NCCL 2.26): measured 810 and 406
+    # GB/s at 16 GiB. commwall's NVLS-tree predicts ~1,040 GB/s for both; what limits the real
+    # runs across racks (NCCL's choice at 1,440 ranks, NVLS head limits) is not modelled yet.
+    for mid, low in (("coreweave-gb200-nvl72-2rack-allreduce", 0.2),
+                     ("coreweave-gb200-nvl72-20rack-allreduce", 1.0)):  # fmt: skip
+        rows = [c for c in compare(_by_id(mid)) if c.size >= 8 * GIB]
+        assert rows
+        for c in rows:
+            assert c.busbw_error is not None
+            assert c.busbw_error > low, (mid, c.size, c.busbw_error)
