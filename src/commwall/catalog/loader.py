@@ -154,7 +154,7 @@ class Catalog:
     def parts(self, kind: str) -> list[Part]:
         """The parts of ``kind``, sorted by name."""
         by_name = self._kind(kind)
-        return [by_name[n] for n in sorted(by_name)]
+        return [by_name[n].model_copy(deep=True) for n in sorted(by_name)]
 
     def get(self, kind: str, name: str) -> Part:
         """The part ``name`` of ``kind``; CatalogError naming close matches if there is none."""
@@ -166,7 +166,9 @@ class Catalog:
                 f"unknown {kind} '{name}'{close_matches(name, known)}; "
                 f"known {kind} names: {', '.join(known)}"
             )
-        return part
+        # The catalog is cached process-wide; a deep copy keeps a caller's edit of a nested
+        # mapping (peak_tflops, source) from leaking into every later lookup.
+        return part.model_copy(deep=True)
 
     def gpu(self, name: str) -> GPU:
         return self._typed("gpu", name, GPU)

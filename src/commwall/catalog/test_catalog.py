@@ -490,3 +490,10 @@ def test_override_round_trips(watts: float) -> None:
     assert cat.with_overrides(gpu, {"tdp": watts}).tdp == watts
     assert cat.with_overrides(gpu, {"tdp": f"{watts!r} W"}).tdp == pytest.approx(watts)
     assert math.isclose(cat.with_overrides(gpu, {"tdp": f"{watts / 1e3!r} kW"}).tdp, watts)
+
+
+def test_cached_catalog_cannot_be_changed_through_a_part() -> None:
+    cat = load_catalog()
+    gpu = cat.gpu("h100-sxm")
+    gpu.peak_tflops["bf16"] = 1.0  # a caller's own copy
+    assert load_catalog().gpu("h100-sxm").peak_tflops["bf16"] == pytest.approx(989.4)
