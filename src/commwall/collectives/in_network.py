@@ -1,22 +1,24 @@
 """In-network reduction: NVLink SHARP (NVLS, NVLS-tree) and InfiniBand SHARP (CollNet).
 
 **NVLS** (NVSwitch3 and later, sm ≥ 90): each GPU reads its slice reduced by the switch
-(``multimem.ld_reduce``) and writes the result once with a multicast store. Per rank and direction
-an all-reduce moves ``S·(1 + 1/g)`` bytes instead of the ring's ``2(g−1)/g·S`` (volumes from
-sjeaugey, nccl#1083 and nccl#1506), at NCCL's ``nvlsEfficiency`` of the NVLink bandwidth (0.85
-Hopper, 0.74 Blackwell; ``tuning.cc`` v2.28+). Reduce-scatter sends ``S`` and all-gather receives
-``S``, so NVLS brings no bandwidth gain there. Simple protocol only; latency
-``hwLat[NVLINK][NVLS]`` (25 µs) with no base latency.
+(``multimem.ld_reduce``) and writes the result once with a multicast store (sjeaugey, nccl#1083,
+nccl#1506). NCCL models its bus bandwidth as independent of the rank count (``tuning.cc`` v2.28+)::
 
-This volume model is a deliberate departure from ``tuning.cc``, whose NVLS bandwidth
-(``2·bwIntra·nvlsEfficiency·(nCh−1)/nCh``) depends on the NVLS graph's per-channel bandwidth, which
-commwall does not search for. The volume model reproduces measured 8-GPU NVLS all-reduce
-(H100 480 GB/s busbw, GB200 840 GB/s; see ``commwall.validation``), so the tuner's NVLS-vs-ring
-switch points may differ from NCCL's own.
+    busBw(all-reduce) = 2 · bwIntra · nvlsEfficiency · (nCh − 1)/nCh
+    busBw(RS / AG)    = bwIntra · nvlsEfficiency · (nCh − 1)/nCh · (ppn − 1)/ppn
+    algBw             = busBw · n / nsteps
 
-**NVLS-tree** (several domains): NVLS inside each domain; each rank's ``S/g`` slice is all-reduced
-across domains on its own NIC by a double binary tree (``S/g`` per direction for N = 2, ``2S/g``
-for N ≥ 3); the two stages pipeline, so the slower bounds the bandwidth. Latency
+with ``nvlsEfficiency`` 0.85 on Hopper and 0.74 on Blackwell. The NVLS graph's per-rank bandwidth
+``bwIntra·(nCh−1)/nCh`` comes out of NCCL's topology search, which commwall does not run, so it is
+taken as a fraction :data:`NVLS_GRAPH_FRACTION` of the GPU's NVLink bandwidth, calibrated once on
+DGX H100 (~480 GB/s busbw, nccl-tests#212). The same fraction then gives 8-GPU GB200 and a whole
+72-GPU NVL72 rack within 3% of CoreWeave's and OCI's measurements (``commwall.validation``), which
+a per-byte volume model does not: measured NVLS busbw stays flat from 8 to 72 GPUs, as NCCL's
+formula says. Simple protocol only; latency ``hwLat[NVLINK][NVLS]`` (25 µs), no base latency.
+
+**NVLS-tree** (several domains): NVLS inside each domain, a tree across domains on every rank's
+NIC. ``busBw = min(NVLS busBw, k · g · B_net, nCh · perChMaxNVLSTreeBw)`` with ``k = 2`` for two
+domains (each domain's NICs carry the data once) and 1 beyond; latency
 ``intraLat + 2·log2(N)·interLat``.
 
 **CollNet / IB SHARP** (``collnet``): reduce-scatter over NVLink, each rank sends its ``S/g`` slice
@@ -40,13 +42,20 @@ from commwall.collectives.constants import (
 )
 from commwall.collectives.cost import Cost, require, step_latency, trivial
 from commwall.collectives.fabric import CommFabric
-from commwall.collectives.ops import Op
-from commwall.collectives.tree import tree_inter_volume
+from commwall.collectives.ops import Op, busbw_factor
+
+#: NVLS graph bandwidth per rank as a share of the GPU's NVLink bandwidth (ours, calibrated on
+#: DGX H100: 480 GB/s = 2 × 370.8 GB/s × 0.85 × this; nccl-tests#212).
+NVLS_GRAPH_FRACTION = 480.0 / (2.0 * 370.8 * 0.85)
 
 
-def _nvls_intra_time(op: Op, nbytes: float, f: CommFabric) -> float:
-    volume = nbytes * (1.0 + 1.0 / f.ranks_per_domain) if op is Op.ALL_REDUCE else nbytes
-    return volume / (f.intra_bw * f.nvls_efficiency)
+def nvls_busbw(op: Op, f: CommFabric) -> float:
+    """NCCL's NVLS bus bandwidth inside one domain (see the module docstring), bytes/s."""
+    per_rank = f.intra_bw * f.nvls_efficiency * NVLS_GRAPH_FRACTION
+    if op is Op.ALL_REDUCE:
+        return 2.0 * per_rank
+    g = f.ranks_per_domain
+    return per_rank * (g - 1) / g
 
 
 def nvls(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
@@ -57,40 +66,34 @@ def nvls(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     require(f.n_domains == 1, "NVLS spans one scale-up domain; across domains use nvls_tree")
     if f.nranks == 1:
         return trivial(op, nbytes, f, proto)
+    p = f.nranks
     latency = step_latency(f, f.intra_hw, "nvls", proto)
-    return Cost(
-        op,
-        "nvls",
-        proto,
-        nbytes,
-        f.nranks,
-        latency,
-        _nvls_intra_time(op, nbytes, f),
-        2,
-        f.intra_hw.value,
-    )
+    bw_time = busbw_factor(op, p) * nbytes / nvls_busbw(op, f)  # algBw = busBw / factor
+    return Cost(op, "nvls", proto, nbytes, p, latency, bw_time, 2, f.intra_hw.value)
 
 
 def nvls_tree(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
-    """NVLS inside each domain plus a double binary tree across domains (all-reduce)."""
+    """NVLS inside each domain plus a tree across domains (all-reduce)."""
     require(f.nvls and f.nvls_efficiency > 0, "NVLS-tree needs NVSwitch3 or later and an sm90+ GPU")
     require(proto is Proto.SIMPLE, "NVLS-tree runs the Simple protocol only")
     require(op is Op.ALL_REDUCE, f"NVLS-tree implements all_reduce only, not {op.value}")
     require(f.n_domains > 1, "NVLS-tree needs several scale-up domains (NCCL disables it on one)")
     require(f.ranks_per_domain > 1, "NVLS-tree needs several ranks per domain")
-    intra = _nvls_intra_time(op, nbytes, f)
-    inter = tree_inter_volume(f.n_domains) * nbytes / f.ranks_per_domain / f.net_bw_per_rank
-    # NCCL caps NVLS-tree busBw at nCh · perChMaxNVLSTreeBw (tuning.cc v2.28+).
-    cap = f.channels * gbps(PER_CH_MAX_NVLS_TREE_BW[f.gen][per_node_column(f.n_domains)])
-    capped = 2.0 * (f.nranks - 1) / f.nranks * nbytes / cap
+    limits = [
+        (nvls_busbw(op, f), f.intra_hw.value),
+        (f.node_net_bw * (2.0 if f.n_domains == 2 else 1.0), Hw.NET.value),
+        # NCCL caps NVLS-tree busBw at nCh · perChMaxNVLSTreeBw (tuning.cc v2.28+).
+        (
+            f.channels * gbps(PER_CH_MAX_NVLS_TREE_BW[f.gen][per_node_column(f.n_domains)]),
+            "nccl per-channel cap",
+        ),
+    ]
+    bus, bottleneck = min(limits)
     latency = step_latency(f, f.intra_hw, "nvls_tree", proto) + 2.0 * f.log2_domains * (
         step_latency(f, Hw.NET, "nvls_tree", proto)
     )
-    bottleneck = Hw.NET.value if inter > intra else f.intra_hw.value
-    if capped > max(intra, inter):
-        bottleneck = "nccl per-channel cap"
     steps = 2 + 2 * max(1, round(f.log2_domains))
-    bw_time = max(intra, inter, capped)
+    bw_time = busbw_factor(op, f.nranks) * nbytes / bus
     return Cost(op, "nvls_tree", proto, nbytes, f.nranks, latency, bw_time, steps, bottleneck)
 
 

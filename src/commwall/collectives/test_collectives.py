@@ -208,17 +208,38 @@ def test_hierarchical_is_sum_of_three_rings() -> None:
     assert c.time == pytest.approx(rs.time + ar.time + ag.time)
 
 
-def test_nvls_volume_model() -> None:
+def test_nvls_follows_nccls_rank_independent_busbw() -> None:
+    from commwall.collectives.in_network import NVLS_GRAPH_FRACTION
+
     f = h100()
     s = 2**33
     c = evaluate(Op.ALL_REDUCE, s, f, "nvls", Proto.SIMPLE)
-    assert c.bw_time == pytest.approx(s * (1 + 1 / 8) / (H100_NVLINK * 0.85))
+    bus = 2 * H100_NVLINK * 0.85 * NVLS_GRAPH_FRACTION  # tuning.cc: 2·bwIntra·nvlsEfficiency
+    assert bus == pytest.approx(480e9)  # calibrated on DGX H100 (nccl-tests#212)
+    assert c.bw_time == pytest.approx(2 * 7 / 8 * s / bus)  # algBw = busBw·n/(2(n−1))
     assert c.latency == pytest.approx(25 * US)
+    big = CommFabric(1, 72, 18 * 40.1e9, Hw.NVLINK, 0.0, Gen.BLACKWELL, nvls=True)
+    bus72 = evaluate(Op.ALL_REDUCE, s, big, "nvls", Proto.SIMPLE)
+    small = evaluate(Op.ALL_REDUCE, s, big.sub(ranks_per_domain=8), "nvls", Proto.SIMPLE)
+    # busbw of the bandwidth term does not depend on the rank count (measured: 840 vs 835 GB/s)
+    assert busbw_factor(Op.ALL_REDUCE, 72) * s / bus72.bw_time == pytest.approx(
+        busbw_factor(Op.ALL_REDUCE, 8) * s / small.bw_time
+    )
+    ag = evaluate(Op.ALL_GATHER, s, f, "nvls", Proto.SIMPLE)  # busBw ×(ppn−1)/ppn, algBw ×n/(n−1)
+    assert ag.bw_time == pytest.approx(s / (H100_NVLINK * 0.85 * NVLS_GRAPH_FRACTION))
     with pytest.raises(Unsupported, match="Simple"):
         evaluate(Op.ALL_REDUCE, s, f, "nvls", Proto.LL)
     no_nvls = CommFabric(1, 8, 240e9, Hw.NVLINK, 0.0, Gen.AMPERE)
     with pytest.raises(Unsupported, match="NVSwitch3"):
         evaluate(Op.ALL_REDUCE, s, no_nvls, "nvls", Proto.SIMPLE)
+
+
+def test_nvls_tree_is_bounded_by_nvls_and_the_domain_nics() -> None:
+    s = 2**34
+    three = evaluate(Op.ALL_REDUCE, s, h100(n_domains=8), "nvls_tree", Proto.SIMPLE)
+    assert three.bw_time == pytest.approx(2 * 63 / 64 * s / (8 * 47.5e9))  # NIC-bound
+    two = evaluate(Op.ALL_REDUCE, s, h100(n_domains=2), "nvls_tree", Proto.SIMPLE)
+    assert two.bw_time == pytest.approx(2 * 15 / 16 * s / 480e9)  # two domains: NVLS-bound
 
 
 def test_collnet_halves_network_volume() -> None:

@@ -81,8 +81,8 @@ def test_per_nic_bandwidth_matches_nvidia_guidance(preset: str, low: float, high
         ("azure-ndh200v5-1node-allreduce-nvls", 0.10),
         ("azure-nda100v4-1node-allreduce", 0.10),
         ("oci-bm-gpu4-a100-2node-roce-allreduce-default", 0.15),
-        ("nebius-h200-2node-ib-allreduce-default", 0.20),
-        ("oci-bm-gpu-h100-2node-roce-allreduce-default", 0.20),
+        ("nebius-h200-2node-ib-allreduce-default", 0.10),
+        ("oci-bm-gpu-h100-2node-roce-allreduce-default", 0.10),
     ],
 )
 def test_cross_checks_carry_without_retuning(mid: str, band: float) -> None:
@@ -93,28 +93,30 @@ def test_cross_checks_carry_without_retuning(mid: str, band: float) -> None:
         assert abs(c.busbw_error) <= band, (c.size, c.predicted_busbw, c.measured_busbw)
 
 
-def test_known_gap_nvl72_nvls_is_overpredicted() -> None:
-    # One 72-GPU NVLink domain (CoreWeave, NCCL 2.26): measured 835 GB/s at 8 GiB; NVLS volume model
-    # with NCCL's 0.74 Blackwell efficiency predicts ~1,040 GB/s. The 8-GPU GB200 case agrees.
-    big = [c for c in compare(_by_id("coreweave-gb200-nvl72-1rack-allreduce")) if c.size >= 4 * GIB]
-    for c in big:
-        assert c.busbw_error is not None
-        assert 0.15 < c.busbw_error < 0.35
-    small_domain = [c for c in compare(_by_id("oci-gb200-2tray-mnnvl-allreduce")) if c.size >= GIB]
-    assert small_domain
-    for c in small_domain:
-        assert c.busbw_error is not None
-        assert abs(c.busbw_error) <= 0.15
-
-
-def test_known_gap_multi_rack_nvl72_is_overpredicted() -> None:
-    # CoreWeave GB200, 2 and 20 NVL72 racks over InfiniBand (NCCL 2.26): measured 810 and 406
-    # GB/s at 16 GiB. commwall's NVLS-tree predicts ~1,040 GB/s for both; what limits the real
-    # runs across racks (NCCL's choice at 1,440 ranks, NVLS head limits) is not modelled yet.
-    for mid, low in (("coreweave-gb200-nvl72-2rack-allreduce", 0.2),
-                     ("coreweave-gb200-nvl72-20rack-allreduce", 1.0)):  # fmt: skip
-        rows = [c for c in compare(_by_id(mid)) if c.size >= 8 * GIB]
+def test_nvls_busbw_is_flat_from_8_to_72_gpus_as_measured() -> None:
+    # The NVLS fraction was calibrated on DGX H100 alone; GB200 at 8 GPUs (OCI) and a whole
+    # 72-GPU NVL72 rack (CoreWeave) must follow without retuning.
+    for mid in ("oci-gb200-2tray-mnnvl-allreduce", "coreweave-gb200-nvl72-1rack-allreduce"):
+        rows = [c for c in compare(_by_id(mid)) if c.size >= 4 * GIB]
         assert rows
         for c in rows:
             assert c.busbw_error is not None
-            assert c.busbw_error > low, (mid, c.size, c.busbw_error)
+            assert abs(c.busbw_error) <= 0.10, (mid, c.size, c.busbw_error)
+
+
+def test_two_nvl72_racks_carry_and_twenty_are_a_known_gap() -> None:
+    # CoreWeave GB200 over InfiniBand (NCCL 2.26): 2 racks measured 810 GB/s at 16 GiB, which
+    # the model meets; 20 racks measured 406 GB/s, which it overpredicts about 2× — whatever
+    # limits the real run at 1,440 ranks is not modelled yet.
+    two = [c for c in compare(_by_id("coreweave-gb200-nvl72-2rack-allreduce")) if c.size >= 8 * GIB]
+    assert two
+    for c in two:
+        assert c.busbw_error is not None
+        assert abs(c.busbw_error) <= 0.10
+    twenty = [
+        c for c in compare(_by_id("coreweave-gb200-nvl72-20rack-allreduce")) if c.size >= 8 * GIB
+    ]
+    assert twenty
+    for c in twenty:
+        assert c.busbw_error is not None
+        assert c.busbw_error > 0.8
