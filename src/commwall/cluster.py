@@ -196,13 +196,6 @@ class Cluster:
             gdr=self.gpudirect_rdma,
         )
 
-    def layout(self, nranks: int) -> tuple[int, int]:
-        """(domains, ranks per domain) of the first ``nranks`` GPUs in rank order."""
-        if nranks < 1 or nranks > self.n_gpus:
-            raise ValueError(f"a communicator needs 1..{self.n_gpus} ranks here, got {nranks}")
-        g = min(nranks, self.scale_up_domain)
-        return math.ceil(nranks / g), g
-
     def world(self, ranks_per_node: int | None = None) -> CommFabric:
         """The communicator nccl-tests across the whole cluster measures.
 

@@ -231,16 +231,17 @@ def test_world_spans_every_gpu_domain_major() -> None:
     assert not w.collnet
 
 
-def test_layout_packs_ranks_into_domains() -> None:
+def test_world_selects_ranks_per_node() -> None:
     c = cluster(preset="dgx-h100", nodes=16)
-    assert c.layout(1) == (1, 1)
-    assert c.layout(4) == (1, 4)
-    assert c.layout(8) == (1, 8)
-    assert c.layout(20) == (3, 8)
-    assert c.layout(128) == (16, 8)
-    for bad in (0, 129):
-        with pytest.raises(ValueError, match=r"1\.\.128 ranks"):
-            c.layout(bad)
+    one = c.world(1)
+    assert (one.n_domains, one.ranks_per_domain) == (16, 1)
+    assert one.net_bw_per_rank == c.net_bw_per_gpu  # a rank keeps its own NIC share
+    for bad in (0, 9):
+        with pytest.raises(ScenarioError, match="allowed: 1 to 8"):
+            c.world(bad)
+    nvl72 = cluster(preset="gb200-nvl72", nodes=36)
+    assert (nvl72.world().n_domains, nvl72.world().ranks_per_domain) == (2, 72)
+    assert nvl72.world(2).ranks_per_domain == 36
 
 
 def test_comm_fabric_carries_the_cluster_numbers() -> None:
