@@ -214,6 +214,11 @@ class Cluster:
             return self.comm_fabric(self.n_domains, g * nodes_per_domain)
         domains_per_node = self.gpus_per_node // self.scale_up_domain  # e.g. PCIe islands
         used = min(g, domains_per_node)
+        if g % used:
+            raise ScenarioError(
+                [f"ranks per node: {g} do not spread evenly over the node's {domains_per_node} "
+                 f"scale-up domains; use 1 to {domains_per_node} or a multiple of {domains_per_node}"]
+            )  # fmt: skip
         return self.comm_fabric(self.n_nodes * used, max(1, g // used))
 
     def summary(self) -> dict[str, Any]:

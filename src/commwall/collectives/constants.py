@@ -178,16 +178,17 @@ def per_node_column(n_nodes: int) -> int:
     return min(max(n_nodes, 1) - 1, 2)
 
 
-def tree_correction(proto: Proto, nbytes: float) -> float:
+def tree_correction(proto: Proto, nbytes: float, limit: int = 23) -> float:
     """NCCL's empirical tree all-reduce correction for ``nbytes``.
 
     ``tuning.cc`` applies ``treeCorrectionFactor[proto][log2(nBytes >> 6)]`` while that index is
-    below 23 (64 B up to 512 MiB exclusive), and 1.0 elsewhere.
+    below ``limit`` — 23 for Tree (64 B up to 512 MiB exclusive), 24 for NVLS-tree on Blackwell
+    with x86 hosts (v2.28+) — and 1.0 elsewhere.
     """
     if nbytes < 64:
         return 1.0
     index = int(nbytes // 64).bit_length() - 1
-    return TREE_CORRECTION[proto][index] if 0 <= index < 23 else 1.0
+    return TREE_CORRECTION[proto][index] if 0 <= index < limit else 1.0
 
 
 def gbps(value: float) -> float:

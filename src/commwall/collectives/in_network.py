@@ -35,10 +35,12 @@ from commwall.collectives.constants import (
     COLLNET_ARITY_LAT,
     COLLNET_NET_EFFICIENCY,
     PER_CH_MAX_NVLS_TREE_BW,
+    Gen,
     Hw,
     Proto,
     gbps,
     per_node_column,
+    tree_correction,
 )
 from commwall.collectives.cost import Cost, require, step_latency, trivial
 from commwall.collectives.fabric import CommFabric
@@ -94,6 +96,10 @@ def nvls_tree(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     )
     steps = 2 + 2 * max(1, round(f.log2_domains))
     bw_time = busbw_factor(op, f.nranks) * nbytes / bus
+    if f.gen is Gen.BLACKWELL and f.cpu in ("intel", "amd"):
+        # tuning.cc v2.28+: NVLS-tree all-reduce on Blackwell with x86 hosts takes the tree
+        # correction factor too.
+        bw_time /= tree_correction(proto, nbytes, limit=24)
     return Cost(op, "nvls_tree", proto, nbytes, f.nranks, latency, bw_time, steps, bottleneck)
 
 

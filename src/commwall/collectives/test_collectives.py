@@ -242,6 +242,16 @@ def test_nvls_tree_is_bounded_by_nvls_and_the_domain_nics() -> None:
     assert two.bw_time == pytest.approx(2 * 15 / 16 * s / 480e9)  # two domains: NVLS-bound
 
 
+def test_nvls_tree_on_blackwell_x86_takes_the_tree_correction() -> None:
+    b200 = dict(intra_bw=18 * 40.1e9, intra_hw=Hw.NVLINK, net_bw_per_rank=47.5e9, nvls=True)
+    intel = CommFabric(4, 8, gen=Gen.BLACKWELL, cpu="intel", **b200)  # type: ignore[arg-type]
+    grace = CommFabric(4, 8, gen=Gen.BLACKWELL, cpu="other", **b200)  # type: ignore[arg-type]
+    s = 2**26  # index log2(2^26 / 64) = 20 → Simple factor 0.8
+    a = evaluate(Op.ALL_REDUCE, s, intel, "nvls_tree", Proto.SIMPLE)
+    b = evaluate(Op.ALL_REDUCE, s, grace, "nvls_tree", Proto.SIMPLE)
+    assert a.bw_time == pytest.approx(b.bw_time / 0.8)
+
+
 def test_collnet_halves_network_volume() -> None:
     f = h100(n_domains=16, net=25e9, collnet=True)
     s = 2**34

@@ -269,6 +269,19 @@ def _strip_tags(name: str) -> str:
     return text
 
 
+def inflight_micro_batches(job: Job) -> int:
+    """Micro-batches of activations stage 0 holds at its peak.
+
+    1F1B: ``min(pp, m)``. Interleaved (Megatron-LM): the warm-up forwards plus one, each a
+    ``1/v`` chunk: ``⌈(2(pp−1) + (v−1)·pp + 1) / v⌉``, at most ``m``.
+    """
+    pp, v, m = job.pp, job.virtual_stages, job.micro_batches
+    if v == 1:
+        return min(pp, m)
+    chunks = min(2 * (pp - 1) + (v - 1) * pp + 1, m * v)
+    return min(m, -(-chunks // v))
+
+
 def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
     """Simulate one training step of ``scenario`` (raises ScenarioError on bad input)."""
     cl = cluster or build_cluster(scenario.cluster)
@@ -291,7 +304,7 @@ def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
         grad_bytes=job.element_bytes,
         sequence_parallel=spec.sequence_parallel,
         recompute=spec.recompute,
-        inflight_microbatches=min(job.pp, job.micro_batches),
+        inflight_microbatches=inflight_micro_batches(job),
     )
     return StepReport(
         scenario=scenario.name,

@@ -106,7 +106,7 @@ def micro_batch_times(job: Job) -> tuple[float, float]:
         # Korthikanti et al. 2022 §5: recompute only the attention core (QKᵀ and AV,
         # 4·s·h FLOPs per token per layer in forward).
         m = job.model
-        backward += 4.0 * m.n_layers * m.hidden * spec.seq_len * tokens / (job.tp * job.pp) / rate
+        backward += 4.0 * m.n_layers * m.q_dim * spec.seq_len * tokens / (job.tp * job.pp) / rate
     return forward, backward
 
 
@@ -218,8 +218,10 @@ class _Builder:
         self.v = job.virtual_stages
         self.groups = job_groups(job, cluster)
         self.schedule = Schedule()
-        t_f, t_b = micro_batch_times(job)
-        self.t_f, self.t_b = t_f / self.v, t_b / self.v  # per model chunk
+        # Per micro-batch and stage; a layer gets its share, so uneven chunks cost in proportion.
+        self.t_f, self.t_b = micro_batch_times(job)
+        self.per_layer = job.pp / job.model.n_layers
+        self.blocking: dict[int, tuple[int, ...]] = {}  # buckets the next compute must wait for
         self.sp = self.spec.sequence_parallel and job.tp > 1
         act = job.activation_bytes
         self.tp_bytes = act
@@ -268,10 +270,19 @@ class _Builder:
             last = self.add(f"s{stage} {tag} EP all-to-all", task, "ep", stream, after, calls)
         return last
 
+    def layer_seconds(self, kind: str) -> float:
+        """Forward (``F``) or backward (``B``) seconds of one layer of one micro-batch."""
+        return (self.t_f if kind == "F" else self.t_b) * self.per_layer
+
+    def ready(self, stage: int, after: tuple[int, ...]) -> tuple[int, ...]:
+        """``after`` plus any gradient buckets the stage must finish first (no overlap)."""
+        return (*after, *self.blocking.pop(stage, ()))
+
     def chunk_work(
         self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...]
     ) -> int:
         """One chunk's compute then its blocking collectives, lumped; the last phase index."""
+        after = self.ready(stage, after)
         last = self.add(
             f"s{stage} {tag} compute", ComputeTask(seconds), "compute", f"s{stage}.compute", after
         )
@@ -290,7 +301,7 @@ class _Builder:
         """
         job, grads = self.job, self.layer_param_bytes()
         layers = max(1, len(job.chunk_layers(stage, chunk)))
-        seconds = (self.t_f if kind == "F" else self.t_b) / layers
+        seconds = self.layer_seconds(kind)
         compute_stream, dp_stream = f"s{stage}.compute", f"s{stage}.dp"
         sharded = self.groups.dp.nranks > 1  # a one-rank DP group has nothing to gather
         root = self.root_param_bytes(stage, chunk) if sharded else 0.0
@@ -418,7 +429,7 @@ class _Builder:
             last = self.fsdp_layers(stage, chunk, tag, "F", after)
         else:
             layers = len(self.job.chunk_layers(stage, chunk))
-            last = self.chunk_work(stage, tag, self.t_f, layers, after)
+            last = self.chunk_work(stage, tag, layers * self.layer_seconds("F"), layers, after)
         self.p2p("F", stage, chunk, j, last)
 
     def backward(self, stage: int, chunk: int, j: int) -> None:
@@ -432,11 +443,14 @@ class _Builder:
             last = self.last_backward(stage, chunk, after)
         else:
             layers = len(self.job.chunk_layers(stage, chunk))
-            last = self.chunk_work(stage, tag, self.t_b, layers, after)
+            last = self.chunk_work(stage, tag, layers * self.layer_seconds("B"), layers, after)
             if self.spec.zero_stage == 2:
                 # Gradients are sharded: every micro-batch reduce-scatters into the shard
-                # (ZeRO-2; Rajbhandari et al. SC'20 §5.2), overlapping the next micro-batch.
-                self.dp_buckets(stage, chunk, {-1: last}, f"{tag} ")
+                # (ZeRO-2; Rajbhandari et al. SC'20 §5.2), under the next micro-batch — or,
+                # without overlap, before it.
+                buckets = self.dp_buckets(stage, chunk, {-1: last}, f"{tag} ")
+                if not self.spec.overlap:
+                    self.blocking[stage] = buckets
         if final and chunk == 0:
             self.marks[stage].last_backward_end = last
         self.p2p("B", stage, chunk, j, last)
@@ -445,7 +459,8 @@ class _Builder:
         """Layer-by-layer backward of a chunk's last micro-batch, DP buckets overlapping it."""
         job = self.job
         layers = job.chunk_layers(stage, chunk)
-        seconds = self.t_b / max(1, len(layers))
+        seconds = self.layer_seconds("B")
+        after = self.ready(stage, after)
         done_after: dict[int, int] = {}
         last = -1
         head_done = -1
@@ -458,17 +473,14 @@ class _Builder:
             done_after[layer] = last
             if head_done < 0:
                 head_done = last
-        if last < 0:  # an empty chunk (layers do not divide): still a phase to hang on
-            last = self.add(
-                f"s{stage} B-last compute", ComputeTask(0.0), "compute", f"s{stage}.compute", after
-            )
-            head_done = last
         done_after[job.model.n_layers] = head_done
         done_after[-1] = last
         self.dp_buckets(stage, chunk, done_after)
         return last
 
-    def dp_buckets(self, stage: int, chunk: int, done_after: dict[int, int], tag: str = "") -> None:
+    def dp_buckets(
+        self, stage: int, chunk: int, done_after: dict[int, int], tag: str = ""
+    ) -> tuple[int, ...]:
         """Gradient buckets of one chunk's backward: dense over DP, expert over expert-DP.
 
         ``done_after`` maps a layer to the phase after which its gradients are ready (``-1``: the
@@ -479,6 +491,7 @@ class _Builder:
         op = Op.ALL_REDUCE if spec.zero_stage == 0 else Op.REDUCE_SCATTER
         label = "all-reduce" if op is Op.ALL_REDUCE else "reduce-scatter"
         dense, expert = split_expert_gradients(job, stage, chunk)
+        added: list[int] = []
         for grads, group, kind in (
             (dense, self.groups.dp, "DP"),
             (expert, self.groups.edp, "expert-DP"),
@@ -487,13 +500,16 @@ class _Builder:
                 continue
             for nbytes, layer in ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket):
                 dep = done_after.get(layer, done_after[-1]) if spec.overlap else done_after[-1]
-                self.add(
-                    f"s{stage} {tag}{kind} bucket {label}",
-                    CollectiveTask(op, nbytes, group),
-                    "dp",
-                    f"s{stage}.dp",
-                    (dep,),
+                added.append(
+                    self.add(
+                        f"s{stage} {tag}{kind} bucket {label}",
+                        CollectiveTask(op, nbytes, group),
+                        "dp",
+                        f"s{stage}.dp",
+                        (dep,),
+                    )
                 )
+        return tuple(added)
 
     # ---- the whole step -------------------------------------------------------------------
 
@@ -518,10 +534,9 @@ class _Builder:
             if not progressed:
                 raise RuntimeError("pipeline schedule deadlocked (a bug in commwall)")
         self.optimizer()
+        # ZeRO-1/2 parameter gathers hide under the next step's first forward of this stage.
         hide = self.t_f if self.spec.overlap else 0.0
-        return StepPlan(
-            self.schedule, self.groups, self.marks, self.t_f * self.v, self.t_b * self.v, hide
-        )
+        return StepPlan(self.schedule, self.groups, self.marks, self.t_f, self.t_b, hide)
 
     def optimizer(self) -> None:
         job, spec = self.job, self.spec
