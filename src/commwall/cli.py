@@ -392,6 +392,15 @@ def schema() -> None:
     sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
 
 
+def _register_capability_commands() -> None:
+    from commwall.commands import register_all
+
+    register_all(app)
+
+
+_register_capability_commands()
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
