@@ -117,7 +117,7 @@ def run(
 
 
 def _print_report(report: Any) -> None:
-    from commwall.workload.simulate import _LABELS, CATEGORIES, COMM_CATEGORIES
+    from commwall.workload.simulate import CATEGORIES, CATEGORY_LABELS, COMM_CATEGORIES
 
     c, j = report.cluster, report.job
     out.print(f"[bold]{report.scenario}[/]")
@@ -145,7 +145,7 @@ def _print_report(report: Any) -> None:
         if v <= 0:
             continue
         mark = " (waiting on comm)" if cat in COMM_CATEGORIES else ""
-        table.add_row(_LABELS[cat] + mark, _secs(v), f"{v / report.step_time:.1%}")
+        table.add_row(CATEGORY_LABELS[cat] + mark, _secs(v), f"{v / report.step_time:.1%}")
     table.add_row("[bold]step[/]", f"[bold]{_secs(report.step_time)}[/]", "100%")
     out.print(table)
     out.print(

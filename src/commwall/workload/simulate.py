@@ -32,7 +32,8 @@ from commwall.workload.step import StepPlan, build_step
 
 CATEGORIES = ("compute", "tp", "ep", "pp", "bubble", "dp", "optimizer")
 COMM_CATEGORIES = ("tp", "ep", "pp", "dp")
-_LABELS = {
+#: Human names of the breakdown categories.
+CATEGORY_LABELS = {
     "compute": "compute",
     "tp": "tensor-parallel communication",
     "ep": "expert-parallel all-to-all",
@@ -113,7 +114,7 @@ class StepReport:
         if top == "compute":
             lead = f"The step is compute-bound: {share:.0%} of it is forward/backward math"
         else:
-            lead = f"The largest cost is {_LABELS[top]}: {share:.0%} of the step"
+            lead = f"The largest cost is {CATEGORY_LABELS[top]}: {share:.0%} of the step"
         detail = ""
         if top in COMM_CATEGORIES and self.collectives:
             worst = max(
