@@ -1,0 +1,78 @@
+"""Physical layer: PAM signaling error rates, lane generations, FEC codes and link reliability.
+
+Facts and formulas come from ``shared/reference/phy.md``; each function cites its section.
+"""
+
+from commwall.phy.fec import (
+    CODES,
+    FecChoice,
+    FecCode,
+    FecOption,
+    InnerCode,
+    choose_fec,
+    evaluate_fec,
+    fec_latency,
+    log10_post_fec_ber,
+    log10_uncorrectable_ratio,
+    max_pre_fec_ber,
+    parse_fec,
+    post_fec_ber,
+    symbol_error_probability,
+    uncorrectable_ratio,
+)
+from commwall.phy.link import (
+    LinkReliability,
+    ethernet_link,
+    infiniband_llr_link,
+    miscorrection_probability,
+    nvlink_link,
+)
+from commwall.phy.signaling import (
+    LANES,
+    MODULATIONS,
+    LaneGeneration,
+    PhyError,
+    ber_pam,
+    log10_ser_pam,
+    pam_penalty_db,
+    parse_lane,
+    parse_modulation,
+    ser_pam,
+    snr_db_for_ber,
+    snr_db_for_ser,
+)
+
+__all__ = [
+    "CODES",
+    "LANES",
+    "MODULATIONS",
+    "FecChoice",
+    "FecCode",
+    "FecOption",
+    "InnerCode",
+    "LaneGeneration",
+    "LinkReliability",
+    "PhyError",
+    "ber_pam",
+    "choose_fec",
+    "ethernet_link",
+    "evaluate_fec",
+    "fec_latency",
+    "infiniband_llr_link",
+    "log10_post_fec_ber",
+    "log10_ser_pam",
+    "log10_uncorrectable_ratio",
+    "max_pre_fec_ber",
+    "miscorrection_probability",
+    "nvlink_link",
+    "pam_penalty_db",
+    "parse_fec",
+    "parse_lane",
+    "parse_modulation",
+    "post_fec_ber",
+    "ser_pam",
+    "snr_db_for_ber",
+    "snr_db_for_ser",
+    "symbol_error_probability",
+    "uncorrectable_ratio",
+]
