@@ -97,3 +97,10 @@ def test_partial_nvl72_rack_is_one_nvlink_domain() -> None:
     args = ["collective", "all_reduce", "--cluster", "gb200-nvl72", "--nodes", "2", "--json"]
     data = json.loads(runner.invoke(app, [*args, "--min", "1GiB", "--max", "1GiB"]).stdout)
     assert data["domains"] == 1 and data["ranks_per_domain"] == 8
+
+
+def test_run_reports_the_fabric() -> None:
+    data = json.loads(runner.invoke(app, ["run", "--json"]).stdout)
+    assert data["fabric"]["switches"] == 48 and data["fabric"]["cables"] == 2048
+    # bisection of a non-blocking fabric: half the NICs at 400 Gb/s
+    assert data["fabric"]["bisection_Bps"] == 512 * 50e9

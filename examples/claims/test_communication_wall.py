@@ -38,7 +38,14 @@ def test_only_the_scale_out_network_differs(n: claim.Numbers) -> None:
     changed = {k for k in bad_c if bad_c[k] != good_c[k]}
     assert changed <= NETWORK_FIELDS
     summary_changed = {k for k in n.bad.cluster if n.bad.cluster[k] != n.good.cluster[k]}
-    assert summary_changed <= {"nic", "nic_rate_per_gpu", "net_bw_per_gpu", "fabric", "switch"}
+    assert summary_changed <= {
+        "nic",
+        "nic_rate_per_gpu",
+        "net_bw_per_gpu",
+        "fabric",
+        "switch",
+        "tiers",
+    }
     assert n.bad.job == n.good.job
     assert n.bad.n_gpus == n.good.n_gpus == claim.NODES * GPUS_PER_NODE
     assert n.bad.tokens_per_step == n.good.tokens_per_step

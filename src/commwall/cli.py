@@ -136,6 +136,12 @@ def _print_report(report: Any) -> None:
         f"{j['micro_batch']} ({j['micro_batches']} per step), {j['precision']}, ZeRO-"
         f"{j['zero_stage']}"
     )
+    f = report.fabric
+    tiers = ", ".join(f"{n:,} tier-{t}" for t, n in sorted(f["switches_per_tier"].items()))
+    out.print(
+        f"fabric   {f['switches']:,} switches ({tiers}), {f['cables']:,} cables, bisection "
+        f"{f['bisection_Bps'] / 1e12:,.1f} TB/s per direction, diameter {f['diameter_links']} links"
+    )
     table = Table(title="Step breakdown (critical pipeline stage)", title_justify="left")
     table.add_column("part")
     table.add_column("time", justify="right")

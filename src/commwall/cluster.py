@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from commwall.catalog import (
     GPU,
@@ -33,6 +33,9 @@ from commwall.catalog import (
 from commwall.collectives import CommFabric, Gen, Hw, gen_for_sm
 from commwall.collectives.constants import NET_OVERHEAD
 from commwall.io.scenario import ClusterSpec, ScenarioError, TopologySpec
+
+if TYPE_CHECKING:
+    from commwall.topology import Topology
 
 #: Per-packet header bytes. InfiniBand: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 (IBTA spec vol. 1).
 #: RoCEv2 / Ethernet: preamble+SFD 8 + Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4
@@ -130,9 +133,14 @@ class Cluster:
         return self.nics_per_node * self.nic.rate / self.gpus_per_node
 
     @property
+    def radix(self) -> int:
+        """Switch ports at the NIC rate (:func:`switch_radix`)."""
+        return switch_radix(self.switch, self.nic.rate)
+
+    @property
     def nodes_per_leaf(self) -> int:
         """Nodes whose NICs of one rail (rail designs) or all NICs (fat-tree) share a leaf."""
-        radix = self.switch.ports
+        radix = self.radix
         o = self.topology.oversubscription
         down = max(1, math.floor(radix * o / (o + 1)))
         if self.topology.kind == "fat-tree":
@@ -221,6 +229,25 @@ class Cluster:
             )  # fmt: skip
         return self.comm_fabric(self.n_nodes * used, max(1, g // used))
 
+    def scale_out_topology(self) -> Topology:
+        """The scale-out fabric as a :class:`~commwall.topology.Topology`, built by the builder of
+        ``topology.kind`` with this cluster's switch radix, NIC rate and switch latency."""
+        from commwall.topology import fat_tree, leaf_spine, rail_only, rail_optimized
+
+        spec, nodes, rails = self.topology, self.n_nodes, self.nics_per_node
+        common: dict[str, Any] = {"link_rate": self.nic.rate, "switch_latency": self.switch.latency}
+        o = spec.oversubscription
+        if spec.kind == "rail-optimized":
+            return rail_optimized(
+                nodes, rails=rails, radix=self.radix, oversubscription=o, tiers=spec.tiers, **common
+            )
+        if spec.kind == "rail-only":
+            return rail_only(nodes, rails=rails, radix=self.radix, oversubscription=o, **common)
+        endpoints = nodes * rails
+        if self.tiers <= 2:
+            return leaf_spine(self.radix, endpoints, oversubscription=o, **common)
+        return fat_tree(self.radix, 3, (o, 1.0), endpoints, **common)
+
     def summary(self) -> dict[str, Any]:
         """A flat description for tables and JSON."""
         return {
@@ -244,6 +271,12 @@ class Cluster:
             "gpudirect_rdma": self.gpudirect_rdma,
             "sharp": self.sharp,
         }
+
+
+def switch_radix(switch: Switch, link_rate: float) -> int:
+    """Ports of ``switch`` at ``link_rate``: faster ports split (a 64 × 800G box is 128 × 400G
+    for 400G NICs; NVIDIA SN5600 and Broadcom TH5 datasheets, hardware.md §5)."""
+    return switch.ports * max(1, int(switch.port_rate // link_rate))
 
 
 def _tiers_needed(endpoints: int, radix: int) -> int:
@@ -375,31 +408,32 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
             f"cluster.nic: {nic.name} does not speak {fabric} (it supports {', '.join(nic.fabrics)})"
         )
     endpoints = spec.nodes * nics_per_node
-    needed = _tiers_needed(endpoints, switch.ports)
+    radix = switch_radix(switch, nic.rate)
+    needed = _tiers_needed(endpoints, radix)
     tiers = spec.topology.tiers or needed
     if needed == 0:
         errors.append(
             f"cluster.nodes: {endpoints} NIC ports exceed a 3-tier fat tree of radix "
-            f"{switch.ports} ({switch.ports**3 // 4}); use a larger-radix switch"
+            f"{radix} ({radix**3 // 4}); use a larger-radix switch"
         )
-    elif spec.topology.kind == "rail-only" and spec.nodes > switch.ports:
+    elif spec.topology.kind == "rail-only" and spec.nodes > radix:
         errors.append(
-            f"cluster.topology.kind: rail-only puts each rail on one switch of {switch.ports} ports, "
-            f"so at most {switch.ports} nodes (got {spec.nodes}); use rail-optimized"
+            f"cluster.topology.kind: rail-only puts each rail on one switch of {radix} ports, "
+            f"so at most {radix} nodes (got {spec.nodes}); use rail-optimized"
         )
     elif spec.topology.kind != "rail-only" and tiers < needed:
         allowed = "3" if needed == 3 else f"{needed} to 3"
         fix = f"allowed: {allowed}, or leave it out to get the fewest that fit"
         if tiers == 1 and spec.topology.kind == "rail-optimized":
-            if spec.nodes > switch.ports:  # one leaf per rail holds up to radix nodes
+            if spec.nodes > radix:  # one leaf per rail holds up to radix nodes
                 errors.append(
-                    f"cluster.topology.tiers: 1 tier (one {switch.ports}-port leaf per rail) "
-                    f"holds at most {switch.ports} nodes but the cluster has {spec.nodes}; {fix}"
+                    f"cluster.topology.tiers: 1 tier (one {radix}-port leaf per rail) "
+                    f"holds at most {radix} nodes but the cluster has {spec.nodes}; {fix}"
                 )
         else:
-            held = switch.ports**tiers // 2 ** (tiers - 1)
+            held = radix**tiers // 2 ** (tiers - 1)
             errors.append(
-                f"cluster.topology.tiers: {tiers} tier(s) of radix {switch.ports} hold at most "
+                f"cluster.topology.tiers: {tiers} tier(s) of radix {radix} hold at most "
                 f"{held} NIC ports but the cluster has {endpoints}; {fix}"
             )
     if errors:

@@ -263,3 +263,21 @@ def test_summary_reports_the_derived_numbers() -> None:
     assert s["net_bw_per_gpu"] == c.net_bw_per_gpu
     assert s["scale_up_bw_per_gpu"] == c.intra_bw
     assert s["nic"] == "8 x connectx-7"
+
+
+def test_switch_radix_splits_faster_ports_for_slower_nics() -> None:
+    from commwall.cluster import switch_radix
+
+    cat = load_catalog()
+    assert switch_radix(cat.switch("quantum-2-qm9700"), 50e9) == 64  # 64 × 400G NDR
+    assert switch_radix(cat.switch("spectrum-4-sn5600"), 50e9) == 128  # 64 × 800G as 128 × 400G
+
+
+def test_scale_out_topology_is_the_superpod_for_the_default() -> None:
+    # 128 DGX H100, rail-optimized Quantum-2: 4 SUs → 32 leaves, 16 spines, 1,024 leaf→spine
+    # cables (DGX SuperPOD H100 RA Table 4, topology.md §2.1).
+    counts = cluster(preset="dgx-h100", nodes=128).scale_out_topology().counts()
+    assert counts.switches == {1: 32, 2: 16}
+    assert counts.cables == {1: 1024, 2: 1024}
+    ft = cluster(preset="dgx-h100", nodes=64, topology={"kind": "fat-tree"}).scale_out_topology()
+    assert ft.counts().endpoints == 512

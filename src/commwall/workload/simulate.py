@@ -74,6 +74,7 @@ class StepReport:
     collectives: tuple[CollectiveStat, ...]
     memory: MemoryBreakdown
     hbm_bytes: float
+    fabric: dict[str, Any]
     model_flops_per_step: float
     n_gpus: int
     peak_flops: float
@@ -142,6 +143,7 @@ class StepReport:
             "mfu": self.mfu,
             "tokens_per_s": self.tokens_per_second,
             "critical_stage": self.critical_stage,
+            "fabric": self.fabric,
             "bottleneck": self.bottleneck(),
             "memory_bytes": {
                 "weights": self.memory.weights,
@@ -270,6 +272,24 @@ def _strip_tags(name: str) -> str:
     return text
 
 
+def fabric_summary(cluster: Cluster) -> dict[str, Any]:
+    """Switches, cables and bisection of the cluster's scale-out fabric (topology builders)."""
+    from commwall.topology.metrics import bisection_bandwidth, diameter
+
+    topo = cluster.scale_out_topology()
+    counts = topo.counts()
+    return {
+        "topology": topo.name,
+        "endpoints": counts.endpoints,
+        "switches_per_tier": counts.switches,
+        "cables_per_tier": counts.cables,
+        "switches": sum(counts.switches.values()),
+        "cables": sum(counts.cables.values()),
+        "bisection_Bps": bisection_bandwidth(topo),
+        "diameter_links": diameter(topo),
+    }
+
+
 def inflight_micro_batches(job: Job) -> int:
     """Micro-batches of activations stage 0 holds at its peak.
 
@@ -308,6 +328,7 @@ def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
         inflight_microbatches=inflight_micro_batches(job),
     )
     return StepReport(
+        fabric=fabric_summary(cl),
         scenario=scenario.name,
         cluster=cl.summary(),
         job=job.summary,
