@@ -71,6 +71,16 @@ class TopologySpec(_Strict):
     )
 
 
+class OpticsSpec(_Strict):
+    """How the scale-out fabric's links are built (power and cost; the timing model ignores it)."""
+
+    technology: Literal["dsp", "lpo", "cpo"] = Field(
+        default="dsp",
+        description="Optical transceivers: dsp (retimed pluggables), lpo (linear-drive pluggables) "
+        "or cpo (co-packaged optics at the switch).",
+    )
+
+
 class ClusterSpec(_Strict):
     """The machine: a preset and/or parts, and how many nodes."""
 
@@ -126,6 +136,7 @@ class ClusterSpec(_Strict):
         description="Network MTU payload, bytes (IB: 4096; RoCE: 4096).",
     )
     topology: TopologySpec = Field(default_factory=TopologySpec, description="Scale-out topology.")
+    optics: OpticsSpec = Field(default_factory=OpticsSpec, description="Optics of the fabric.")
     routing: Routing = Field(
         default="adaptive",
         description="Load balancing. The analytic engine assumes ideal balance; the flow engine uses it.",
