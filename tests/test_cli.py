@@ -104,3 +104,15 @@ def test_run_reports_the_fabric() -> None:
     assert data["fabric"]["switches"] == 48 and data["fabric"]["cables"] == 2048
     # bisection of a non-blocking fabric: half the NICs at 400 Gb/s
     assert data["fabric"]["bisection_Bps"] == 512 * 50e9
+
+
+def test_run_reports_fabric_power_and_optics_choice(tmp_path: object) -> None:
+    from pathlib import Path
+
+    dsp = json.loads(runner.invoke(app, ["run", "--json"]).stdout)["fabric"]
+    assert dsp["transceivers"] == 4096  # 2 per optical cable, 2,048 cables (SuperPOD: 4 per GPU)
+    assert dsp["power_w"]["gpus"] == 1024 * 700.0  # H100 SXM TDP (catalog)
+    scenario = Path(str(tmp_path)) / "lpo.yaml"
+    scenario.write_text("cluster:\n  preset: dgx-h100\n  nodes: 128\n  optics:\n    technology: lpo\n")
+    lpo = json.loads(runner.invoke(app, ["run", str(scenario), "--json"]).stdout)["fabric"]
+    assert lpo["power_w"]["optics"] < 0.6 * dsp["power_w"]["optics"]  # LPO: about half (catalog)

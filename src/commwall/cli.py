@@ -116,6 +116,17 @@ def run(
     _print_report(report)
 
 
+def _print_power(f: dict[str, Any]) -> None:
+    w = f["power_w"]
+    out.print(
+        f"power    {f['total_power_w'] / 1e3:,.0f} kW: GPUs {w['gpus'] / 1e3:,.0f} kW, network "
+        f"{f['network_power_w'] / 1e3:,.1f} kW (switches {w['switches'] / 1e3:,.1f}, "
+        f"{f['transceivers']:,} {f['optics'].upper()} transceivers {w['optics'] / 1e3:,.1f}, "
+        f"NICs {w['nics'] / 1e3:,.1f}); network ~${f['network_cost_usd_estimate'] / 1e6:,.1f}M "
+        f"(estimate)"
+    )
+
+
 def _print_report(report: Any) -> None:
     from commwall.workload.simulate import CATEGORIES, CATEGORY_LABELS, COMM_CATEGORIES
 
@@ -142,6 +153,10 @@ def _print_report(report: Any) -> None:
         f"fabric   {f['switches']:,} switches ({tiers}), {f['cables']:,} cables, bisection "
         f"{f['bisection_Bps'] / 1e12:,.1f} TB/s per direction, diameter {f['diameter_links']} links"
     )
+    if "bom_error" in f:
+        out.print(f"power    not computed: {escape(f['bom_error'])}")
+    else:
+        _print_power(f)
     table = Table(title="Step breakdown (critical pipeline stage)", title_justify="left")
     table.add_column("part")
     table.add_column("time", justify="right")

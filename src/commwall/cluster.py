@@ -85,6 +85,7 @@ class Cluster:
     fabric: str
     gpudirect_rdma: bool
     sharp: bool
+    optics: str
     cpu: str
     mtu: int
     topology: TopologySpec
@@ -461,6 +462,7 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
         fabric=fabric,
         gpudirect_rdma=gdr,
         sharp=spec.sharp,
+        optics=spec.optics.technology,
         cpu=spec.cpu or (preset.cpu if preset else "intel"),
         mtu=spec.mtu,
         topology=spec.topology,

@@ -63,6 +63,57 @@ def test_dragonfly() -> None:
     assert result.exit_code == 0 and "MIN routes" in result.output
 
 
+def test_rail_optimized_bill_of_materials_json() -> None:
+    from commwall.catalog import load_catalog
+    from commwall.phy.optics import optic_choice
+
+    s = _json("rail-optimized", "--nodes", "127", "--gpus-per-node", "8", "--gpu", "h100-sxm")
+    b = s["bom"]
+    assert b["switches_by_tier"] == {"leaf": 32, "spine": 16}
+    assert b["cables_by_segment"] == {"access": {"sr": 1016}, "leaf-spine": {"sr": 1024}}
+    assert b["transceivers_by_technology"] == {"dsp": 2 * 2040}
+    cat = load_catalog()
+    w = b["totals"]["watts"]
+    assert w["switches"] == 48 * cat.switch("quantum-2-qm9700").power  # type: ignore[operator]
+    assert w["optics"] == pytest.approx(4080 * optic_choice("dsp", "400G").power_w)
+    assert w["gpus"] == 1016 * cat.gpu("h100-sxm").tdp
+    assert b["totals"]["cost_is_estimate"] is True
+    assert b["sources"]["quantum-2-qm9700.power"]
+    rows = {r["optics"]: r for r in s["optics_comparison"]["rows"]}
+    assert rows["cpo"]["interconnect_w"] < rows["lpo"]["interconnect_w"] < w["optics"]
+
+
+def test_bill_of_materials_table_and_options() -> None:
+    result = runner.invoke(
+        app,
+        ["topology", "rail-optimized", "--nodes", "31", "--optics", "cpo", "--gpus-per-node", "8"],
+    )
+    assert result.exit_code == 0, result.output
+    for text in (
+        "8 leaf + 4 spine × quantum-2-qm9700",
+        "access 248 SR",
+        "co-packaged",
+        "GPUs",
+        "h100-sxm",
+        "cpo*",
+        "network cost (~estimate)",
+    ):
+        assert text in result.output, text
+    s = _json("fat-tree", "--radix", "8", "--length", "access=1", "--optics", "lpo")
+    assert s["bom"]["cables_by_segment"]["access"] == {"dac": 128}
+    assert set(s["bom"]["transceivers_by_technology"]) == {"lpo"}
+    s = _json("leaf-spine", "--radix", "8", "--gpus-per-node", "4", "--gpu", "b200")
+    assert s["bom"]["gpus"]["count"] == 32 * 4
+
+
+def test_copper_beyond_reach_warns_in_the_table() -> None:
+    result = runner.invoke(
+        app, ["topology", "leaf-spine", "--radix", "8", "--link-rate", "800Gb/s"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "access 32 SR" in result.output and "warning" in result.output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -76,6 +127,14 @@ def test_dragonfly() -> None:
         (["leaf-spine", "--link-rate", "400Gb"], "link_rate='400Gb'"),
         (["leaf-spine", "--switch", "nope"], "nope"),
         (["leaf-spine", "--nodes", "5000"], "at most 2,048"),
+        (["fat-tree", "--radix", "8", "--optics", "aoc"], "--optics: 'aoc' is not allowed"),
+        (["fat-tree", "--radix", "8", "--length", "x"], "--length: 'x' is not SEGMENT=LENGTH"),
+        (["fat-tree", "--radix", "8", "--length", "core=5"], "no segment 'core'"),
+        (["fat-tree", "--radix", "8", "--length", "access=far"], "lengths['access']='far'"),
+        (["fat-tree", "--radix", "8", "--gpus-per-node", "0"], "--gpus-per-node: must be"),
+        (["fat-tree", "--radix", "8", "--gpu", "h999"], "unknown gpu 'h999'"),
+        (["fat-tree", "--radix", "8", "--nic", "connectx-6"], "slower than the 400 Gb/s"),
+        (["fat-tree", "--radix", "8", "--lanes-per-port", "3"], "not a known lane rate"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(args: list[str], message: str) -> None:

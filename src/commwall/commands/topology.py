@@ -3,6 +3,11 @@
 >>> # commwall topology fat-tree --radix 64
 >>> # commwall topology rail-optimized --nodes 127 --rails 8
 >>> # commwall topology dragonfly --a 32 --p 16 --h 16 --json
+>>> # commwall topology rail-optimized --nodes 127 --optics cpo --gpus-per-node 8 --gpu h100-sxm
+
+Besides the graph figures it prints the bill of materials (:mod:`commwall.topology.bom`): switch
+boxes per tier, cables by medium, transceivers, watts by category, order-of-magnitude cost, and
+the interconnect power of the same fabric with DSP, LPO and CPO optics.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from typing import Annotated, Any, Final
 import typer
 
 KINDS: Final = ("fat-tree", "leaf-spine", "rail-optimized", "rail-only", "dragonfly")
+OPTICS: Final = ("dsp", "lpo", "cpo")
+_RAIL_KINDS: Final = ("rail-optimized", "rail-only")
 _TIER_NAMES: Final = {1: "leaf", 2: "spine", 3: "core"}
 
 
@@ -97,8 +104,61 @@ def build(
     return rail_only(nodes, rails, r, first, **physics)
 
 
-def summary(topo: Any) -> dict[str, Any]:
-    """Everything the command prints, as plain data."""
+def _lengths(values: list[str] | None) -> dict[str, str] | None:
+    if not values:
+        return None
+    out: dict[str, str] = {}
+    for v in values:
+        seg, sep, length = v.partition("=")
+        if not sep or not seg.strip() or not length.strip():
+            raise ValueError(
+                f"--length: {v!r} is not SEGMENT=LENGTH; write e.g. access=20 or leaf-spine=100m"
+            )
+        out[seg.strip()] = length.strip()
+    return out
+
+
+def bom_options(
+    kind: str,
+    *,
+    optics: str,
+    switch: str | None,
+    nic: str | None,
+    gpu: str | None,
+    gpus_per_node: int | None,
+    rails: int,
+    lengths: list[str] | None,
+    lanes_per_port: int,
+) -> dict[str, Any]:
+    """Keyword arguments for :func:`commwall.topology.bom.bill_of_materials` from the options.
+
+    An endpoint is a NIC: for rail kinds a node has ``rails`` of them, so each holds
+    gpus_per_node / rails GPUs; for the others an endpoint is a host holding gpus_per_node.
+    ``--gpus-per-node`` without ``--gpu`` counts H100 SXM GPUs.
+    """
+    if optics not in OPTICS:
+        raise ValueError(f"--optics: {optics!r} is not allowed; allowed: {', '.join(OPTICS)}")
+    if gpus_per_node is not None and gpus_per_node < 1:
+        raise ValueError(f"--gpus-per-node: must be a whole number >= 1, got {gpus_per_node}")
+    if lanes_per_port < 1:
+        raise ValueError(f"--lanes-per-port: must be a whole number >= 1, got {lanes_per_port}")
+    per_node = gpus_per_node if gpus_per_node is not None else (rails if kind in _RAIL_KINDS else 1)
+    per_endpoint = per_node / rails if kind in _RAIL_KINDS else float(per_node)
+    if gpu is None and gpus_per_node is not None:
+        gpu = "h100-sxm"
+    return {
+        "optics": optics,
+        "switch": switch,
+        "nic": nic,
+        "gpu": gpu,
+        "gpus_per_endpoint": per_endpoint,
+        "lengths": _lengths(lengths),
+        "lanes_per_port": lanes_per_port,
+    }
+
+
+def summary(topo: Any, bom: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the command prints, as plain data (``bom``: bill-of-materials keywords)."""
     from commwall.topology import (
         average_hops,
         bisection_bandwidth,
@@ -106,11 +166,15 @@ def summary(topo: Any) -> dict[str, Any]:
         oversubscription_per_tier,
         path_diversity,
     )
+    from commwall.topology.bom import bill_of_materials, compare_optics
 
     c = topo.counts()
     flat = topo.params["kind"] == "dragonfly"
     names = {1: "router"} if flat else _TIER_NAMES
     params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in topo.params.items()}
+    kw = dict(bom or {})
+    optics = kw.pop("optics", "dsp")
+    bill = bill_of_materials(topo, optics=optics, **kw)
     return {
         "name": topo.name,
         "params": params,
@@ -124,6 +188,8 @@ def summary(topo: Any) -> dict[str, Any]:
         "oversubscription": {
             names.get(t, str(t)): o for t, o in oversubscription_per_tier(topo).items()
         },
+        "bom": bill.to_dict(),
+        "optics_comparison": compare_optics(topo, **kw).to_dict(),
     }
 
 
@@ -178,7 +244,78 @@ def _print(s: dict[str, Any]) -> None:
         )
     if p["kind"] == "rail-only":
         table.add_row("cross-rail", "forwarded over NVLink inside the node (not in this fabric)")
+    _bom_rows(table, s["bom"], s["optics_comparison"])
     out.print(table)
+
+
+def _usd(x: float) -> str:
+    for div, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"~${x / div:.3g}{suffix}"
+    return f"~${x:.3g}"
+
+
+def _bom_rows(table: Any, b: dict[str, Any], compare: dict[str, Any]) -> None:
+    """Bill of materials, power and cost rows (from ``BillOfMaterials.to_dict``)."""
+    from commwall.units import format_length, format_power
+
+    t = b["totals"]
+    sw = b["switches"]
+    if sw:
+        each = sw[0]
+        table.add_row(
+            "switch boxes",
+            " + ".join(f"{s['count']:,} {s['tier']}" for s in sw)
+            + f" × {each['part']} ({format_power(each['power_w'])}, {_usd(each['cost_usd'] or 0)} "
+            f"each; ≤ {max(s['ports_used'] for s in sw)} of {each['ports_available']} ports used)",
+        )
+    table.add_row(
+        "cables by medium",
+        ", ".join(
+            f"{c['segment']} {c['count']:,} {c['medium'].upper()} ({format_length(c['length_m'])})"
+            for c in b["cables"]
+        )
+        + f" (total {t['cables']:,})",
+    )
+    techs = b["transceivers_by_technology"]
+    kinds = " + ".join(
+        f"{n:,} {k}" + (" co-packaged" if k == "cpo" else " pluggable") for k, n in techs.items()
+    )
+    table.add_row(
+        "transceivers",
+        (f"{t['transceivers']:,} ({kinds}), " if techs else "none (all copper), ")
+        + f"{t['transceivers_per_gpu']:.2f} per {'GPU' if b['gpus']['count'] else 'endpoint'}",
+    )
+    w = t["watts"]
+    labels = (("switches", "switches"), ("optics", "optics"), ("cables", "active cables"))
+    parts = [f"{label} {format_power(w[k])}" for k, label in labels]
+    parts.append(
+        f"NICs {format_power(w['nics'])}"
+        + (f" ({b['nics']['count']:,} × {b['nics']['part']})" if b["nics"]["part"] else "")
+    )
+    if b["gpus"]["part"]:
+        parts.append(
+            f"GPUs {format_power(w['gpus'])} ({b['gpus']['count']:,} × {b['gpus']['part']})"
+        )
+    table.add_row("power", ", ".join(parts) + f"; total {format_power(t['total_power_w'])}")
+    rows = []
+    for r in compare["rows"]:
+        mark = "*" if r["optics"] == b["optics"] else ""
+        saving = r["saving_vs_dsp"]
+        rows.append(
+            f"{r['optics']}{mark} {format_power(r['interconnect_w'])}"
+            + (f" ({-saving:+.0%})" if saving and r["optics"] != "dsp" else "")
+        )
+    table.add_row("optics power dsp/lpo/cpo", ", ".join(rows) + " (* = --optics)")
+    c = t["cost_usd"]
+    table.add_row(
+        "network cost (~estimate)",
+        f"{_usd(t['total_cost_usd'])}: switches {_usd(c['switches'])}, optics "
+        f"{_usd(c['optics'])}, cables {_usd(c['cables'])} (order of magnitude; NICs, GPUs "
+        "not priced)",
+    )
+    for warning in b["warnings"]:
+        table.add_row("warning", warning)
 
 
 def topology(
@@ -212,9 +349,36 @@ def topology(
         str | None,
         typer.Option(help="Catalog switch (radix, port rate, latency), e.g. quantum-2-qm9700."),
     ] = None,
+    optics: Annotated[
+        str, typer.Option(help="Optical ends: dsp, lpo or cpo (co-packaged on the switch side).")
+    ] = "dsp",
+    gpus_per_node: Annotated[
+        int | None,
+        typer.Option(help="GPUs per server, for GPU power (rail kinds: default --rails)."),
+    ] = None,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            help="Catalog GPU for GPU power, e.g. h100-sxm (default with --gpus-per-node)."
+        ),
+    ] = None,
+    nic: Annotated[
+        str | None, typer.Option(help="Catalog NIC (default: lowest-power one at the link rate).")
+    ] = None,
+    length: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Run length of a cable segment, SEGMENT=LENGTH (access, leaf-spine, spine-core, "
+            "local, global), e.g. access=20 or leaf-spine=100m. Repeatable."
+        ),
+    ] = None,
+    lanes_per_port: Annotated[
+        int, typer.Option(help="Electrical lanes per port (4 for IB 4X; 8 for 800GbE on 100G).")
+    ] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
-    """Build a fabric and print its switches, cables, bisection, hops and path diversity."""
+    """Build a fabric and print its switches, cables, bisection, hops and path diversity, and its
+    bill of materials: switch boxes, cables by medium, transceivers, power and cost (~estimate)."""
     from commwall.catalog import CatalogError
     from commwall.cli import _fail
     from commwall.topology import TopologyError
@@ -238,7 +402,18 @@ def topology(
             link_rate=link_rate,
             switch=switch,
         )
-        s = summary(topo)
+        options = bom_options(
+            kind,
+            optics=optics,
+            switch=switch,
+            nic=nic,
+            gpu=gpu,
+            gpus_per_node=gpus_per_node,
+            rails=rails,
+            lengths=length,
+            lanes_per_port=lanes_per_port,
+        )
+        s = summary(topo, options)
     except (TopologyError, CatalogError, UnitError, ValueError) as e:
         _fail(str(e))
     if as_json:

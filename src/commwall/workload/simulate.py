@@ -273,12 +273,15 @@ def _strip_tags(name: str) -> str:
 
 
 def fabric_summary(cluster: Cluster) -> dict[str, Any]:
-    """Switches, cables and bisection of the cluster's scale-out fabric (topology builders)."""
+    """The cluster's scale-out fabric (topology builders) and its bill of materials: switches,
+    cables, transceivers, bisection, and power by category for the scenario's optics."""
+    from commwall.topology.bom import bill_of_materials
+    from commwall.topology.graph import TopologyError
     from commwall.topology.metrics import bisection_bandwidth, diameter
 
     topo = cluster.scale_out_topology()
     counts = topo.counts()
-    return {
+    summary: dict[str, Any] = {
         "topology": topo.name,
         "endpoints": counts.endpoints,
         "switches_per_tier": counts.switches,
@@ -287,7 +290,28 @@ def fabric_summary(cluster: Cluster) -> dict[str, Any]:
         "cables": sum(counts.cables.values()),
         "bisection_Bps": bisection_bandwidth(topo),
         "diameter_links": diameter(topo),
+        "optics": cluster.optics,
     }
+    try:
+        bom = bill_of_materials(
+            topo,
+            optics=cluster.optics,
+            switch=cluster.switch.name,
+            nic=cluster.nic.name,
+            gpu=cluster.gpu.name,
+            gpus_per_endpoint=cluster.gpus_per_node / cluster.nics_per_node,
+        )
+    except TopologyError as err:  # parts that cannot be cabled (a NIC faster than the ports)
+        summary["bom_error"] = str(err)
+        return summary
+    summary.update(
+        transceivers=bom.total_transceivers,
+        power_w=bom.watts,
+        network_power_w=bom.network_power_w,
+        total_power_w=bom.total_power_w,
+        network_cost_usd_estimate=sum(bom.cost_usd.values()),
+    )
+    return summary
 
 
 def inflight_micro_batches(job: Job) -> int:
