@@ -113,6 +113,8 @@ def test_run_reports_fabric_power_and_optics_choice(tmp_path: object) -> None:
     assert dsp["transceivers"] == 4096  # 2 per optical cable, 2,048 cables (SuperPOD: 4 per GPU)
     assert dsp["power_w"]["gpus"] == 1024 * 700.0  # H100 SXM TDP (catalog)
     scenario = Path(str(tmp_path)) / "lpo.yaml"
-    scenario.write_text("cluster:\n  preset: dgx-h100\n  nodes: 128\n  optics:\n    technology: lpo\n")
+    scenario.write_text(
+        "cluster:\n  preset: dgx-h100\n  nodes: 128\n  optics:\n    technology: lpo\n"
+    )
     lpo = json.loads(runner.invoke(app, ["run", str(scenario), "--json"]).stdout)["fabric"]
     assert lpo["power_w"]["optics"] < 0.6 * dsp["power_w"]["optics"]  # LPO: about half (catalog)

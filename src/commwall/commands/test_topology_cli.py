@@ -142,3 +142,23 @@ def test_bad_input_exits_2_with_a_message(args: list[str], message: str) -> None
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_scale_up_and_dragonfly_plus_kinds() -> None:
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from commwall.cli import app
+
+    runner = CliRunner()
+    nvl = _json.loads(runner.invoke(app, ["topology", "nvl72", "--json"]).stdout)
+    assert nvl["gpus"] == 72 and nvl["nvlink_links"] == 72 * 18
+    assert nvl["aggregate_bandwidth"] == 72 * 18 * 100e9  # 1.8 TB/s per GPU, both directions
+    node = _json.loads(runner.invoke(app, ["topology", "nvlink-node", "--json"]).stdout)
+    assert node["per_gpu_bandwidth"] == 18 * 25e9  # H100: 18 NVLink4 links, 25 GB/s each way
+    dfp = runner.invoke(app, ["topology", "dragonfly-plus", "--p", "4", "--l", "4", "--s", "4",
+                              "--h", "4", "--json"])  # fmt: skip
+    assert dfp.exit_code == 0 and _json.loads(dfp.stdout)["endpoints"] == 4 * 4 * 17
+    bad = runner.invoke(app, ["topology", "dragonfly-plus", "--p", "4"])
+    assert bad.exit_code == 2 and "needs --l, --s, --h" in bad.output

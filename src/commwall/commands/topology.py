@@ -18,7 +18,19 @@ from typing import Annotated, Any, Final
 
 import typer
 
-KINDS: Final = ("fat-tree", "leaf-spine", "rail-optimized", "rail-only", "dragonfly")
+KINDS: Final = (
+    "fat-tree",
+    "leaf-spine",
+    "rail-optimized",
+    "rail-only",
+    "dragonfly",
+    "dragonfly-plus",
+    "nvlink-node",
+    "nvl72",
+    "pcie-tree",
+)
+#: Scale-up kinds: a node or rack, summarised by its NVLink/PCIe facts rather than a BOM.
+SCALE_UP_KINDS: Final = ("nvlink-node", "nvl72", "pcie-tree")
 OPTICS: Final = ("dsp", "lpo", "cpo")
 _RAIL_KINDS: Final = ("rail-optimized", "rail-only")
 _TIER_NAMES: Final = {1: "leaf", 2: "spine", 3: "core"}
@@ -57,10 +69,13 @@ def build(
     arrangement: str,
     link_rate: str | None,
     switch: str | None,
+    l_leaves: int | None = None,
+    s_spines: int | None = None,
 ) -> Any:
     """Build the topology the options describe (raises TopologyError/ValueError on bad input)."""
     from commwall.topology import (
         dragonfly,
+        dragonfly_plus,
         fat_tree,
         leaf_spine,
         rail_only,
@@ -90,6 +105,19 @@ def build(
             )
         assert a is not None and p is not None and h is not None
         return dragonfly(a, p, h, g, arrangement, **physics)  # type: ignore[arg-type]
+    if kind == "dragonfly-plus":
+        missing = [
+            n
+            for n, v in (("--p", p), ("--l", l_leaves), ("--s", s_spines), ("--h", h))
+            if v is None
+        ]
+        if missing:
+            raise ValueError(
+                f"dragonfly-plus needs {', '.join(missing)}: hosts per leaf, leaves and spines per "
+                "group, global links per spine (e.g. --p 4 --l 4 --s 4 --h 4)"
+            )
+        assert p is not None and l_leaves is not None and s_spines is not None and h is not None
+        return dragonfly_plus(p, l_leaves, s_spines, h, g, arrangement, **physics)  # type: ignore[arg-type]
     if kind in ("rail-optimized", "rail-only") and nodes is None:
         raise ValueError(f"{kind} needs --nodes (servers, each with --rails NICs)")
     if kind == "fat-tree":
@@ -102,6 +130,49 @@ def build(
     if kind == "rail-optimized":
         return rail_optimized(nodes, rails, r, 1.0 if taper is None else taper, tiers, **physics)
     return rail_only(nodes, rails, r, first, **physics)
+
+
+def scale_up_summary(kind: str, *, gpu: str | None, preset: str | None) -> dict[str, Any]:
+    """Facts of a scale-up domain: GPUs, switch chips, links, per-GPU and aggregate bandwidth,
+    bisection and hops (:func:`commwall.topology.scale_up_facts`)."""
+    from dataclasses import asdict
+
+    from commwall.topology import nvl72, nvlink_node, pcie_tree, scale_up_facts
+
+    if kind == "nvl72":
+        topo = nvl72(gpu=gpu or "gb200")
+    elif kind == "nvlink-node":
+        topo = nvlink_node(gpu or "h100-sxm")
+    else:
+        topo = pcie_tree(preset or "dgx-h100")
+    return {"name": topo.name, "kind": kind, **asdict(scale_up_facts(topo))}
+
+
+def _print_scale_up(facts: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from commwall.cli import out
+    from commwall.units import format_bandwidth
+
+    table = Table(title=facts["name"], title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("GPUs", f"{facts['gpus']:,}")
+    table.add_row("switch chips", f"{facts['switch_chips']:,}")
+    table.add_row("NVLink links", f"{facts['nvlink_links']:,}")
+    table.add_row(
+        "per-GPU bandwidth", f"{format_bandwidth(facts['per_gpu_bandwidth'])} per direction"
+    )
+    table.add_row(
+        "aggregate bandwidth", f"{format_bandwidth(facts['aggregate_bandwidth'])} (both directions)"
+    )
+    table.add_row(
+        "bisection bandwidth", f"{format_bandwidth(facts['bisection_bandwidth'])} per direction"
+    )
+    table.add_row(
+        "hops GPU to GPU", f"{facts['gpu_hops']} links, {facts['switch_hops']} switch(es)"
+    )
+    out.print(table)
 
 
 def _lengths(values: list[str] | None) -> dict[str, str] | None:
@@ -339,6 +410,15 @@ def topology(
     p: Annotated[int | None, typer.Option("--p", help="Dragonfly: hosts per router.")] = None,
     h: Annotated[int | None, typer.Option("--h", help="Dragonfly: global links/router.")] = None,
     g: Annotated[int | None, typer.Option("--g", help="Dragonfly: groups (default a·h+1).")] = None,
+    l_leaves: Annotated[
+        int | None, typer.Option("--l", help="Dragonfly+: leaves per group.")
+    ] = None,
+    s_spines: Annotated[
+        int | None, typer.Option("--s", help="Dragonfly+: spines per group.")
+    ] = None,
+    preset: Annotated[
+        str | None, typer.Option(help="pcie-tree: the node preset, e.g. dgx-h100.")
+    ] = None,
     arrangement: Annotated[
         str, typer.Option(help="Dragonfly global links: consecutive or palm-tree.")
     ] = "consecutive",
@@ -386,6 +466,16 @@ def topology(
 
     if kind not in KINDS:
         _fail(f"KIND {kind!r} is not allowed; allowed: {', '.join(KINDS)}")
+    if kind in SCALE_UP_KINDS:
+        try:
+            facts = scale_up_summary(kind, gpu=gpu, preset=preset)
+        except (TopologyError, CatalogError, UnitError, ValueError) as e:
+            _fail(str(e))
+        if as_json:
+            sys.stdout.write(json.dumps(facts, indent=2) + "\n")
+        else:
+            _print_scale_up(facts)
+        return
     try:
         topo = build(
             kind,
@@ -401,6 +491,8 @@ def topology(
             arrangement=arrangement,
             link_rate=link_rate,
             switch=switch,
+            l_leaves=l_leaves,
+            s_spines=s_spines,
         )
         options = bom_options(
             kind,

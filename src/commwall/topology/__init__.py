@@ -7,7 +7,12 @@
 """
 
 from commwall.topology.clos import ClosStructure
-from commwall.topology.dragonfly import DragonflyStructure, dragonfly
+from commwall.topology.dragonfly import (
+    DragonflyPlusStructure,
+    DragonflyStructure,
+    dragonfly,
+    dragonfly_plus,
+)
 from commwall.topology.fat_tree import fat_tree, leaf_spine, rail_only, rail_optimized
 from commwall.topology.graph import (
     LinkKind,
@@ -27,14 +32,30 @@ from commwall.topology.metrics import (
     oversubscription_per_tier,
     path_diversity,
 )
+from commwall.topology.scale_up import (
+    NVSwitchStructure,
+    PathType,
+    ScaleUpFacts,
+    nccl_path_type,
+    nvl72,
+    nvlink_domain,
+    nvlink_node,
+    pcie_node,
+    pcie_tree,
+    scale_up_facts,
+)
 
 __all__ = [
     "ClosStructure",
+    "DragonflyPlusStructure",
     "DragonflyStructure",
     "LinkKind",
     "Medium",
+    "NVSwitchStructure",
     "NodeKind",
     "PathOracle",
+    "PathType",
+    "ScaleUpFacts",
     "Topology",
     "TopologyCounts",
     "TopologyError",
@@ -43,12 +64,20 @@ __all__ = [
     "bisection_bandwidth_maxflow",
     "diameter",
     "dragonfly",
+    "dragonfly_plus",
     "fat_tree",
     "from_edge_list",
     "from_graphml",
     "leaf_spine",
+    "nccl_path_type",
+    "nvl72",
+    "nvlink_domain",
+    "nvlink_node",
     "oversubscription_per_tier",
     "path_diversity",
+    "pcie_node",
+    "pcie_tree",
     "rail_only",
     "rail_optimized",
+    "scale_up_facts",
 ]

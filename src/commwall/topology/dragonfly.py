@@ -24,7 +24,13 @@ import numpy.typing as npt
 from commwall.topology import _checks as ck
 from commwall.topology.graph import IntArray, LinkKind, Medium, NodeKind, Topology, TopologyError
 
-__all__ = ["ARRANGEMENTS", "DragonflyStructure", "dragonfly"]
+__all__ = [
+    "ARRANGEMENTS",
+    "DragonflyPlusStructure",
+    "DragonflyStructure",
+    "dragonfly",
+    "dragonfly_plus",
+]
 
 Arrangement = Literal["consecutive", "palm-tree"]
 ARRANGEMENTS: Final = ("consecutive", "palm-tree")
@@ -59,9 +65,7 @@ class DragonflyStructure:
 
     def port(self, i: int, j: int, copy: int) -> int:
         """Global port of group ``i`` holding copy ``copy`` of its link to group ``j``."""
-        # consecutive: the other groups in order; palm-tree: port block d-1 leads to group i - d
-        q = (j if j < i else j - 1) if self.arrangement == "consecutive" else (i - j) % self.g - 1
-        return q * self.parallel + copy
+        return _port(i, j, copy, self.g, self.parallel, self.arrangement)
 
     def local_link(self, group: int, x: int, y: int) -> int:
         """Directed local link from router ``x`` to router ``y`` of ``group``."""
@@ -129,6 +133,13 @@ class DragonflyStructure:
         if a > 1:
             return 3
         return 2 if p > 1 else 0
+
+
+def _port(i: int, j: int, copy: int, g: int, m: int, arrangement: str) -> int:
+    """Global port of group ``i`` holding copy ``copy`` of its link to group ``j``."""
+    # consecutive: the other groups in order; palm-tree: port block d-1 leads to group i - d
+    q = (j if j < i else j - 1) if arrangement == "consecutive" else (i - j) % g - 1
+    return q * m + copy
 
 
 def _global_wiring(
@@ -258,6 +269,249 @@ def dragonfly(
             "tiers": 1,
             "link_rate": rate,
             "switch_latency": latency,
+        },
+        path_fn=structure,
+    )
+    return topo.validate()
+
+
+# ---- Dragonfly+ ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class DragonflyPlusStructure:
+    """A Dragonfly+ in a few integers plus the global wiring; implements ``PathOracle``.
+
+    Hosts ``(group·l + leaf)·p + k``, then leaves ``group·l + leaf``, then spines
+    ``group·s + spine``. Cables: host cables, leaf–spine cables ``(group·l + leaf)·s + spine``
+    (link ``2c`` goes up), then global cables between spines. ``port_link[i, t]``: directed link
+    leaving group ``i`` through global port ``t`` (spine ``t // h``), -1 if unused;
+    ``port_peer[i, t]``: the spine (within its group) it lands on.
+    """
+
+    p: int
+    l: int  # noqa: E741  (the paper's symbol)
+    s: int
+    h: int
+    g: int
+    parallel: int  # global links between each pair of groups
+    arrangement: str
+    port_link: npt.NDArray[np.int64]
+    port_peer: npt.NDArray[np.int64]
+
+    @property
+    def n_hosts(self) -> int:
+        return self.g * self.l * self.p
+
+    def _up(self, group: int, leaf: int, spine: int) -> int:
+        return 2 * (self.n_hosts + (group * self.l + leaf) * self.s + spine)
+
+    def count(self, src: int, dst: int) -> int:
+        """MIN routes: 1 on one leaf, ``s`` (one per spine) in one group, else one per global
+        link joining the two groups (``parallel``)."""
+        for name, v in (("src", src), ("dst", dst)):
+            if not 0 <= v < self.n_hosts:
+                raise TopologyError(f"{name}={v}: not a host; hosts are 0..{self.n_hosts - 1}")
+        ls, ld = src // self.p, dst // self.p
+        if ls == ld:
+            return 1
+        return self.s if ls // self.l == ld // self.l else self.parallel
+
+    def links(self, src: int, dst: int, index: int) -> IntArray:
+        """Link indices of MIN route ``index``: up to a spine (the ``index``-th spine in a group,
+        else the spine holding the ``index``-th global link), across, down."""
+        if src == dst:
+            return np.empty(0, dtype=np.int64)
+        (gs, ls), (gd, ld) = divmod(src // self.p, self.l), divmod(dst // self.p, self.l)
+        route = [2 * src]
+        if (gs, ls) != (gd, ld):
+            if gs == gd:
+                route += [self._up(gs, ls, index), self._up(gd, ld, index) + 1]
+            else:
+                t = _port(gs, gd, index, self.g, self.parallel, self.arrangement)
+                x, y = t // self.h, int(self.port_peer[gs, t])
+                route += [self._up(gs, ls, x), int(self.port_link[gs, t]), self._up(gd, ld, y) + 1]
+        route.append(2 * dst + 1)
+        return np.array(route, dtype=np.int64)
+
+    def average_hops(self) -> float:
+        """Mean links per MIN route over ordered pairs of distinct hosts: 2 on one leaf, 4 in
+        one group, 5 across groups."""
+        p, n, g = self.p, self.l, self.g  # n: leaves per group
+        leaf = g * n * p * (p - 1)
+        group = g * n * (n - 1) * p * p
+        other = g * (g - 1) * (n * p) ** 2
+        total = leaf + group + other
+        return (2 * leaf + 4 * group + 5 * other) / total if total else 0.0
+
+    def diameter(self) -> int:
+        """Most links on a MIN route (5 once there are two groups)."""
+        if self.g > 1:
+            return 5
+        return 4 if self.l > 1 else (2 if self.p > 1 else 0)
+
+    def bisection_side(self) -> npt.NDArray[np.bool_]:
+        """The halves :meth:`bisection_links` assumes, as a mask over hosts: the first
+        ⌊g/2⌋ groups (one group: its first ⌊l/2⌋ leaves)."""
+        host = np.arange(self.n_hosts)
+        if self.g > 1:
+            return host // (self.l * self.p) < self.g // 2
+        return host // self.p < self.l // 2
+
+    def bisection_links(self) -> int | None:
+        """Max flow between the :meth:`bisection_side` halves, in links (all links equal);
+        None when a spine has more global than leaf links (``l < h``), where cuts through single
+        spines can be smaller and no closed form is given (use ``bisection_bandwidth_maxflow``).
+
+        One group: ⌊l/2⌋·min(p, s) (each leaf pushes min(p, s) up). Several: the least group-level
+        cut. A group either stays whole on its side or is cut below its spines (l·min(p, s)
+        links) with its spines joining the other side; global links between the spine sides
+        cost ``parallel`` per group pair. With x of the ⌊g/2⌋ A groups and y of the B groups
+        whole: min over x, y of l·min(p,s)·(g − x − y) + m·(x + g_B − y)·(g_A − x + y), which
+        includes the global cut g_A·g_B·m (Shpiner et al. HiPINEB 2017 give the global-link
+        count; the cut enumeration is ours; max-flow agrees on every instance tested with
+        l >= h, ~900 of them, and finds smaller cuts for some with l < h).
+        """
+        if self.l < self.h:
+            return None
+        c = self.l * min(self.p, self.s)
+        if self.g == 1:
+            return self.l // 2 * min(self.p, self.s)
+        ga, gb, m = self.g // 2, self.g - self.g // 2, self.parallel
+        x = np.arange(ga + 1)[:, None]
+        y = np.arange(gb + 1)[None, :]
+        cut = c * (self.g - x - y) + m * (x + gb - y) * (ga - x + y)
+        return int(cut.min())
+
+
+def dragonfly_plus(
+    p: int,
+    l: int,  # noqa: E741  (the paper's symbol)
+    s: int,
+    h: int,
+    g: int | None = None,
+    global_arrangement: Arrangement = "consecutive",
+    link_rate: str | float = ck.DEFAULT_LINK_RATE,
+    switch_latency: str | float = ck.DEFAULT_SWITCH_LATENCY,
+) -> Topology:
+    """A Dragonfly+ (Shpiner, Haramaty, Eliad, Zdornov, Gafni, Zahavi, "Dragonfly+: Low Cost
+    Topology for Scaling Datacenters", HiPINEB 2017; topology.md §4): ``g`` groups, each a
+    2-level fat tree of ``l`` leaves (``p`` hosts each) and ``s`` spines, every leaf cabled to
+    every spine; each spine has ``h`` global links. At most ``s·h + 1`` groups (the default;
+    one global link per group pair); with fewer, each pair gets ``s·h // (g − 1)`` parallel
+    links. Leaf radix p + s, spine radix l + h; with radix-k switches and p = l = s = h = k/2 a
+    group holds k²/4 hosts at full bisection and N = (k²/4)(k²/4 + 1).
+
+    Routes (``path_fn``) are MIN: leaf -> spine (-> global -> spine) -> leaf.
+    ``params["bisection_bandwidth"]`` (bytes/s, one direction, halves of whole groups) is the
+    closed form :meth:`DragonflyPlusStructure.bisection_links` × ``link_rate``; None when
+    l < h (see there).
+
+    >>> t = dragonfly_plus(2, 2, 2, 2)
+    >>> t.params["g"], t.counts().endpoints, t.counts().by_kind["global"]
+    (5, 20, 10)
+    >>> dragonfly_plus(20, 20, 20, 20).params["endpoints"]  # k = 40 (topology.md §4)
+    160400
+    """
+    p = ck.check_int("p", p, 1, "each leaf needs at least one host")
+    l = ck.check_int("l", l, 1, "a group needs at least one leaf")  # noqa: E741
+    s = ck.check_int("s", s, 1, "a group needs at least one spine")
+    h = ck.check_int("h", h, 0)
+    most = s * h + 1
+    groups = most if g is None else ck.check_int("g", g, 1)
+    if groups > most:
+        raise TopologyError(
+            f"g={groups}: a Dragonfly+ with s={s} spines per group and h={h} global links per "
+            f"spine joins at most s·h+1 = {most} groups (one global link between every pair); "
+            f"use g <= {most} or raise s or h"
+        )
+    if global_arrangement not in ARRANGEMENTS:
+        raise TopologyError(
+            f"global_arrangement={global_arrangement!r}: allowed: {', '.join(ARRANGEMENTS)}"
+        )
+    rate = ck.check_rate("link_rate", link_rate)
+    latency = ck.check_time("switch_latency", switch_latency)
+    m = s * h // (groups - 1) if groups > 1 else 0
+    n_hosts = groups * l * p
+    leaf0 = n_hosts
+    spine0 = leaf0 + groups * l
+    n_nodes = spine0 + groups * s
+
+    host_a = np.arange(n_hosts, dtype=np.int64)
+    host_b = leaf0 + host_a // p
+    leaf = np.repeat(np.arange(groups * l, dtype=np.int64), s)  # global leaf index
+    loc_a = leaf0 + leaf
+    loc_b = spine0 + leaf // l * s + np.tile(np.arange(s, dtype=np.int64), groups * l)
+    port_link = np.full((groups, s * h), -1, dtype=np.int64)
+    port_peer = np.full((groups, s * h), -1, dtype=np.int64)
+    if m:
+        gi, t, gj, t_back = _global_wiring(s, h, groups, m, global_arrangement)
+        keep = gi < gj
+        gi, t, gj, t_back = gi[keep], t[keep], gj[keep], t_back[keep]
+        glob_a = spine0 + gi * s + t // h
+        glob_b = spine0 + gj * s + t_back // h
+        cable = n_hosts + len(loc_a) + np.arange(len(gi), dtype=np.int64)
+        port_link[gi, t], port_link[gj, t_back] = 2 * cable, 2 * cable + 1
+        port_peer[gi, t], port_peer[gj, t_back] = t_back // h, t // h
+    else:
+        glob_a = glob_b = np.empty(0, dtype=np.int64)
+    structure = DragonflyPlusStructure(
+        p=p,
+        l=l,
+        s=s,
+        h=h,
+        g=groups,
+        parallel=m,
+        arrangement=global_arrangement,
+        port_link=port_link,
+        port_peer=port_peer,
+    )
+    links = structure.bisection_links()
+    # leaf–spine cables span a group's racks (fibre, leaf–spine length); global links are long
+    sizes = (n_hosts, len(loc_a), len(glob_a))
+    length = np.repeat([ck.ACCESS_LENGTH_M, ck.LEAF_SPINE_LENGTH_M, ck.GLOBAL_LENGTH_M], sizes)
+    s_per_m = np.repeat([ck.COPPER_S_PER_M, ck.FIBRE_S_PER_M, ck.FIBRE_S_PER_M], sizes)
+    tier = np.zeros(n_nodes, dtype=np.int8)
+    tier[leaf0:spine0], tier[spine0:] = 1, 2
+    kind = np.full(n_nodes, NodeKind.SWITCH.code, dtype=np.int8)
+    kind[:n_hosts] = NodeKind.NIC.code
+    group = np.concatenate(
+        [host_a // (l * p), np.arange(groups * l) // l, np.arange(groups * s) // s]
+    ).astype(np.int32)
+    topo = Topology.from_cables(
+        f"dragonfly+ p={p} l={l} s={s} h={h} g={groups}",
+        node_kind=kind,
+        node_tier=tier,
+        node_group=group,
+        cable_a=np.concatenate([host_a, loc_a, glob_a]),
+        cable_b=np.concatenate([host_b, loc_b, glob_b]),
+        capacity=rate,
+        latency=length * s_per_m,
+        length_m=length,
+        medium=np.repeat([Medium.COPPER, Medium.FIBRE, Medium.FIBRE], sizes),
+        kind=np.repeat([LinkKind.ACCESS, LinkKind.LOCAL, LinkKind.GLOBAL], sizes),
+        params={
+            "kind": "dragonfly-plus",
+            "p": p,
+            "l": l,
+            "s": s,
+            "h": h,
+            "g": groups,
+            "max_groups": most,
+            "global_arrangement": global_arrangement,
+            "global_links_per_group_pair": m,
+            "unused_global_ports_per_group": s * h - m * (groups - 1) if groups > 1 else s * h,
+            "leaf_radix": p + s,
+            "spine_radix": l + h,
+            "balanced": p == l == s == h,
+            "endpoints": n_hosts,
+            "leaves": groups * l,
+            "spines": groups * s,
+            "routers": groups * (l + s),
+            "tiers": 2,
+            "link_rate": rate,
+            "switch_latency": latency,
+            "bisection_bandwidth": None if links is None else links * rate,
         },
         path_fn=structure,
     )
