@@ -162,3 +162,22 @@ def test_scale_up_and_dragonfly_plus_kinds() -> None:
     assert dfp.exit_code == 0 and _json.loads(dfp.stdout)["endpoints"] == 4 * 4 * 17
     bad = runner.invoke(app, ["topology", "dragonfly-plus", "--p", "4"])
     assert bad.exit_code == 2 and "needs --l, --s, --h" in bad.output
+
+
+def test_topology_of_a_scenario_uses_its_parts() -> None:
+    import json as _json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from commwall.cli import app
+
+    runner = CliRunner()
+    example = Path(__file__).resolve().parents[3] / "examples" / "llama3-70b-dgx-h100.yaml"
+    result = runner.invoke(app, ["topology", "--scenario", str(example), "--json"])
+    assert result.exit_code == 0, result.output
+    data = _json.loads(result.stdout)
+    assert data["switches"] == {"leaf": 32, "spine": 16}  # the 4-SU SuperPOD
+    assert runner.invoke(app, ["topology"]).exit_code == 2
+    both = runner.invoke(app, ["topology", "fat-tree", "--scenario", str(example)])
+    assert both.exit_code == 2 and "not both" in both.output

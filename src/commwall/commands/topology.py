@@ -132,6 +132,36 @@ def build(
     return rail_only(nodes, rails, r, first, **physics)
 
 
+def _scenario_fabric(path: str, as_json: bool) -> None:
+    """Summary and bill of materials of a scenario's scale-out fabric, with its own parts."""
+    from commwall.cli import _fail
+    from commwall.cluster import build_cluster
+    from commwall.io.scenario import ScenarioError, load_scenario
+    from commwall.topology import TopologyError
+
+    try:
+        cluster = build_cluster(load_scenario(path).cluster)
+        topo = cluster.scale_out_topology()
+        s = summary(
+            topo,
+            {
+                "optics": cluster.optics,
+                "switch": cluster.switch.name,
+                "nic": cluster.nic.name,
+                "gpu": cluster.gpu.name,
+                "gpus_per_endpoint": cluster.gpus_per_node / cluster.nics_per_node,
+            },
+        )
+    except ScenarioError as e:
+        _fail("\n".join(f"{e.origin}: {m}" for m in e.messages))
+    except (TopologyError, ValueError) as e:
+        _fail(f"{path}: {e}")
+    if as_json:
+        sys.stdout.write(json.dumps(s, indent=2) + "\n")
+        return
+    _print(s)
+
+
 def scale_up_summary(kind: str, *, gpu: str | None, preset: str | None) -> dict[str, Any]:
     """Facts of a scale-up domain: GPUs, switch chips, links, per-GPU and aggregate bandwidth,
     bisection and hops (:func:`commwall.topology.scale_up_facts`)."""
@@ -390,7 +420,13 @@ def _bom_rows(table: Any, b: dict[str, Any], compare: dict[str, Any]) -> None:
 
 
 def topology(
-    kind: Annotated[str, typer.Argument(help=", ".join(KINDS))],
+    kind: Annotated[
+        str | None, typer.Argument(help=", ".join(KINDS) + " (or --scenario FILE)")
+    ] = None,
+    scenario: Annotated[
+        str | None,
+        typer.Option(help="Scenario YAML: its cluster's scale-out fabric, parts and optics."),
+    ] = None,
     radix: Annotated[
         int | None, typer.Option(help="Switch ports (k for a fat tree). Default 64.")
     ] = None,
@@ -464,6 +500,13 @@ def topology(
     from commwall.topology import TopologyError
     from commwall.units import UnitError
 
+    if scenario is not None:
+        if kind is not None:
+            _fail("give either KIND or --scenario, not both")
+        _scenario_fabric(scenario, as_json)
+        return
+    if kind is None:
+        _fail(f"KIND is required (allowed: {', '.join(KINDS)}) unless --scenario FILE is given")
     if kind not in KINDS:
         _fail(f"KIND {kind!r} is not allowed; allowed: {', '.join(KINDS)}")
     if kind in SCALE_UP_KINDS:
