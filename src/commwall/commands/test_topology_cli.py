@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -181,3 +182,14 @@ def test_topology_of_a_scenario_uses_its_parts() -> None:
     assert runner.invoke(app, ["topology"]).exit_code == 2
     both = runner.invoke(app, ["topology", "fat-tree", "--scenario", str(example)])
     assert both.exit_code == 2 and "not both" in both.output
+
+
+def test_draw_writes_a_picture(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    runner = CliRunner()
+    out = tmp_path / "fabric.png"
+    result = runner.invoke(app, ["topology", "leaf-spine", "--radix", "8", "--draw", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_size > 5_000
+    bad = runner.invoke(app, ["topology", "leaf-spine", "--radix", "8", "--draw", "x.jpg"])
+    assert bad.exit_code == 2 and ".png, .svg or .pdf" in bad.output

@@ -132,7 +132,21 @@ def build(
     return rail_only(nodes, rails, r, first, **physics)
 
 
-def _scenario_fabric(path: str, as_json: bool) -> None:
+def _draw(topo: Any, draw_to: str | None) -> None:
+    """Write the drawing when asked (errors exit 2 with the install hint or the path problem)."""
+    if draw_to is None:
+        return
+    from commwall.cli import _fail, err
+    from commwall.topology.draw import DrawError, draw
+
+    try:
+        path = draw(topo, draw_to)
+    except DrawError as e:
+        _fail(str(e))
+    err.print(f"drew {path}")
+
+
+def _scenario_fabric(path: str, as_json: bool, draw_to: str | None = None) -> None:
     """Summary and bill of materials of a scenario's scale-out fabric, with its own parts."""
     from commwall.cli import _fail
     from commwall.cluster import build_cluster
@@ -156,6 +170,7 @@ def _scenario_fabric(path: str, as_json: bool) -> None:
         _fail("\n".join(f"{e.origin}: {m}" for m in e.messages))
     except (TopologyError, ValueError) as e:
         _fail(f"{path}: {e}")
+    _draw(topo, draw_to)
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
         return
@@ -492,6 +507,12 @@ def topology(
         int, typer.Option(help="Electrical lanes per port (4 for IB 4X; 8 for 800GbE on 100G).")
     ] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    draw_to: Annotated[
+        str | None,
+        typer.Option(
+            "--draw", help="Also draw the fabric to this .png/.svg/.pdf (large ones by tier)."
+        ),
+    ] = None,
 ) -> None:
     """Build a fabric and print its switches, cables, bisection, hops and path diversity, and its
     bill of materials: switch boxes, cables by medium, transceivers, power and cost (~estimate)."""
@@ -503,7 +524,7 @@ def topology(
     if scenario is not None:
         if kind is not None:
             _fail("give either KIND or --scenario, not both")
-        _scenario_fabric(scenario, as_json)
+        _scenario_fabric(scenario, as_json, draw_to)
         return
     if kind is None:
         _fail(f"KIND is required (allowed: {', '.join(KINDS)}) unless --scenario FILE is given")
@@ -551,6 +572,7 @@ def topology(
         s = summary(topo, options)
     except (TopologyError, CatalogError, UnitError, ValueError) as e:
         _fail(str(e))
+    _draw(topo, draw_to)
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
         return
