@@ -8,51 +8,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from commwall import __version__
+from commwall.console import fail, friendly, out
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Where does a training step's time go, and what would a different network change?",
 )
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True, highlight=False)
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _fail(message: str) -> NoReturn:
-    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
-    raise typer.Exit(2)
-
-
-def friendly(func: F) -> F:
-    """Turn commwall's validation errors into one message and exit status 2."""
-    from commwall.catalog import CatalogError
-    from commwall.collectives import Unsupported
-    from commwall.io.scenario import ScenarioError
-    from commwall.units import UnitError
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except ScenarioError as e:
-            _fail("\n".join(f"{e.origin}: {m}" for m in e.messages))
-        except (UnitError, CatalogError, Unsupported) as e:
-            _fail(str(e))
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _version(value: bool) -> None:
@@ -274,12 +244,12 @@ def collective(
         algo_name = parse_algo(algo) if algo else None
         proto_value = parse_proto(proto) if proto else None
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
     if policy not in ("nccl", "all"):
-        _fail(f"--policy: {policy!r} is not allowed; allowed: nccl, all")
+        fail(f"--policy: {policy!r} is not allowed; allowed: nccl, all")
     lo, hi = parse_size(min_size), parse_size(max_size)
     if lo < 4 or hi < lo or hi > 2**40:
-        _fail(
+        fail(
             f"--min/--max: need 4 B (one float) <= min <= max <= 1 TiB, got {min_size!r} and "
             f"{max_size!r}"
         )
@@ -375,7 +345,7 @@ def catalog(
     cat = load_catalog()
     kinds = [*cat.kinds(), "model"]
     if kind is not None and kind not in kinds:
-        _fail(f"unknown catalog kind {kind!r}; allowed: {', '.join(kinds)}")
+        fail(f"unknown catalog kind {kind!r}; allowed: {', '.join(kinds)}")
     chosen = [kind] if kind else kinds
     if as_json:
         data: dict[str, Any] = {}

@@ -14,49 +14,18 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from commwall.console import fail, friendly, out
 
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
     from commwall.phy.optics import ClusterOptics, InterconnectComparison
-
-_out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
-_err = Console(stderr=True, highlight=False)
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _fail(message: str) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
-    raise typer.Exit(2)
-
-
-def _friendly(func: F) -> F:
-    """Turn model and input errors into one message and exit status 2."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from commwall.catalog import CatalogError
-        from commwall.io.scenario import ScenarioError
-        from commwall.phy.optics import OpticsError
-        from commwall.units import UnitError
-
-        try:
-            return func(*args, **kwargs)
-        except ScenarioError as e:
-            _fail("\n".join(f"{e.origin}: {m}" for m in e.messages))
-        except (OpticsError, UnitError, CatalogError) as e:
-            _fail(str(e))
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _power(w: float) -> str:
@@ -93,7 +62,7 @@ def _parse_lengths(items: list[str]) -> dict[str, str]:
     for item in items:
         tier, sep, value = item.partition("=")
         if not sep or not tier.strip() or not value.strip():
-            _fail(f"--length: expected TIER=LENGTH such as 'host-leaf=3m', got {item!r}")
+            fail(f"--length: expected TIER=LENGTH such as 'host-leaf=3m', got {item!r}")
         lengths[tier.strip()] = value.strip()
     return lengths
 
@@ -151,17 +120,17 @@ def _print_comparison(cmp: InterconnectComparison) -> None:
             _usd(r.total_cost_usd, r.cost_is_estimate),
             _saving(r.saving_vs_dsp),
         )
-    _out.print(table)
+    out.print(table)
     notes = ["~ cost is an order-of-magnitude estimate (hardware.md §9)"]
     if scaled:
         notes.append("* no part at this speed: nearest-rate part scaled per bit (--exact to skip)")
     notes += [f"{k.upper()}: {why}" for k, why in cmp.unavailable.items()]
     for line in notes:
-        _out.print(escape(line))
+        out.print(escape(line))
 
 
 def _print_cluster(co: ClusterOptics) -> None:
-    _out.print(
+    out.print(
         f"cluster  {co.cluster}: {co.nodes:,} nodes, {co.gpus:,} GPUs, {co.topology} "
         f"{len(co.tiers)}-tier, oversubscription {co.oversubscription:g}:1"
     )
@@ -181,8 +150,8 @@ def _print_cluster(co: ClusterOptics) -> None:
     links.add_row(
         "[bold]total[/]", f"[bold]{co.links:,}[/]", "", "", "", "", f"[bold]{co.transceivers:,}[/]"
     )
-    _out.print(links)
-    _out.print(f"transceivers per GPU: {co.transceivers_per_gpu:.2f}")
+    out.print(links)
+    out.print(f"transceivers per GPU: {co.transceivers_per_gpu:.2f}")
     tech = Table(title="Interconnect power per optical technology", title_justify="left")
     for col in ("technology", "parts", "optical", "copper", "total", "cost", "saving vs DSP"):
         tech.add_column(col, justify="left" if col in ("technology", "parts") else "right")
@@ -196,16 +165,16 @@ def _print_cluster(co: ClusterOptics) -> None:
             _usd(row.cost_usd, True),
             _saving(row.saving_vs_dsp),
         )
-    _out.print(tech)
-    _out.print(
+    out.print(tech)
+    out.print(
         "~ cost is an order-of-magnitude estimate; * some parts scaled per bit to the link rate"
     )
     for row in co.technologies:
         for w in row.warnings:
-            _out.print(escape(f"warning ({row.kind}): {w}"))
-    _out.print("assumptions:")
+            out.print(escape(f"warning ({row.kind}): {w}"))
+    out.print("assumptions:")
     for a in co.assumptions:
-        _out.print(escape(f"  - {a}"))
+        out.print(escape(f"  - {a}"))
 
 
 def optics(
@@ -244,7 +213,7 @@ def optics(
          exact, as_json)  # fmt: skip
 
 
-@_friendly
+@friendly
 def _run(
     scenario: Path | None,
     preset: str | None,
@@ -260,16 +229,16 @@ def _run(
     from commwall.phy.optics import cluster_optics, compare_interconnect
 
     if scenario is not None and preset is not None:
-        _fail("--scenario and --cluster: give one of them, not both")
+        fail("--scenario and --cluster: give one of them, not both")
     cluster_mode = scenario is not None or preset is not None
     if cluster_mode:
         if transceivers is not None or speed is not None:
-            _fail(
+            fail(
                 "--transceivers/--speed: compare modules without --scenario/--cluster; "
                 "a cluster's link speeds come from its NIC and switch"
             )
         if exact:
-            _fail("--exact: applies to --transceivers comparisons only")
+            fail("--exact: applies to --transceivers comparisons only")
         lengths = _parse_lengths(length)
         cl = _build(scenario, preset, nodes)
         co = cluster_optics(cl, lengths=lengths, lanes_per_port=lanes_per_port, allow_copper=copper)
@@ -279,9 +248,9 @@ def _run(
         _print_cluster(co)
         return
     if nodes is not None:
-        _fail("--nodes: needs --cluster or --scenario")
+        fail("--nodes: needs --cluster or --scenario")
     if length or lanes_per_port != 4 or not copper:
-        _fail("--length/--lanes-per-port/--no-copper: need --cluster or --scenario")
+        fail("--length/--lanes-per-port/--no-copper: need --cluster or --scenario")
     cmp = compare_interconnect(
         1 if transceivers is None else transceivers, speed or "800G", scale=not exact
     )

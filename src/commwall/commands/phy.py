@@ -50,7 +50,8 @@ def phy(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Pre-FEC BER, every FEC code's post-FEC BER and latency, and the least-latency fit."""
-    from commwall.cli import _fail, out
+    from commwall.console import fail as _fail
+    from commwall.console import out
     from commwall.phy import PhyError, ber_pam, choose_fec, parse_lane, parse_modulation
     from commwall.phy.signaling import SNR_DB_RANGE
 

@@ -136,7 +136,8 @@ def _draw(topo: Any, draw_to: str | None) -> None:
     """Write the drawing when asked (errors exit 2 with the install hint or the path problem)."""
     if draw_to is None:
         return
-    from commwall.cli import _fail, err
+    from commwall.console import err
+    from commwall.console import fail as _fail
     from commwall.topology.draw import DrawError, draw
 
     try:
@@ -148,8 +149,8 @@ def _draw(topo: Any, draw_to: str | None) -> None:
 
 def _scenario_fabric(path: str, as_json: bool, draw_to: str | None = None) -> None:
     """Summary and bill of materials of a scenario's scale-out fabric, with its own parts."""
-    from commwall.cli import _fail
     from commwall.cluster import build_cluster
+    from commwall.console import fail as _fail
     from commwall.io.scenario import ScenarioError, load_scenario
     from commwall.topology import TopologyError
 
@@ -196,7 +197,7 @@ def scale_up_summary(kind: str, *, gpu: str | None, preset: str | None) -> dict[
 def _print_scale_up(facts: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from commwall.cli import out
+    from commwall.console import out
     from commwall.units import format_bandwidth
 
     table = Table(title=facts["name"], title_justify="left", show_header=False)
@@ -312,7 +313,7 @@ def summary(topo: Any, bom: dict[str, Any] | None = None) -> dict[str, Any]:
 def _print(s: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from commwall.cli import out
+    from commwall.console import out
     from commwall.units import format_bandwidth
 
     p = s["params"]
@@ -517,7 +518,7 @@ def topology(
     """Build a fabric and print its switches, cables, bisection, hops and path diversity, and its
     bill of materials: switch boxes, cables by medium, transceivers, power and cost (~estimate)."""
     from commwall.catalog import CatalogError
-    from commwall.cli import _fail
+    from commwall.console import fail as _fail
     from commwall.topology import TopologyError
     from commwall.units import UnitError
 

@@ -1,0 +1,63 @@
+"""The terminal every command writes to, and the one way bad input ends a command.
+
+Kept apart from :mod:`commwall.cli` so capability commands (:mod:`commwall.commands`) can use it
+without importing the CLI module that registers them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+#: Standard output: full width on a terminal, 120 columns when piped (stable README output).
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+#: Standard error, for messages.
+err = Console(stderr=True, highlight=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``error: message`` (markup-escaped) on stderr and exit with status 2."""
+    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def friendly(func: F) -> F:
+    """Turn commwall's input and model errors into one message and exit status 2.
+
+    Caught: scenario errors (one line per problem, each with its origin), unit, catalog,
+    collective, topology, PHY and optics errors. Anything else is a bug and keeps its traceback.
+    """
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from commwall.catalog import CatalogError
+        from commwall.collectives import Unsupported
+        from commwall.io.scenario import ScenarioError
+        from commwall.phy import PhyError
+        from commwall.phy.optics import OpticsError
+        from commwall.topology import TopologyError
+        from commwall.units import UnitError
+
+        try:
+            return func(*args, **kwargs)
+        except ScenarioError as e:
+            fail("\n".join(f"{e.origin}: {m}" for m in e.messages))
+        except (
+            UnitError,
+            CatalogError,
+            Unsupported,
+            TopologyError,
+            PhyError,
+            OpticsError,
+        ) as e:
+            fail(str(e))
+
+    return wrapper  # type: ignore[return-value]
