@@ -166,39 +166,6 @@ def _print_report(report: Any) -> None:
 # ---- collective ------------------------------------------------------------------------------
 
 
-def _resolve_cluster(
-    cluster: str, nodes: int | None, sharp: bool | None, gdr: bool | None = None
-) -> Any:
-    from commwall.catalog import load_catalog
-    from commwall.cluster import build_cluster
-    from commwall.io.scenario import ClusterSpec, ScenarioError, load_scenario
-
-    if cluster.endswith((".yaml", ".yml")) or Path(cluster).is_file():
-        spec = load_scenario(cluster).cluster
-    else:
-        try:
-            load_catalog().preset(cluster)
-        except ValueError as e:
-            raise ScenarioError([str(e)], "--cluster") from None
-        spec = ClusterSpec(preset=cluster)
-    update: dict[str, Any] = {}
-    if nodes is not None:
-        update["nodes"] = nodes
-    if spec.preset and spec.scale_up_domain is None:
-        # A partial multi-node NVLink domain (2 of an NVL72's 18 trays) is still one domain.
-        preset = load_catalog().preset(spec.preset)
-        gpus = (nodes or spec.nodes) * (spec.gpus_per_node or preset.gpus_per_node)
-        if preset.scale_up_domain > gpus:
-            update["scale_up_domain"] = gpus
-    if sharp is not None:
-        update["sharp"] = sharp
-    if gdr is not None:
-        update["gpudirect_rdma"] = gdr
-    if update:
-        spec = ClusterSpec.model_validate({**spec.model_dump(), **update})
-    return build_cluster(spec)
-
-
 @app.command()
 @friendly
 def collective(
@@ -253,7 +220,9 @@ def collective(
             f"--min/--max: need 4 B (one float) <= min <= max <= 1 TiB, got {min_size!r} and "
             f"{max_size!r}"
         )
-    cl = _resolve_cluster(cluster, nodes, sharp, gdr)
+    from commwall.cluster import cluster_from_option
+
+    cl = cluster_from_option(cluster, nodes=nodes, sharp=sharp, gdr=gdr)
     try:
         fabric = cl.world(gpus_per_node)
     except ScenarioError as e:

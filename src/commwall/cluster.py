@@ -470,3 +470,46 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
         routing=spec.routing,
         reference_switch_latency=reference,
     )
+
+
+def cluster_from_option(
+    source: str,
+    *,
+    nodes: int | None = None,
+    sharp: bool | None = None,
+    gdr: bool | None = None,
+    option: str = "--cluster",
+) -> Cluster:
+    """The cluster a command-line option names: a preset, or a scenario file's cluster.
+
+    ``nodes``, ``sharp`` and ``gdr`` override the spec. A preset whose multi-node NVLink domain
+    is larger than the GPUs asked for (2 of an NVL72's 18 trays) becomes one partial domain.
+    Errors name ``option``.
+    """
+    from pathlib import Path
+
+    from commwall.io.scenario import load_scenario
+
+    if source.endswith((".yaml", ".yml")) or Path(source).is_file():
+        spec = load_scenario(source).cluster
+    else:
+        try:
+            load_catalog().preset(source)
+        except CatalogError as e:
+            raise ScenarioError([str(e)], option) from None
+        spec = ClusterSpec(preset=source)
+    update: dict[str, Any] = {}
+    if nodes is not None:
+        update["nodes"] = nodes
+    if spec.preset and spec.scale_up_domain is None:
+        preset = load_catalog().preset(spec.preset)
+        gpus = (nodes or spec.nodes) * (spec.gpus_per_node or preset.gpus_per_node)
+        if preset.scale_up_domain > gpus:
+            update["scale_up_domain"] = gpus
+    if sharp is not None:
+        update["sharp"] = sharp
+    if gdr is not None:
+        update["gpudirect_rdma"] = gdr
+    if update:
+        spec = ClusterSpec.model_validate({**spec.model_dump(), **update})
+    return build_cluster(spec)

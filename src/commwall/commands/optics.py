@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -68,31 +68,12 @@ def _parse_lengths(items: list[str]) -> dict[str, str]:
 
 
 def _build(scenario: Path | None, preset: str | None, nodes: int | None) -> Cluster:
-    from commwall.catalog import load_catalog
-    from commwall.cluster import build_cluster
-    from commwall.io.scenario import ClusterSpec, ScenarioError, load_scenario
+    from commwall.cluster import cluster_from_option
 
     if scenario is not None:
-        spec = load_scenario(scenario).cluster
-    else:
-        assert preset is not None
-        try:
-            load_catalog().preset(preset)
-        except ValueError as e:
-            raise ScenarioError([str(e)], "--cluster") from None
-        spec = ClusterSpec(preset=preset)
-    update: dict[str, Any] = {}
-    if nodes is not None:
-        update["nodes"] = nodes
-    if spec.preset and spec.scale_up_domain is None:
-        # a partial multi-node NVLink domain (2 of an NVL72's 18 trays) is still one domain
-        p = load_catalog().preset(spec.preset)
-        gpus = (nodes or spec.nodes) * (spec.gpus_per_node or p.gpus_per_node)
-        if p.scale_up_domain > gpus:
-            update["scale_up_domain"] = gpus
-    if update:
-        spec = ClusterSpec.model_validate({**spec.model_dump(), **update})
-    return build_cluster(spec)
+        return cluster_from_option(str(scenario), nodes=nodes, option="--scenario")
+    assert preset is not None
+    return cluster_from_option(preset, nodes=nodes)
 
 
 def _print_comparison(cmp: InterconnectComparison) -> None:
