@@ -404,7 +404,7 @@ def _bom_rows(table: Any, b: dict[str, Any], compare: dict[str, Any]) -> None:
         + f"{t['transceivers_per_gpu']:.2f} per {'GPU' if b['gpus']['count'] else 'endpoint'}",
     )
     w = t["watts"]
-    labels = (("switches", "switches"), ("optics", "optics"), ("cables", "active cables"))
+    labels = (("switches", "switches"), ("optics", "optics"), ("cables", "cables"))
     parts = [f"{label} {format_power(w[k])}" for k, label in labels]
     parts.append(
         f"NICs {format_power(w['nics'])}"
@@ -423,7 +423,7 @@ def _bom_rows(table: Any, b: dict[str, Any], compare: dict[str, Any]) -> None:
             f"{r['optics']}{mark} {format_power(r['interconnect_w'])}"
             + (f" ({-saving:+.0%})" if saving and r["optics"] != "dsp" else "")
         )
-    table.add_row("optics power dsp/lpo/cpo", ", ".join(rows) + " (* = --optics)")
+    table.add_row("optics+cables power dsp/lpo/cpo", ", ".join(rows) + " (* = --optics)")
     c = t["cost_usd"]
     table.add_row(
         "network cost (~estimate)",

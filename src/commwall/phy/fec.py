@@ -292,8 +292,11 @@ def uncorrectable_ratio(code: FecCode, pre_fec_ber: float) -> float:
 
 
 def _ln_post_fec_ber(code: FecCode, ber: float) -> float:
-    # BER_post ≈ P_cw · (t+1) / (m·n) (phy.md §6)
-    return _ln_uncorrectable(code, ber) + math.log((code.t + 1) / code.codeword_bits)
+    # BER_post ≈ P_cw · (t+1) / (m·n) (phy.md §6); a failed codeword passes its errors through,
+    # so once nearly every word fails the output cannot be better than P_cw · BER_pre.
+    ln_cw = _ln_uncorrectable(code, ber)
+    low_ber = ln_cw + math.log((code.t + 1) / code.codeword_bits)
+    return max(low_ber, ln_cw + math.log(ber))
 
 
 def log10_post_fec_ber(code: FecCode, pre_fec_ber: float) -> float:
@@ -305,8 +308,9 @@ def post_fec_ber(code: FecCode, pre_fec_ber: float) -> float:
     """Post-FEC BER ≈ P_cw · (t+1) / (m·n).
 
     A failed word carries ≈ t+1 one-bit symbol errors and the decoder passes it through
-    (phy.md §6, after the IEEE 802.3 100GNGOPTX thread, Anslow/Petrilla 2012). The
-    approximation is for the low-BER regime FEC is built for; near BER 0.1 it understates.
+    (phy.md §6, after the IEEE 802.3 100GNGOPTX thread, Anslow/Petrilla 2012). That is the
+    low-BER regime FEC is built for; when most codewords fail the errors pass through, so the
+    result is at least ``P_cw · BER_pre`` (ours) and never better than the input.
     """
     return math.exp(_ln_post_fec_ber(code, _check_ber("pre_fec_ber", pre_fec_ber)))
 
@@ -416,6 +420,12 @@ class FecChoice:
         }
 
 
+def default_interleave(code: FecCode, lanes: int) -> int:
+    """Codewords interleaved across a port: 802.3bs 200/400GbE (4+ lanes) interleaves two KP4
+    codewords (phy.md §5 notes; §7's 25.6 ns example), otherwise one."""
+    return 2 if code.n == 544 and lanes >= 4 else 1
+
+
 def evaluate_fec(
     code: FecCode,
     pre_fec_ber: float,
@@ -436,7 +446,9 @@ def evaluate_fec(
         log10_uncorrectable_ratio=ln_cw / _LN10,
         post_fec_ber=math.exp(ln_post),
         log10_post_fec_ber=ln_post / _LN10,
-        latency=fec_latency(code, lane.line_rate_bps, lanes=lanes),
+        latency=fec_latency(
+            code, lane.line_rate_bps, lanes=lanes, interleave=default_interleave(code, lanes)
+        ),
         code_rate=code.code_rate,
         overhead=code.overhead,
         meets_target=ln_post <= math.log(target),

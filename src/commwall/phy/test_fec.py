@@ -152,3 +152,23 @@ def test_choose_fec_examples() -> None:
     assert only.to_dict()["best"] == "kp4"
     with pytest.raises(PhyError, match="codes"):
         choose_fec(1e-5, "100G", 1e-15, codes=[])
+
+
+def test_post_fec_never_beats_a_failing_code() -> None:
+    from commwall.phy.fec import CODES, post_fec_ber, uncorrectable_ratio
+
+    for key in ("kp4", "kr4", "cl74"):
+        code = CODES[key]
+        for ber in (1e-2, 0.1, 0.27):
+            p_cw = uncorrectable_ratio(code, ber)
+            assert post_fec_ber(code, ber) >= p_cw * ber * (1 - 1e-12)
+
+
+def test_400gbe_interleaves_two_kp4_codewords() -> None:
+    from commwall.phy.fec import CODES, default_interleave, fec_latency
+
+    kp4 = CODES["kp4"]
+    assert default_interleave(kp4, 4) == 2 and default_interleave(kp4, 1) == 1
+    # phy.md §7: 10880 bits over 4 × 106.25 Gb/s = 25.6 ns of accumulation, plus 37 ns of decode
+    latency = fec_latency(kp4, 106.25e9, lanes=4, interleave=2)
+    assert latency == pytest.approx(25.6e-9 + kp4.decoder_latency, rel=1e-3)
