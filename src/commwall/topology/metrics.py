@@ -47,9 +47,19 @@ _MAX_BFS_WORK = 50_000_000  # endpoints x nodes: beyond this a BFS over all sour
 
 
 def _side_a(topo: Topology, side_a: npt.ArrayLike | None) -> npt.NDArray[np.bool_]:
-    """Mask over endpoints (in ``endpoints()`` order): default the first half."""
+    """Mask over endpoints (in ``endpoints()`` order).
+
+    Default: half of the endpoints. On a Clos the half is made of whole leaves, in leaf order,
+    so at most one leaf is split: a cut through many leaves would count their local traffic as
+    crossing and overstate a tapered fabric's bisection. Elsewhere the first half by index.
+    """
     n = len(topo.endpoints())
     if side_a is None:
+        if isinstance(topo.path_fn, ClosStructure):
+            order = np.argsort(topo.path_fn.endpoint_leaf, kind="stable")
+            mask = np.zeros(n, dtype=bool)
+            mask[order[: n // 2]] = True
+            return mask
         return np.arange(n) < n // 2
     mask = np.asarray(side_a, dtype=bool)
     if mask.shape != (n,):
@@ -63,9 +73,9 @@ def _side_a(topo: Topology, side_a: npt.ArrayLike | None) -> npt.NDArray[np.bool
 def bisection_bandwidth(topo: Topology, side_a: npt.ArrayLike | None = None) -> float:
     """Bytes/s that one half of the endpoints can push to the other half (one direction).
 
-    Halves: ``side_a`` (bool per endpoint) or the first half of the endpoints, which in every
-    builder's numbering splits pods (fat tree), SUs (rail-optimized) or groups (dragonfly) down the
-    middle — the worst case for them. Closed form for Clos builders: greedy matching up the tiers,
+    Halves: ``side_a`` (bool per endpoint) or half of the endpoints made of whole leaves (Clos)
+    or whole groups (dragonfly, by numbering), which splits pods or SUs down the middle — the
+    worst case for them. Closed form for Clos builders: greedy matching up the tiers,
     each tier capped by its uplink capacity (exact max-flow on a tree of aggregated tiers; N/2 ×
     link rate when non-blocking). Dragonfly: min(N/2 × host rate, ⌊g/2⌋·⌈g/2⌉·m × global rate),
     the global-channel bisection of Kim et al. ISCA'08 (exact for group-aligned halves: g even).

@@ -150,3 +150,15 @@ def test_fat_tree_bisection_property(k: int, fill: float, o1: float, o2: float) 
     t = fat_tree(k, oversubscription=(o1, o2), endpoints=max(2, int(full * fill)))
     assert bisection_bandwidth(t) == pytest.approx(bisection_bandwidth_maxflow(t), rel=1e-9)
     assert average_hops(t) == pytest.approx(average_hops_bfs(t), rel=1e-12)
+
+
+def test_tapered_rail_bisection_uses_leaf_aligned_halves() -> None:
+    from commwall.topology import rail_optimized
+    from commwall.topology.metrics import bisection_bandwidth, bisection_bandwidth_maxflow
+
+    topo = rail_optimized(127, oversubscription=3)
+    half_hosts = len(topo.endpoints()) // 2 * float(topo.link_capacity[0])
+    bisection = bisection_bandwidth(topo)
+    # a 3:1 taper: about a third of the half's host links, not the half a leaf-splitting cut shows
+    assert bisection <= 0.4 * half_hosts
+    assert bisection == bisection_bandwidth_maxflow(topo)
