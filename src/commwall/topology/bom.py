@@ -32,7 +32,7 @@ Counting rules (also in ``BillOfMaterials.assumptions``):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -247,6 +247,22 @@ class PartLine:
 # the bill
 
 
+def _tally(lines: Sequence[Any], attr: str, segment: str | None = None) -> dict[str, int]:
+    """Counts of ``lines`` per value of ``attr`` (in one segment, or all)."""
+    out: dict[str, int] = {}
+    for line in lines:
+        if segment is None or line.segment == segment:
+            key = getattr(line, attr)
+            out[key] = out.get(key, 0) + line.count
+    return out
+
+
+def _tally_by_segment(lines: Sequence[Any], attr: str) -> dict[str, dict[str, int]]:
+    """Counts per segment, then per value of ``attr``."""
+    segments = dict.fromkeys(line.segment for line in lines)
+    return {seg: _tally(lines, attr, seg) for seg in segments}
+
+
 @dataclass(frozen=True)
 class BillOfMaterials:
     """Switch boxes, cables, transceivers, NICs and GPUs of one fabric, with power and cost.
@@ -293,19 +309,11 @@ class BillOfMaterials:
 
     def cables_by_medium(self, segment: str | None = None) -> dict[str, int]:
         """Cables per medium class, in one segment or all."""
-        out: dict[str, int] = {}
-        for c in self.cables:
-            if segment is None or c.segment == segment:
-                out[c.medium] = out.get(c.medium, 0) + c.count
-        return out
+        return _tally(self.cables, "medium", segment)
 
     @property
     def cables_by_segment(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for c in self.cables:
-            seg = out.setdefault(c.segment, {})
-            seg[c.medium] = seg.get(c.medium, 0) + c.count
-        return out
+        return _tally_by_segment(self.cables, "medium")
 
     @property
     def total_transceivers(self) -> int:
@@ -321,19 +329,11 @@ class BillOfMaterials:
         return sum(t.count for t in self.transceivers if not t.pluggable)
 
     def transceivers_by_technology(self, segment: str | None = None) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for t in self.transceivers:
-            if segment is None or t.segment == segment:
-                out[t.technology] = out.get(t.technology, 0) + t.count
-        return out
+        return _tally(self.transceivers, "technology", segment)
 
     @property
     def transceivers_by_segment(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for t in self.transceivers:
-            seg = out.setdefault(t.segment, {})
-            seg[t.technology] = seg.get(t.technology, 0) + t.count
-        return out
+        return _tally_by_segment(self.transceivers, "technology")
 
     @property
     def transceivers_per_gpu(self) -> float:

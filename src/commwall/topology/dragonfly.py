@@ -159,6 +159,23 @@ def _global_wiring(
     return i, t, j, q_back * m + c
 
 
+def _global_groups(
+    g: int | None, globals_per_group: int, arrangement: str, too_many: str
+) -> tuple[int, int]:
+    """(groups, parallel global links per group pair) of a dragonfly-style fabric whose groups
+    each have ``globals_per_group`` global links: at most one more group than that, and the links
+    spread evenly over the other groups. ``too_many`` explains the limit."""
+    most = globals_per_group + 1
+    groups = most if g is None else ck.check_int("g", g, 1)
+    if groups > most:
+        raise TopologyError(f"g={groups}: {too_many}")
+    if arrangement not in ARRANGEMENTS:
+        raise TopologyError(
+            f"global_arrangement={arrangement!r}: allowed: {', '.join(ARRANGEMENTS)}"
+        )
+    return groups, (globals_per_group // (groups - 1) if groups > 1 else 0)
+
+
 def dragonfly(
     a: int,
     p: int,
@@ -182,21 +199,14 @@ def dragonfly(
     a = ck.check_int("a", a, 1, "a group needs at least one router")
     p = ck.check_int("p", p, 1, "each router needs at least one host")
     h = ck.check_int("h", h, 0)
-    most = a * h + 1
-    groups = most if g is None else ck.check_int("g", g, 1)
-    if groups > most:
-        raise TopologyError(
-            f"g={groups}: a dragonfly with a={a} routers per group and h={h} global links per "
-            f"router joins at most a·h+1 = {most} groups (one global link between every pair, "
-            f"Kim et al. ISCA'08); use g <= {most} or raise h"
-        )
-    if global_arrangement not in ARRANGEMENTS:
-        raise TopologyError(
-            f"global_arrangement={global_arrangement!r}: allowed: {', '.join(ARRANGEMENTS)}"
-        )
+    groups, m = _global_groups(
+        g, a * h, global_arrangement,
+        f"a dragonfly with a={a} routers per group and h={h} global links per router joins at "
+        f"most a·h+1 = {a * h + 1} groups (one global link between every pair, Kim et al. "
+        f"ISCA'08); use g <= {a * h + 1} or raise h",
+    )  # fmt: skip
     rate = ck.check_rate("link_rate", link_rate)
     latency = ck.check_time("switch_latency", switch_latency)
-    m = a * h // (groups - 1) if groups > 1 else 0
     n_hosts = a * p * groups
     n_routers = a * groups
     router0 = n_hosts
@@ -417,21 +427,14 @@ def dragonfly_plus(
     l = ck.check_int("l", l, 1, "a group needs at least one leaf")  # noqa: E741
     s = ck.check_int("s", s, 1, "a group needs at least one spine")
     h = ck.check_int("h", h, 0)
-    most = s * h + 1
-    groups = most if g is None else ck.check_int("g", g, 1)
-    if groups > most:
-        raise TopologyError(
-            f"g={groups}: a Dragonfly+ with s={s} spines per group and h={h} global links per "
-            f"spine joins at most s·h+1 = {most} groups (one global link between every pair); "
-            f"use g <= {most} or raise s or h"
-        )
-    if global_arrangement not in ARRANGEMENTS:
-        raise TopologyError(
-            f"global_arrangement={global_arrangement!r}: allowed: {', '.join(ARRANGEMENTS)}"
-        )
+    groups, m = _global_groups(
+        g, s * h, global_arrangement,
+        f"a Dragonfly+ with s={s} spines per group and h={h} global links per spine joins at "
+        f"most s·h+1 = {s * h + 1} groups (one global link between every pair); use "
+        f"g <= {s * h + 1} or raise s or h",
+    )  # fmt: skip
     rate = ck.check_rate("link_rate", link_rate)
     latency = ck.check_time("switch_latency", switch_latency)
-    m = s * h // (groups - 1) if groups > 1 else 0
     n_hosts = groups * l * p
     leaf0 = n_hosts
     spine0 = leaf0 + groups * l
@@ -497,7 +500,7 @@ def dragonfly_plus(
             "s": s,
             "h": h,
             "g": groups,
-            "max_groups": most,
+            "max_groups": s * h + 1,
             "global_arrangement": global_arrangement,
             "global_links_per_group_pair": m,
             "unused_global_ports_per_group": s * h - m * (groups - 1) if groups > 1 else s * h,
