@@ -66,3 +66,18 @@ def test_pcie_data_parallel_example_hits_the_communication_wall() -> None:
     assert report.job["tp"] == report.job["pp"] == 1
     assert report.cluster["scale_up"] == "pcie"
     assert report.comm_wait_share > 0.5
+
+
+def test_flow_engine_example_finds_what_the_taper_really_costs() -> None:
+    """On the real 3:1 fabric the DP ring crosses the spine only at scalable-unit boundaries
+    (less exposed DP than the analytic engine's divide-by-the-taper), while ECMP collisions slow
+    the cross-SU pipeline sends (more than spraying)."""
+    flow_ecmp = load_scenario(EXAMPLES / "llama3-70b-oversubscribed-flow.yaml")
+    analytic = simulate(load_scenario(EXAMPLES / "llama3-70b-oversubscribed.yaml"))
+    ecmp = simulate(flow_ecmp)
+    cluster = flow_ecmp.cluster.model_copy(update={"routing": "spray"})
+    spray = simulate(flow_ecmp.model_copy(update={"cluster": cluster}))
+    assert ecmp.result.engine == "flow"
+    assert ecmp.breakdown["compute"] == pytest.approx(analytic.breakdown["compute"], rel=1e-12)
+    assert ecmp.breakdown["dp"] < 0.5 * analytic.breakdown["dp"]
+    assert ecmp.breakdown["pp"] > 2 * spray.breakdown["pp"]

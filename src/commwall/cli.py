@@ -16,7 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from commwall import __version__
-from commwall.console import fail, friendly, out
+from commwall.console import err, fail, friendly, out
+
+#: Engines ``--engine`` accepts.
+ENGINES = ("analytic", "flow")
 
 app = typer.Typer(
     add_completion=False,
@@ -69,6 +72,21 @@ def run(
         Path | None, typer.Argument(help="Scenario YAML; omit for the built-in default.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(help="analytic or flow (default: the scenario's simulation.engine)."),
+    ] = None,
+    routing: Annotated[
+        str | None,
+        typer.Option(
+            help="Flow engine load balancing: ecmp, flowlet, spray, cells, adaptive, pxn "
+            "(POLICY+pxn combines); default the scenario's cluster.routing."
+        ),
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(help="Write the step timeline as a Perfetto/Chrome trace JSON here."),
+    ] = None,
 ) -> None:
     """Simulate one training step: where the time goes and how much of it is waiting."""
     from commwall.defaults import default_scenario
@@ -76,14 +94,66 @@ def run(
     from commwall.workload.simulate import simulate
 
     sc = load_scenario(scenario) if scenario is not None else default_scenario()
+    sc = _override(sc, engine, routing)
     try:
         report = simulate(sc)
     except ScenarioError as e:  # name the file, not "scenario"
         raise ScenarioError(e.messages, str(scenario or "built-in default scenario")) from None
+    if trace is not None:
+        _write_trace(trace, report.result)
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
         return
     _print_report(report)
+    _print_flow_details(report.result)
+
+
+def _override(sc: Any, engine: str | None, routing: str | None) -> Any:
+    """``sc`` with ``--engine``/``--routing`` applied (validated here: model_copy does not)."""
+    if engine is not None:
+        if engine not in ENGINES:
+            fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+        sim = sc.simulation.model_copy(update={"engine": engine})
+        sc = sc.model_copy(update={"simulation": sim})
+    if routing is not None:
+        from commwall.engines.flow.engine import parse_routing
+
+        try:
+            parse_routing(routing)
+        except ValueError as e:
+            fail(f"--routing: {e}")
+        cluster = sc.cluster.model_copy(update={"routing": routing})
+        sc = sc.model_copy(update={"cluster": cluster})
+    return sc
+
+
+def _write_trace(path: Path, result: Any) -> None:
+    """Write ``result`` as a Perfetto trace (link utilisation as counters when the engine has it)."""
+    from commwall.io.trace import trace_events, write_trace
+
+    counters = result.details.get("link_utilisation") or None
+    try:
+        write_trace(path, trace_events(result.phases, counters=counters))
+    except OSError as e:
+        fail(f"--trace: cannot write {str(path)!r}: {e.strerror or e}")
+    err.print(f"trace written to {path} (open it in ui.perfetto.dev)")
+
+
+def _print_flow_details(result: Any) -> None:
+    """The flow engine's busiest links, when the result has them."""
+    links = result.details.get("busiest_links")
+    if not links:
+        return
+    out.print(
+        f"flow engine ({result.details.get('routing')}): "
+        f"{result.counters.get('flows', 0):,.0f} flows, {result.counters.get('events', 0):,.0f} "
+        f"rate recomputations; busiest links:"
+    )
+    for row in links:
+        out.print(
+            f"  {escape(row['name'])} ({row['class']}): mean {row['mean_utilisation']:.0%}, "
+            f"peak {row['peak_utilisation']:.0%} of {_gb(row['capacity_Bps'])}"
+        )
 
 
 def _print_power(f: dict[str, Any]) -> None:
@@ -198,11 +268,26 @@ def collective(
         typer.Option("--gdr/--no-gdr", help="GPUDirect RDMA (else bounce through host memory)."),
     ] = None,
     explain: Annotated[bool, typer.Option(help="Say why each row's algorithm won.")] = False,
+    engine: Annotated[
+        str, typer.Option(help="analytic (ideal fabric) or flow (flows on the real topology).")
+    ] = "analytic",
+    routing: Annotated[
+        str | None,
+        typer.Option(
+            help="Flow engine: ecmp, flowlet, spray, cells, adaptive or pxn (POLICY+pxn "
+            "combines). Default: the cluster's."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(min=0, help="Flow engine: seed of the hashes.")] = 0,
+    trace: Annotated[
+        Path | None,
+        typer.Option(help="Flow engine: write the largest size's run as a Perfetto trace here."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
 ) -> None:
     """Predict the table nccl-tests would print for OP on a cluster you have not built yet."""
     from commwall.collectives import choose, parse_algo, parse_op, parse_proto
-    from commwall.collectives.ops import REDUCING_OPS, Op, element_count
+    from commwall.collectives.ops import REDUCING_OPS, Op, busbw_factor, element_count
     from commwall.io.scenario import ScenarioError
     from commwall.units import parse_size
 
@@ -227,11 +312,39 @@ def collective(
         fabric = cl.world(gpus_per_node)
     except ScenarioError as e:
         raise ScenarioError(e.messages, "--gpus-per-node") from None
+    if engine not in ENGINES:
+        fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    if engine == "analytic" and (routing is not None or trace is not None):
+        fail("--routing and --trace need --engine flow (the analytic engine assumes ideal balance)")
+    flow = None
+    if engine == "flow":
+        from commwall.engines.flow.engine import FlowEngine, parse_routing, world_group
+
+        try:
+            parse_routing(routing, cl.routing)
+        except ValueError as e:
+            fail(f"--routing: {e}")
+        flow = FlowEngine(policy)
+        group = world_group(cl, fabric)
     rows: list[dict[str, Any]] = []
     size = lo
+    result = None
     while size <= hi:
         choice = choose(operation, size, fabric, algo=algo_name, proto=proto_value, policy=policy)
         best = choice.best
+        extra: dict[str, Any] = {}
+        seconds = best.time
+        if flow is not None:
+            from commwall.collectives.schedule import CollectiveTask, Schedule
+
+            task = CollectiveTask(operation, size, group, algo_name, proto_value)
+            result = flow.run(Schedule.single(task), cl, routing, seed=seed)
+            seconds = result.makespan
+            extra = {
+                "analytic_time_us": best.time * 1e6,
+                "slowdown_vs_analytic": seconds / best.time if best.time > 0 else 1.0,
+            }
+        algbw = size / seconds if seconds > 0 else 0.0
         rows.append(
             {
                 "size": int(size),
@@ -239,22 +352,29 @@ def collective(
                 "type": "float",
                 "redop": "sum" if operation in REDUCING_OPS else "none",
                 "root": 0 if operation in (Op.BROADCAST, Op.REDUCE) else -1,
-                "time_us": best.time * 1e6,
-                "algbw_GBps": best.algbw / 1e9,
-                "busbw_GBps": best.busbw / 1e9,
+                "time_us": seconds * 1e6,
+                "algbw_GBps": algbw / 1e9,
+                "busbw_GBps": algbw * busbw_factor(operation, fabric.nranks) / 1e9,
                 "algo": best.algo,
                 "proto": best.proto.value,
                 "why": choice.explain() if explain else None,
+                **extra,
             }
         )
         size *= factor
-    header = {
+    if trace is not None and result is not None:
+        _write_trace(trace, result)
+    header: dict[str, Any] = {
         "op": operation.value,
         "cluster": cl.summary(),
         "ranks": fabric.nranks,
         "domains": fabric.n_domains,
         "ranks_per_domain": fabric.ranks_per_domain,
+        "engine": engine,
     }
+    if result is not None:
+        header["routing"] = result.details.get("routing")
+        header["busiest_links"] = result.details.get("busiest_links")
     if as_json:
         sys.stdout.write(json.dumps({**header, "rows": rows}, indent=2) + "\n")
         return

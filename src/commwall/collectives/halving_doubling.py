@@ -16,6 +16,10 @@ class's per-rank bandwidth (one partner at a time, every rank of a domain on its
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import numpy as np
+
 from commwall.collectives.constants import Hw, Proto
 from commwall.collectives.cost import (
     Cost,
@@ -31,12 +35,29 @@ from commwall.collectives.ops import Op
 _SUPPORTED = (Op.ALL_REDUCE, Op.REDUCE_SCATTER, Op.ALL_GATHER, Op.BROADCAST, Op.REDUCE)
 
 
+@lru_cache(maxsize=4096)
+def _crosses(p: int, g: int, distance: int) -> bool:
+    """Whether some exchange of the step at ``distance`` joins two domains (rank ``i`` in domain
+    ``i // g``). ``distance`` 0 is the fold: extra rank ``2j`` into ``2j + 1`` (MPICH's pre-step
+    for ``p`` not a power of two); the butterfly then runs on survivor ``q`` = rank ``2q + 1``
+    for ``q < r`` and ``q + r`` above, so its pairs are labelled from those ranks."""
+    extra = p - (1 << (p.bit_length() - 1))
+    if distance == 0:
+        ex = 2 * np.arange(extra, dtype=np.int64)
+        return bool(np.any(ex // g != (ex + 1) // g))
+    q = np.arange(p - extra, dtype=np.int64)
+    partner = q ^ distance
+    a = np.where(q < extra, 2 * q + 1, q + extra)
+    b = np.where(partner < extra, 2 * partner + 1, partner + extra)
+    return bool(np.any(a // g != b // g))
+
+
 def _step_hw(f: CommFabric, distance: int) -> Hw:
-    """Class a butterfly step at ``distance`` (a power of two) crosses for domain-major ranks."""
-    g = f.ranks_per_domain
-    if f.n_domains == 1 or g % (2 * distance) == 0:
+    """Class a step at ``distance`` crosses: the network when any of its pairs straddles a
+    domain boundary (the step waits for its slowest pair), else scale-up."""
+    if f.n_domains == 1 or not _crosses(f.nranks, f.ranks_per_domain, distance):
         return f.intra_hw
-    return Hw.NET  # some pair straddles a domain boundary, and the step waits for it
+    return Hw.NET
 
 
 def halving_doubling_steps(op: Op, nbytes: float, f: CommFabric) -> list[tuple[float, Hw]]:
@@ -44,7 +65,7 @@ def halving_doubling_steps(op: Op, nbytes: float, f: CommFabric) -> list[tuple[f
     p = f.nranks
     k = p.bit_length() - 1
     extra = p - (1 << k)
-    pair_hw = f.intra_hw if f.ranks_per_domain >= 2 else Hw.NET
+    pair_hw = _step_hw(f, 0)
     halving = [(nbytes / (1 << (j + 1)), _step_hw(f, 1 << j)) for j in range(k)]
     steps: list[tuple[float, Hw]] = []
     if extra and op is not Op.ALL_GATHER:

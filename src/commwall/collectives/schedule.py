@@ -12,17 +12,68 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from commwall.collectives.constants import Proto
 from commwall.collectives.ops import Op
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Which global GPU ranks every concurrent copy of a communicator holds.
+
+    Member ``i`` of the copy based at ``b`` is ``b + (i // per_block)·stride + i % per_block``:
+    ``per_block`` consecutive ranks every ``stride`` ranks. A data-parallel group of Megatron's
+    ``tp-dp-pp`` order is ``Placement(dp, stride=tp, bases=(0, …, tp−1))``: one copy per TP rank,
+    all running the same collective at once (which the flow engine needs to see contention).
+
+    >>> Placement(4, stride=8, bases=(0, 1)).members().tolist()
+    [[0, 8, 16, 24], [1, 9, 17, 25]]
+    >>> Placement(4, stride=8, per_block=2).members().tolist()  # 2 ranks of each 8-GPU node
+    [[0, 1, 8, 9]]
+    """
+
+    size: int
+    stride: int = 1
+    per_block: int = 1
+    bases: tuple[int, ...] = (0,)
+
+    def __post_init__(self) -> None:
+        if self.size < 1 or self.per_block < 1 or self.size % self.per_block:
+            raise ValueError(
+                f"placement size={self.size}, per_block={self.per_block}: need size >= 1 and a "
+                "whole number of blocks"
+            )
+        if self.stride == 0 or not self.bases:
+            raise ValueError("placement needs a non-zero stride and at least one base")
+        if int(self.members().min()) < 0:
+            raise ValueError(f"placement {self} reaches a negative rank")
+
+    @property
+    def copies(self) -> int:
+        """Concurrent copies of the communicator."""
+        return len(self.bases)
+
+    def members(self) -> npt.NDArray[np.int64]:
+        """``(copies, size)`` global ranks; row ``c`` is copy ``c`` in communicator rank order."""
+        i = np.arange(self.size, dtype=np.int64)
+        offsets = (i // self.per_block) * self.stride + i % self.per_block
+        return np.asarray(self.bases, dtype=np.int64)[:, None] + offsets[None, :]
+
+
+@dataclass(frozen=True)
 class Group:
-    """A communicator by shape: ``n_domains`` scale-up domains × ``ranks_per_domain`` ranks."""
+    """A communicator by shape: ``n_domains`` scale-up domains × ``ranks_per_domain`` ranks.
+
+    ``placement`` (optional) says which GPUs hold it; the analytic engine needs only the shape,
+    the flow engine runs every copy of the placement concurrently on the real topology.
+    """
 
     name: str
     n_domains: int
     ranks_per_domain: int
+    placement: Placement | None = None
 
     def __post_init__(self) -> None:
         if self.n_domains < 1 or self.ranks_per_domain < 1:

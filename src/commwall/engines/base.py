@@ -47,6 +47,8 @@ class Result:
     makespan: float
     counters: dict[str, float] = field(default_factory=dict)
     invariants: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+    """Engine-specific extras (flow engine: routing, busiest links, utilisation series)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -73,6 +75,7 @@ class Result:
                 }
                 for p in self.phases
             ],
+            **self.details,
         }
 
 
@@ -93,10 +96,13 @@ class InvariantError(RuntimeError):
 
 
 def get_engine(name: str, **options: Any) -> Engine:
-    """The engine called ``name`` (``analytic``)."""
+    """The engine called ``name`` (``analytic`` or ``flow``)."""
     from commwall.engines.analytic import AnalyticEngine
 
-    engines: dict[str, type[AnalyticEngine]] = {"analytic": AnalyticEngine}
-    if name not in engines:
-        raise ValueError(f"unknown engine {name!r}: allowed are {', '.join(engines)}")
-    return engines[name](**options)
+    if name == "analytic":
+        return AnalyticEngine(**options)
+    if name == "flow":
+        from commwall.engines.flow.engine import FlowEngine  # numpy/scipy heavy: load on demand
+
+        return FlowEngine(**options)
+    raise ValueError(f"unknown engine {name!r}: allowed are analytic, flow")

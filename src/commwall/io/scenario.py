@@ -21,10 +21,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from commwall.units import UnitError, parse_size
 
-Engine = Literal["analytic"]
+Engine = Literal["analytic", "flow"]
 Fabric = Literal["ib", "roce", "ethernet"]
 TopologyKind = Literal["rail-optimized", "fat-tree", "rail-only"]
-Routing = Literal["ecmp", "spray", "adaptive", "cells", "pxn"]
+Routing = Literal["ecmp", "flowlet", "spray", "adaptive", "cells", "pxn"]
 Precision = Literal["bf16", "fp16", "fp8", "tf32"]
 Recompute = Literal["none", "selective", "full"]
 CpuVendor = Literal["intel", "amd", "other"]
@@ -205,7 +205,11 @@ class JobSpec(_Strict):
 class SimulationSpec(_Strict):
     """How to compute the answer."""
 
-    engine: Engine = Field(default="analytic", description="Engine fidelity: analytic.")
+    engine: Engine = Field(
+        default="analytic",
+        description="Engine fidelity: analytic (closed form, ideal fabric) or flow (collectives as "
+        "max-min fair flows on the real topology with cluster.routing).",
+    )
     seed: int = Field(default=0, ge=0, description="Seed for every random choice.")
     policy: Policy = Field(
         default="nccl",

@@ -134,7 +134,7 @@ CASES: list[tuple[str, str, list[str]]] = [
     (
         "engine-not-allowed",
         "simulation:\n  engine: packet\n",
-        ["simulation.engine: allowed values are 'analytic' (got 'packet')"],
+        ["simulation.engine: allowed values are 'analytic' or 'flow' (got 'packet')"],
     ),
     # ---- units ----
     (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from commwall.collectives.schedule import Group
+from commwall.collectives.schedule import Group, Placement
 
 
 def group_shape(name: str, size: int, stride: int, domain: int) -> Group:
@@ -41,3 +41,21 @@ def pipeline_peer_group(tp: int, dp: int, domain: int, stage: int = 0) -> Group:
     if hi // domain * domain >= lo:  # a domain boundary falls inside
         return Group("pp", 2, 1)
     return Group("pp", 1, 2)
+
+
+def megatron_placement(size: int, stride: int, span: int, offset: int = 0) -> Placement:
+    """Every copy of a ``size``-rank communicator at ``stride`` inside ranks ``[offset, offset+span)``.
+
+    In Megatron's mixed-radix rank order a copy starts at each rank ``b`` of the span whose digit
+    ``(b − offset) // stride mod size`` is 0; its members follow at ``stride``. A pipeline stage
+    of ``tp × dp`` ranks holds ``dp`` TP copies (stride 1) and ``tp`` DP copies (stride ``tp``).
+
+    >>> megatron_placement(2, 4, 16).members().tolist()  # dp 2 at tp 4, a stage of 16 ranks
+    [[0, 4], [1, 5], [2, 6], [3, 7], [8, 12], [9, 13], [10, 14], [11, 15]]
+    """
+    if size < 1 or stride < 1 or span < size * stride or span % (size * stride) or offset < 0:
+        raise ValueError(
+            f"placement of {size} ranks at stride {stride} does not tile a span of {span}"
+        )
+    bases = tuple(b for b in range(offset, offset + span) if (b - offset) // stride % size == 0)
+    return Placement(size, stride, 1, bases)

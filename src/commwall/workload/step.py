@@ -30,13 +30,20 @@ replica (all replicas behave alike on an ideal fabric):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from commwall.cluster import Cluster
 from commwall.collectives.ops import Op
-from commwall.collectives.schedule import CollectiveTask, ComputeTask, Group, Phase, Schedule
+from commwall.collectives.schedule import (
+    CollectiveTask,
+    ComputeTask,
+    Group,
+    Phase,
+    Placement,
+    Schedule,
+)
 from commwall.workload.job import Job
-from commwall.workload.layout import group_shape, pipeline_peer_group
+from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 
 #: HBM bytes touched per parameter by a mixed-precision Adam step (ours, see module docstring).
 ADAM_BYTES_PER_PARAM = 28
@@ -246,7 +253,21 @@ class _Builder:
         after: tuple[int, ...] = (),
         repeat: int = 1,
     ) -> int:
+        if isinstance(task, CollectiveTask) and task.group.placement is None:
+            task = replace(task, group=self.placed(task.group, int(stream[1:].split(".")[0])))
         return self.schedule.add(Phase(name, task, category, stream, after, repeat))
+
+    def placed(self, group: Group, stage: int) -> Group:
+        """``group`` with the GPUs of every copy on pipeline stage ``stage`` (``tp-dp-pp`` order)."""
+        job = self.job
+        span = job.tp * job.dp
+        size, stride = {
+            "tp": (job.tp, 1),
+            "dp": (job.dp, job.tp),
+            "ep": (job.ep, job.tp),
+            "edp": (job.dp // job.ep, job.tp * job.ep),
+        }[group.name]
+        return replace(group, placement=megatron_placement(size, stride, span, stage * span))
 
     def tag(self, kind: str, chunk: int, j: int) -> str:
         return f"{kind}{j}" if self.v == 1 else f"{kind}{j}c{chunk}"
@@ -382,15 +403,20 @@ class _Builder:
     # ---- pipeline sends ------------------------------------------------------------------
 
     def peers(self, src: int, dst: int) -> Group:
-        """Two-rank group between stages ``src`` and ``dst`` (adjacent, or the chunk wrap)."""
+        """Two-rank group between stages ``src`` and ``dst`` (adjacent, or the chunk wrap); its
+        placement pairs every rank of stage ``src`` with the same position in stage ``dst``."""
         job = self.job
+        k = job.tp * job.dp
         if dst == src + 1:
-            return pipeline_peer_group(job.tp, job.dp, self.domain, src)
-        if dst == src - 1:
-            return pipeline_peer_group(job.tp, job.dp, self.domain, dst)
-        # interleaving wraps from the last stage to the first (or back): far apart
-        same = job.tp * job.dp * job.pp <= self.domain
-        return Group("pp", 1, 2) if same else Group("pp", 2, 1)
+            group = pipeline_peer_group(job.tp, job.dp, self.domain, src)
+        elif dst == src - 1:
+            group = pipeline_peer_group(job.tp, job.dp, self.domain, dst)
+        else:
+            # interleaving wraps from the last stage to the first (or back): far apart
+            same = k * job.pp <= self.domain
+            group = Group("pp", 1, 2) if same else Group("pp", 2, 1)
+        placement = Placement(2, (dst - src) * k, 1, tuple(range(src * k, (src + 1) * k)))
+        return replace(group, placement=placement)
 
     def p2p(self, kind: str, stage: int, chunk: int, j: int, after: int) -> None:
         pp, v = self.job.pp, self.v

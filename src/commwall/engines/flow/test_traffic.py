@@ -1,0 +1,145 @@
+"""Plain traffic on the flow engine against known results: balls into bins, spraying, Kim et al."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from commwall.engines.flow.traffic import pattern_flows, read_matrix, run_traffic
+from commwall.routing import RoutingPolicy
+from commwall.topology import dragonfly, fat_tree, leaf_spine
+
+RATE = 12.5e9  # 100 Gb/s
+
+
+def test_patterns() -> None:
+    src, dst = pattern_flows("permutation", 64, seed=3)
+    assert sorted(dst.tolist()) == list(range(64)) and not np.any(src == dst)
+    src, dst = pattern_flows("incast", 64, senders=10, seed=3)
+    assert len(src) == 10 and set(dst.tolist()) == {0} and 0 not in src
+    src, dst = pattern_flows("alltoall", 5)
+    assert len(src) == 20 and not np.any(src == dst)
+    for bad, kwargs in (("wave", {}), ("incast", {"senders": 64})):
+        with pytest.raises(ValueError, match=r"pattern=|senders="):
+            pattern_flows(bad, 64, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="flows"):
+        pattern_flows("alltoall", 5000)
+
+
+def test_single_flow_closed_form() -> None:
+    """One flow: bytes / rate + cable propagation + one switch latency per switch crossed."""
+    t = leaf_spine(4, 8, link_rate=RATE, switch_latency=600e-9)
+    r = run_traffic(t, np.array([0]), np.array([7]), 2e6, "ecmp")  # other leaf: 3 switches
+    cables = float(t.link_latency[t.path_links(0, 7, 0)].sum())
+    assert len(t.path_links(0, 7, 0)) == 4
+    assert r.fct[0] == pytest.approx(2e6 / RATE + 3 * 600e-9 + cables, rel=1e-9)
+
+
+def test_incast_shares_the_receivers_link() -> None:
+    t = leaf_spine(16, link_rate=RATE)
+    src, dst = pattern_flows("incast", len(t.endpoints()), senders=16)
+    r = run_traffic(t, src, dst, 1e6, "spray")
+    assert r.fct.min() == pytest.approx(16 * 1e6 / RATE, rel=0.01)  # processor sharing
+    assert r.throughput_at_start == pytest.approx(RATE)
+
+
+def test_ecmp_permutation_loses_what_balls_into_bins_predicts() -> None:
+    """Radix-64 leaf–spine, random permutations: each leaf hashes its ~32 leaving flows onto 32
+    uplinks, so on average only 1 − (1 − 1/32)^32 = 63.4% of the uplinks carry anything and
+    throughput cannot exceed that; with down-side collisions too it lands near half (Al-Fares
+    et al. 2008 §2.3, Hedera NSDI 2010). Spraying restores a non-blocking fabric's 100%;
+    adaptive routing (least-loaded uplink) sits in between."""
+    t = leaf_spine(64, link_rate=RATE)
+    n = 32
+    bound = 1 - (1 - 1 / n) ** n
+    ecmp, adaptive = [], []
+    for seed in range(4):
+        src, dst = pattern_flows("permutation", len(t.endpoints()), seed=seed)
+        ecmp.append(run_traffic(t, src, dst, 2e6, "ecmp", seed=seed).throughput_ratio)
+        adaptive.append(run_traffic(t, src, dst, 2e6, "adaptive", seed=seed).throughput_ratio)
+        spray = run_traffic(t, src, dst, 2e6, "spray", seed=seed)
+        assert spray.throughput_ratio == pytest.approx(1.0)
+        assert spray.makespan == pytest.approx(2e6 / RATE, rel=0.01)
+    assert 0.45 < np.mean(ecmp) < bound
+    assert np.mean(adaptive) > np.mean(ecmp) + 0.1
+
+
+def test_more_queue_pairs_smooth_ecmp() -> None:
+    """Meta's QP scaling: 8 hashed sub-flows per connection average out collisions."""
+    t = leaf_spine(64, link_rate=RATE)
+    src, dst = pattern_flows("permutation", len(t.endpoints()), seed=0)
+    one = run_traffic(t, src, dst, 2e6, RoutingPolicy("ecmp", qps=1))
+    eight = run_traffic(t, src, dst, 2e6, RoutingPolicy("ecmp", qps=8))
+    assert eight.throughput_ratio > one.throughput_ratio + 0.1
+    assert eight.makespan < 0.8 * one.makespan
+
+
+def test_hash_polarization_costs_throughput_on_three_tiers() -> None:
+    t = fat_tree(16, 3, link_rate=RATE)
+    src, dst = pattern_flows("permutation", len(t.endpoints()), seed=0)
+    salted = run_traffic(t, src, dst, 2e6, RoutingPolicy("ecmp"))
+    polarized = run_traffic(t, src, dst, 2e6, RoutingPolicy("ecmp", polarized=True))
+    assert polarized.throughput_ratio < salted.throughput_ratio - 0.05
+
+
+def test_cells_pay_their_header_tax_without_fabric_speedup() -> None:
+    t = leaf_spine(64, link_rate=RATE)
+    src, dst = pattern_flows("permutation", len(t.endpoints()), seed=0)
+    cells = run_traffic(t, src, dst, 2e6, "cells")
+    policy = RoutingPolicy("cells")
+    spray = run_traffic(t, src, dst, 2e6, "spray")
+    # switch-to-switch links carry cells (256 B payload in 273 B), hosts' links plain packets:
+    # without fabric speed-up, flows that leave their leaf get the cell efficiency of a link
+    assert policy.cell_efficiency < cells.throughput_ratio < 0.99
+    assert spray.throughput_ratio == pytest.approx(1.0)
+    assert cells.fct.max() > spray.fct.max() + policy.cell_reassembly_latency
+
+
+def _dragonfly_patterns(a: int, p: int) -> tuple[object, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    t = dragonfly(a, p, p, link_rate=RATE)
+    n = len(t.endpoints())
+    hosts = a * p
+    groups = n // hosts
+    uniform = pattern_flows("alltoall", n)  # the fluid form of uniform random traffic
+    s = np.repeat(np.arange(n), hosts)
+    d = ((s // hosts + 1) % groups) * hosts + np.tile(np.arange(hosts), n)
+    return t, {"uniform": uniform, "adversarial": (s, d)}
+
+
+def test_dragonfly_min_val_ugal_as_kim_et_al() -> None:
+    """Kim, Dally, Scott & Abts, ISCA 2008, §4: under uniform random traffic minimal routing
+    reaches full throughput and Valiant about half (every packet crosses two global links);
+    under the adversarial pattern (group i → group i+1) minimal routing gets one global link for
+    a·p hosts, 1/(a·p), Valiant spreads it over every group, and UGAL follows the better of the
+    two in each case."""
+    a, p = 4, 2
+    t, patterns = _dragonfly_patterns(a, p)
+
+    def ratio(pattern: str, routing: str) -> float:
+        s, d = patterns[pattern]
+        r = run_traffic(t, s, d, 1e6, routing)  # type: ignore[arg-type]
+        return r.aggregate_throughput / r.ideal_throughput
+
+    assert ratio("uniform", "ecmp") == pytest.approx(1.0, abs=0.02)
+    assert 0.35 < ratio("uniform", "valiant") < 0.6
+    assert ratio("uniform", "ugal") > 0.95
+    minimal = ratio("adversarial", "ecmp")
+    assert minimal == pytest.approx(1 / (a * p), rel=0.05)
+    valiant = ratio("adversarial", "valiant")
+    assert valiant > 1.8 * minimal
+    assert ratio("adversarial", "ugal") > 0.95 * valiant
+
+
+def test_read_matrix(tmp_path: object) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "m.csv"
+    path.write_text("0,1,2MB\n# comment\n\n3,2,100\n", encoding="utf-8")
+    src, dst, size = read_matrix(path)
+    assert src.tolist() == [0, 3] and dst.tolist() == [1, 2] and size.tolist() == [2e6, 100.0]
+    path.write_text("0,1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"m.csv:1: expected"):
+        read_matrix(path)
+    path.write_text("0,1,2 furlongs\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"m.csv:1"):
+        read_matrix(path)

@@ -1,0 +1,259 @@
+"""Plain traffic on a topology: permutation, N:1 incast, all-to-all or a user's matrix, as flows.
+
+Every flow starts at time 0 and shares links max-min fairly (:mod:`commwall.engines.flow.fluid`)
+along the routes of the routing policy (:mod:`commwall.routing`). The answer is the distribution
+of flow completion times, the aggregate throughput, the throughput at time 0 with every flow
+active (the figure Al-Fares et al. 2008 and Hedera, NSDI 2010, report for permutations on a fat
+tree) and the busiest links.
+
+A flow's completion time is its fluid transfer time plus the latency of its route: the cables'
+propagation plus ``switch_latency`` for every switch it crosses (store-and-forward of one MTU is
+left out; at 2 MB per flow it is well below 1%).
+
+>>> from commwall.topology import leaf_spine
+>>> t = leaf_spine(4, 8, link_rate=12.5e9)  # 8 hosts at 100 Gb/s, 2 spines
+>>> r = run_traffic(t, *pattern_flows("permutation", 8, seed=1), 2e6, "spray")
+>>> round(r.throughput_ratio, 3)
+1.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
+
+from commwall.engines.flow.fluid import FlowBatch, FluidTask, simulate
+from commwall.engines.flow.maxmin import max_min_rates
+from commwall.routing import RoutingPolicy, route
+from commwall.topology.graph import LinkKind, Topology
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+PATTERNS = ("permutation", "incast", "alltoall")
+#: Largest number of flows a traffic run accepts (all-to-all on 1,448 endpoints).
+MAX_FLOWS = 2_100_000
+
+
+def pattern_flows(
+    pattern: str, endpoints: int, *, senders: int | None = None, seed: int = 0
+) -> tuple[IntArray, IntArray]:
+    """``(src, dst)`` endpoint arrays of a named pattern.
+
+    ``permutation``: every endpoint sends to one other, every endpoint receives once (a random
+    derangement). ``incast``: ``senders`` endpoints (default all others) send to endpoint 0.
+    ``alltoall``: every ordered pair.
+    """
+    if endpoints < 2:
+        raise ValueError(f"endpoints={endpoints}: traffic needs at least 2 endpoints")
+    rng = np.random.default_rng(seed)
+    if pattern == "permutation":
+        perm = rng.permutation(endpoints)
+        fixed = np.flatnonzero(perm == np.arange(endpoints))
+        for i in fixed.tolist():  # swap each fixed point with a neighbour: still a permutation
+            j = (i + 1) % endpoints
+            perm[i], perm[j] = perm[j], perm[i]
+        return np.arange(endpoints, dtype=np.int64), perm.astype(np.int64)
+    if pattern == "incast":
+        n = endpoints - 1 if senders is None else senders
+        if not 1 <= n <= endpoints - 1:
+            raise ValueError(
+                f"senders={n}: an incast to endpoint 0 takes 1 to {endpoints - 1} senders"
+            )
+        src = np.sort(rng.choice(np.arange(1, endpoints), size=n, replace=False))
+        return src.astype(np.int64), np.zeros(n, dtype=np.int64)
+    if pattern == "alltoall":
+        if endpoints * (endpoints - 1) > MAX_FLOWS:
+            raise ValueError(
+                f"alltoall on {endpoints} endpoints is {endpoints * (endpoints - 1):,} flows; "
+                f"the flow engine takes at most {MAX_FLOWS:,}: use fewer endpoints"
+            )
+        a, b = np.divmod(np.arange(endpoints * endpoints, dtype=np.int64), endpoints)
+        keep = a != b
+        return a[keep], b[keep]
+    raise ValueError(f"pattern={pattern!r}: unknown; allowed: {', '.join(PATTERNS)}, or a matrix")
+
+
+def read_matrix(path: str | Path) -> tuple[IntArray, IntArray, FloatArray]:
+    """A user traffic matrix: CSV lines ``src,dst,bytes`` (``#`` comments; sizes like ``2MB``)."""
+    from commwall.units import UnitError, parse_size
+
+    src: list[int] = []
+    dst: list[int] = []
+    size: list[float] = []
+    text = Path(path).read_text(encoding="utf-8")
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 3:
+            raise ValueError(f"{path}:{number}: expected 'src,dst,bytes', got {raw!r}")
+        try:
+            s, d, b = int(cells[0]), int(cells[1]), parse_size(cells[2])
+        except (ValueError, UnitError) as e:
+            raise ValueError(f"{path}:{number}: {e}") from None
+        if s < 0 or d < 0 or b <= 0:
+            raise ValueError(f"{path}:{number}: endpoints must be >= 0 and bytes > 0, got {raw!r}")
+        src.append(s)
+        dst.append(d)
+        size.append(b)
+    if not src:
+        raise ValueError(f"{path}: no flows (lines 'src,dst,bytes')")
+    return np.array(src, np.int64), np.array(dst, np.int64), np.array(size, np.float64)
+
+
+@dataclass(frozen=True)
+class TrafficResult:
+    """Completion times and throughput of one traffic run."""
+
+    routing: str
+    flows: int
+    total_bytes: float
+    fct: FloatArray  # seconds, per flow
+    makespan: float
+    throughput_at_start: float  # Σ max-min rates with every flow active, bytes/s
+    ideal_throughput: float  # Σ rates if only access links limited them, bytes/s
+    busiest: list[dict[str, Any]]
+    events: int
+
+    @property
+    def throughput_ratio(self) -> float:
+        """Throughput at time 0 over what the hosts' own links would allow (1 = non-blocking)."""
+        return self.throughput_at_start / self.ideal_throughput if self.ideal_throughput else 0.0
+
+    @property
+    def aggregate_throughput(self) -> float:
+        """All bytes over the time the last flow finished, bytes/s."""
+        return self.total_bytes / self.makespan if self.makespan > 0 else 0.0
+
+    def percentiles(self) -> dict[str, float]:
+        """min / p50 / p99 / max of the completion times, seconds."""
+        q = np.percentile(self.fct, [0, 50, 99, 100])
+        return dict(zip(("min", "p50", "p99", "max"), (float(v) for v in q), strict=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "routing": self.routing,
+            "flows": self.flows,
+            "total_bytes": self.total_bytes,
+            "fct_s": self.percentiles(),
+            "fct_mean_s": float(self.fct.mean()),
+            "makespan_s": self.makespan,
+            "aggregate_throughput_Bps": self.aggregate_throughput,
+            "throughput_at_start_Bps": self.throughput_at_start,
+            "ideal_throughput_Bps": self.ideal_throughput,
+            "throughput_ratio": self.throughput_ratio,
+            "busiest_links": self.busiest,
+            "events": self.events,
+        }
+
+
+def run_traffic(
+    topology: Topology,
+    src: IntArray,
+    dst: IntArray,
+    nbytes: float | FloatArray,
+    routing: str | RoutingPolicy = "ecmp",
+    *,
+    seed: int = 0,
+) -> TrafficResult:
+    """Run every flow ``src[i] → dst[i]`` of ``nbytes`` from time 0 on ``topology``."""
+    policy = routing if isinstance(routing, RoutingPolicy) else RoutingPolicy(routing)
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    n = len(src)
+    if n == 0 or n > MAX_FLOWS:
+        raise ValueError(f"flows={n}: a traffic run takes 1 to {MAX_FLOWS:,} flows")
+    size = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), (n,)).copy()
+    if np.any(src == dst):
+        raise ValueError(f"flow {int(np.flatnonzero(src == dst)[0])} sends to itself")
+    routes = route(topology, src, dst, policy, seed=seed, nbytes=size)
+    # a cell fabric's header tax is on switch-to-switch links (NIC ports carry plain packets);
+    # virtual (sprayed) links aggregate switch links, so they are scaled too
+    scale = np.where(topology.link_kind == LinkKind.ACCESS, 1.0, routes.capacity_scale)
+    virtual = routes.virtual_capacity * routes.capacity_scale
+    capacity = np.concatenate([topology.link_capacity * scale, virtual])
+    switch = float(topology.params.get("switch_latency", 0.0))
+    real = routes.link < topology.n_links
+    # expected propagation: a split flow weighs each path's cables by its share of the bytes
+    latency = routes.weight[real] * topology.link_latency[routes.link[real]]
+    prop = np.bincount(routes.flow[real], weights=latency, minlength=n)
+    tail = prop + np.maximum(routes.hops - 1, 0) * switch + routes.extra_latency
+    batch = FlowBatch(
+        nbytes=size,
+        cap=np.full(n, np.inf),
+        entry_flow=routes.flow,
+        entry_link=routes.link,
+        entry_weight=routes.weight,
+        tail_latency=tail,
+    )
+    fluid = simulate(capacity, [FluidTask("traffic", 0.0, batch)], track=0)
+    fct = fluid.flow_finish[0] + tail
+
+    incidence = sparse.csr_matrix(
+        (routes.weight, (routes.link, routes.flow)), shape=(len(capacity), n)
+    )
+    start_rates = max_min_rates(incidence, capacity)
+    access = _access_rate(topology, src, dst)
+    busy = fluid.link_bytes[: topology.n_links] / capacity[: topology.n_links]
+    # the fabric's own links first: the pattern alone fixes what the hosts' access links carry
+    fabric = topology.link_kind != LinkKind.ACCESS
+    pool = np.flatnonzero(fabric & (busy > 0))
+    if not len(pool):
+        pool = np.flatnonzero(busy > 0)
+    hot = pool[np.argsort(-busy[pool], kind="stable")[:5]]
+    makespan = float(fct.max())
+    busiest = [
+        {
+            "link": int(i),
+            "name": f"{node_label(topology, int(topology.link_src[i]))} → "
+            f"{node_label(topology, int(topology.link_dst[i]))}",
+            "tier": int(topology.link_tier[i]),
+            "bytes": float(fluid.link_bytes[i]),
+            "mean_utilisation": float(busy[i] / makespan) if makespan > 0 else 0.0,
+            "peak_utilisation": float(fluid.link_busy_peak[i]),
+        }
+        for i in hot
+    ]
+    return TrafficResult(
+        routing=policy.name,
+        flows=n,
+        total_bytes=float(size.sum()),
+        fct=fct,
+        makespan=makespan,
+        throughput_at_start=float(start_rates.sum()),
+        ideal_throughput=access,
+        busiest=busiest,
+        events=int(fluid.events),
+    )
+
+
+def node_label(topology: Topology, node: int) -> str:
+    """``host 12``, ``leaf 3``, ``spine 1``, ``core 0`` (numbered within their tier)."""
+    tier = int(topology.node_tier[node])
+    first = int(np.searchsorted(topology.node_tier, tier)) if _sorted_tiers(topology) else 0
+    name = {0: "host", 1: "leaf", 2: "spine", 3: "core"}.get(tier, f"tier-{tier}")
+    if topology.params.get("kind") == "dragonfly" and tier == 1:
+        name = "router"
+    return f"{name} {node - first}"
+
+
+def _sorted_tiers(topology: Topology) -> bool:
+    return bool(np.all(np.diff(topology.node_tier) >= 0))
+
+
+def _access_rate(topology: Topology, src: IntArray, dst: IntArray) -> float:
+    """Σ max-min rates when only the endpoints' own links limit the flows."""
+
+    n = len(src)
+    links = np.concatenate([2 * src, 2 * dst + 1])
+    flows = np.concatenate([np.arange(n), np.arange(n)])
+    incidence = sparse.csr_matrix((np.ones(2 * n), (links, flows)), shape=(topology.n_links, n))
+    return float(max_min_rates(incidence, topology.link_capacity).sum())
