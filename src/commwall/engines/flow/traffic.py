@@ -181,10 +181,13 @@ def run_traffic(
     virtual = routes.virtual_capacity * routes.capacity_scale
     capacity = np.concatenate([topology.link_capacity * scale, virtual])
     switch = float(topology.params.get("switch_latency", 0.0))
-    real = routes.link < topology.n_links
-    # expected propagation: a split flow weighs each path's cables by its share of the bytes
-    latency = routes.weight[real] * topology.link_latency[routes.link[real]]
-    prop = np.bincount(routes.flow[real], weights=latency, minlength=n)
+    # expected propagation: a split flow weighs each path's cables by its share of the bytes; a
+    # virtual (sprayed) link stands for its member cables, whose mean latency it takes
+    member_latency = np.array(
+        [float(topology.link_latency[m].mean()) for m in routes.virtual_members], dtype=np.float64
+    )
+    link_latency = np.concatenate([topology.link_latency, member_latency])
+    prop = np.bincount(routes.flow, weights=routes.weight * link_latency[routes.link], minlength=n)
     tail = prop + np.maximum(routes.hops - 1, 0) * switch + routes.extra_latency
     batch = FlowBatch(
         nbytes=size,
