@@ -33,7 +33,7 @@ def friendly(func: F) -> F:
     """Turn commwall's input and model errors into one message and exit status 2.
 
     Caught: scenario errors (one line per problem, each with its origin), unit, catalog,
-    collective, topology, PHY and optics errors. Anything else is a bug and keeps its traceback.
+    collective, topology, routing, PHY and optics errors. Anything else is a bug and keeps its traceback.
     """
 
     @wraps(func)
@@ -43,6 +43,7 @@ def friendly(func: F) -> F:
         from commwall.io.scenario import ScenarioError
         from commwall.phy import PhyError
         from commwall.phy.optics import OpticsError
+        from commwall.routing import RoutingError
         from commwall.topology import TopologyError
         from commwall.units import UnitError
 
@@ -57,6 +58,7 @@ def friendly(func: F) -> F:
             TopologyError,
             PhyError,
             OpticsError,
+            RoutingError,
         ) as e:
             fail(str(e))
 

@@ -29,8 +29,8 @@ def test_permutation_ecmp_loses_throughput_and_spray_recovers_it() -> None:
     assert float(ecmp["throughput_ratio"]) < 0.8  # type: ignore[arg-type]
     fct = spray["fct_s"]
     assert isinstance(fct, dict)
-    # 2 MB at 100 Gb/s = 160 µs plus a few hundred ns of switches
-    assert fct["p50"] == pytest.approx(2e6 / 12.5e9, rel=0.01)
+    # 2 MB at 100 Gb/s = 160 µs plus switches and cable propagation (a few µs)
+    assert 2e6 / 12.5e9 < fct["p50"] < 1.05 * 2e6 / 12.5e9
 
 
 def test_incast_table_and_json() -> None:
@@ -64,6 +64,7 @@ def test_user_matrix(tmp_path: Path) -> None:
         (["traffic", "permutation", "--size", "2 parsecs"], "2 parsecs"),
         (["traffic", "incast", "--radix", "8", "--senders", "500"], "senders=500"),
         (["traffic", "matrix"], "needs --matrix"),
+        (["traffic", "matrix", "--matrix", "/nonexistent/m.csv"], "cannot read"),
         (["traffic", "permutation", "--topology", "fat-tree", "--routing", "valiant"], "dragonfly"),
         (["traffic", "permutation", "--topology", "dragonfly"], "dragonfly needs --a"),
     ],

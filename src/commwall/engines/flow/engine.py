@@ -36,7 +36,7 @@ from commwall.collectives.schedule import (
     Schedule,
 )
 from commwall.collectives.transfers import TransferPlan, compile_collective
-from commwall.collectives.tuner import evaluate
+from commwall.collectives.tuner import ALGORITHMS, evaluate
 from commwall.engines.analytic import AnalyticEngine
 from commwall.engines.base import InvariantError, PhaseResult, Result
 from commwall.engines.flow.fluid import FlowBatch, FluidResult, FluidTask, simulate
@@ -57,7 +57,7 @@ ENGINE_ROUTINGS = (*ROUTINGS, "pxn")
 def parse_routing(name: str | None, default: str = "ecmp") -> tuple[RoutingPolicy, bool]:
     """``(policy, pxn)`` for a routing name such as ``ecmp``, ``spray+pxn`` or ``pxn``."""
     text = (name or default).strip().lower()
-    parts = text.split("+")
+    parts = [p.strip() for p in text.split("+")]
     pxn = "pxn" in parts
     rest = [p for p in parts if p != "pxn"] or ["ecmp"]
     if len(rest) != 1 or rest[0] not in ROUTINGS:
@@ -134,6 +134,8 @@ class FlowEngine:
         """Run ``schedule`` as flows; ``routing`` as :func:`parse_routing` (default: the
         cluster's own routing)."""
         policy, pxn = parse_routing(routing, cluster.routing)
+        # a rail-only fabric has no path between rails: cross-rail traffic must take NVLink first
+        pxn = pxn or cluster.topology.kind == "rail-only"
         net = FlowNetwork(cluster)
         ideal = _non_blocking(cluster)
         connections = _Connections()
@@ -168,7 +170,10 @@ class FlowEngine:
         task = _exact_shape(task)
         analytic = self.analytic.cost(task, cluster)
         fabric = ideal.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
-        capped = evaluate(task.op, task.nbytes, fabric, analytic.algo, analytic.proto)
+        if analytic.algo in ALGORITHMS:
+            capped = evaluate(task.op, task.nbytes, fabric, analytic.algo, analytic.proto)
+        else:  # a one-rank "collective" (local copy): nothing crosses a link
+            capped = analytic
         members = group_members(task.group, cluster)
         plan = compile_collective(task.op, task.nbytes, members, cluster, capped)
         stages = [_stage(stage, net, connections, pxn) for stage in plan.stages]

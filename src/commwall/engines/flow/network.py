@@ -169,7 +169,10 @@ class FlowNetwork:
         return (gpu % self.gpn) * self.rails // self.gpn
 
     def rail_gpu(self, node: IntArray, rail: IntArray) -> IntArray:
-        """The first GPU of ``node`` whose own NIC is ``rail`` (PXN's proxy)."""
+        """The first GPU of ``node`` whose own NIC is ``rail`` (PXN's proxy); with more NICs
+        than GPUs, the GPU whose NICs include ``rail``."""
+        if self.rails >= self.gpn:
+            return node * self.gpn + rail * self.gpn // self.rails
         return node * self.gpn + (rail * self.gpn + self.rails - 1) // self.rails
 
     def hop_links(self, src: IntArray, dst: IntArray, rail: IntArray, *, pxn: bool) -> HopLinks:
@@ -210,8 +213,9 @@ class FlowNetwork:
         node_s, node_d = sender // self.gpn, receiver // self.gpn
         proxy_s = self.rail_gpu(node_s, r_src)
         proxy_d = self.rail_gpu(node_d, r_dst)
-        leg_s = (net | sharp_up) & (proxy_s != sender)
-        leg_d = (net | sharp_down) & (proxy_d != receiver)
+        # a relay only when the NIC is not the GPU's own (GPUs may share one NIC)
+        leg_s = (net | sharp_up) & (self.own_rail(sender) != r_src) & (proxy_s != sender)
+        leg_d = (net | sharp_down) & (self.own_rail(receiver) != r_dst) & (proxy_d != receiver)
         su(leg_s, sender, 0)
         su(leg_s, proxy_s, 1)
         su(leg_d, proxy_d, 0)

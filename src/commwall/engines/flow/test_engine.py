@@ -241,3 +241,27 @@ def test_uneven_groups_run_on_the_flow_engine() -> None:
     a, f = simulate(base), simulate(flow)
     assert f.step_time == pytest.approx(a.step_time, rel=0.02)
     assert {p.nranks for p in f.result.phases if p.category == "dp"} == {6}
+
+
+def test_one_rank_group_and_shared_nics() -> None:
+    """A one-rank communicator is a local copy; GPUs that share a NIC use it directly (no
+    relay through the GPU that owns the NIC first)."""
+    from commwall.engines.flow.network import FlowNetwork
+
+    cl = cluster("dgx-h100", 1)
+    task = CollectiveTask(Op.ALL_REDUCE, 2.0**20, Group("one", 1, 1))
+    assert FlowEngine().run(Schedule.single(task), cl).makespan > 0
+    shared = cluster("dgx-h100", 2)
+    shared = replace(shared, nics_per_node=2)
+    net = FlowNetwork(shared)
+    hops = net.hop_links(np.array([1]), np.array([9]), np.array([-1]), pxn=False)
+    assert len(hops.link) == 0  # GPU 1 and GPU 9 both use their node's NIC 0
+    assert hops.net.src_ep.tolist() == [0] and hops.net.dst_ep.tolist() == [2]
+
+
+def test_rail_only_forwards_cross_rail_over_nvlink() -> None:
+    cl = cluster("dgx-h100", 2, topology={"kind": "rail-only"})
+    g = world_group(cl, cl.world())
+    task = CollectiveTask(Op.ALLTOALL, 2.0**26, g, "direct", Proto.SIMPLE)
+    result = FlowEngine("all").run(Schedule.single(task), cl, "ecmp")
+    assert result.makespan > 0

@@ -143,3 +143,10 @@ def test_read_matrix(tmp_path: object) -> None:
     path.write_text("0,1,2 furlongs\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"m.csv:1"):
         read_matrix(path)
+
+
+def test_permutation_is_a_derangement_for_any_size() -> None:
+    for n in (2, 3, 4, 5, 7):
+        for seed in range(50):
+            src, dst = pattern_flows("permutation", n, seed=seed)
+            assert sorted(dst.tolist()) == list(range(n)) and not np.any(src == dst)

@@ -53,11 +53,10 @@ def pattern_flows(
         raise ValueError(f"endpoints={endpoints}: traffic needs at least 2 endpoints")
     rng = np.random.default_rng(seed)
     if pattern == "permutation":
-        perm = rng.permutation(endpoints)
-        fixed = np.flatnonzero(perm == np.arange(endpoints))
-        for i in fixed.tolist():  # swap each fixed point with a neighbour: still a permutation
-            j = (i + 1) % endpoints
-            perm[i], perm[j] = perm[j], perm[i]
+        # a random single cycle (Sattolo): every endpoint sends once, receives once, never to itself
+        order = rng.permutation(endpoints)
+        perm = np.empty(endpoints, dtype=np.int64)
+        perm[order] = np.roll(order, -1)
         return np.arange(endpoints, dtype=np.int64), perm.astype(np.int64)
     if pattern == "incast":
         n = endpoints - 1 if senders is None else senders
@@ -86,7 +85,10 @@ def read_matrix(path: str | Path) -> tuple[IntArray, IntArray, FloatArray]:
     src: list[int] = []
     dst: list[int] = []
     size: list[float] = []
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: cannot read the traffic matrix: {e}") from None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
