@@ -221,3 +221,19 @@ def link_load(routes: Routes, rates: npt.ArrayLike, n_links: int) -> FloatArray:
     for i, members in enumerate(routes.virtual_members):
         np.add.at(load, members, total[n_links + i] / len(members))
     return load
+
+
+def fold_virtual(
+    link_values: FloatArray, routes: Routes, n_links: int, capacity: FloatArray
+) -> FloatArray:
+    """Per-link values over ``[0, n_links)`` with every virtual link's value shared out to its
+    member links in proportion to their capacity (an evenly sprayed group loads its members
+    alike); ``link_values`` covers the real links, then the virtual ones after ``n_links``.
+    ``capacity`` holds the real links' capacities."""
+    folded = np.array(link_values[:n_links], dtype=np.float64)
+    for i, members in enumerate(routes.virtual_members):
+        value = float(link_values[n_links + i]) if n_links + i < len(link_values) else 0.0
+        if value and len(members):
+            share = capacity[members] / capacity[members].sum()
+            np.add.at(folded, members, value * share)
+    return folded

@@ -42,6 +42,7 @@ from commwall.engines.base import InvariantError, PhaseResult, Result
 from commwall.engines.flow.fluid import FlowBatch, FluidResult, FluidTask, simulate
 from commwall.engines.flow.network import FlowNetwork
 from commwall.routing import ROUTINGS, Routes, RoutingPolicy, route
+from commwall.routing.routes import fold_virtual
 
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
@@ -154,7 +155,9 @@ class FlowEngine:
         capacity = np.concatenate([net.capacity(scale), net.virtual_capacity(routes)])
         tasks, phase_tasks = self._tasks(schedule, per_phase, routes, net)
         fluid = simulate(capacity, tasks, track=self.track)
-        return self._result(schedule, per_phase, phase_tasks, fluid, net, capacity, policy, pxn)
+        return self._result(
+            schedule, per_phase, phase_tasks, fluid, net, capacity, policy, pxn, routes
+        )
 
     # ---- compile -------------------------------------------------------------------------
 
@@ -235,6 +238,7 @@ class FlowEngine:
         capacity: FloatArray,
         policy: RoutingPolicy,
         pxn: bool,
+        routes: Routes | None = None,
     ) -> Result:
         phases: list[PhaseResult] = []
         slowest = 0.0
@@ -274,7 +278,8 @@ class FlowEngine:
             )
         _check_order(schedule, phases)
         real = net.n_links
-        busy = fluid.link_bytes[:real] / np.maximum(capacity[:real], 1e-300)
+        link_bytes, peak = _real_link_figures(fluid, net, capacity, routes)
+        busy = link_bytes / np.maximum(capacity[:real], 1e-300)
         makespan = float(fluid.makespan)
         hot = _busiest(busy, net, per_class=2)
         links = [
@@ -283,14 +288,14 @@ class FlowEngine:
                 "name": net.link_name(int(i)),
                 "class": net.link_class(int(i)),
                 "capacity_Bps": float(capacity[i]),
-                "bytes": float(fluid.link_bytes[i]),
+                "bytes": float(link_bytes[i]),
                 "mean_utilisation": float(busy[i] / makespan) if makespan > 0 else 0.0,
-                "peak_utilisation": float(fluid.link_busy_peak[i]),
+                "peak_utilisation": float(peak[i]),
             }
             for i in hot
         ]
         by_class: dict[str, float] = {}
-        for cls, total in net.bytes_by_class(fluid.link_bytes[:real]).items():
+        for cls, total in net.bytes_by_class(link_bytes).items():
             by_class[cls] = total
         timeline = fluid.timeline
         series = {
@@ -463,6 +468,23 @@ def _expand(
     offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
     pick = order[np.repeat(starts, counts) + offset]
     return flows[owner], routes.link[pick], routes.weight[pick]
+
+
+def _real_link_figures(
+    fluid: FluidResult, net: FlowNetwork, capacity: FloatArray, routes: Routes | None
+) -> tuple[FloatArray, FloatArray]:
+    """Bytes and peak utilisation per real link, sprayed (virtual) links shared back out to
+    the switch links they stand for."""
+    real, nl = net.n_links, net.net_links
+    link_bytes = np.array(fluid.link_bytes[:real], dtype=np.float64)
+    peak = np.array(fluid.link_busy_peak[:real], dtype=np.float64)
+    if routes is None or not len(routes.virtual_members):
+        return link_bytes, peak
+    values = np.concatenate([fluid.link_bytes[:nl], fluid.link_bytes[real:]])
+    link_bytes[:nl] = fold_virtual(values, routes, nl, capacity[:nl])
+    for i, members in enumerate(routes.virtual_members):
+        peak[members] = np.maximum(peak[members], fluid.link_busy_peak[real + i])
+    return link_bytes, peak
 
 
 def _exact_shape(task: CollectiveTask) -> CollectiveTask:

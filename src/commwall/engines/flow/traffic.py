@@ -30,6 +30,7 @@ from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 from commwall.engines.flow.fluid import FlowBatch, FluidTask, simulate
 from commwall.engines.flow.maxmin import max_min_rates
 from commwall.routing import RoutingPolicy, route
+from commwall.routing.routes import fold_virtual
 from commwall.topology.graph import LinkKind, Topology
 
 IntArray = npt.NDArray[np.int64]
@@ -207,7 +208,12 @@ def run_traffic(
     )
     start_rates = max_min_rates(incidence, capacity)
     access = _access_rate(topology, src, dst)
-    busy = fluid.link_bytes[: topology.n_links] / capacity[: topology.n_links]
+    nl = topology.n_links
+    link_bytes = fold_virtual(fluid.link_bytes, routes, nl, capacity[:nl])
+    peak = np.array(fluid.link_busy_peak[:nl], dtype=np.float64)
+    for i, members in enumerate(routes.virtual_members):  # a sprayed group peaks together
+        peak[members] = np.maximum(peak[members], fluid.link_busy_peak[nl + i])
+    busy = link_bytes / capacity[:nl]
     # the fabric's own links first: the pattern alone fixes what the hosts' access links carry
     fabric = topology.link_kind != LinkKind.ACCESS
     pool = np.flatnonzero(fabric & (busy > 0))
@@ -221,9 +227,9 @@ def run_traffic(
             "name": f"{node_label(topology, int(topology.link_src[i]))} → "
             f"{node_label(topology, int(topology.link_dst[i]))}",
             "tier": int(topology.link_tier[i]),
-            "bytes": float(fluid.link_bytes[i]),
+            "bytes": float(link_bytes[i]),
             "mean_utilisation": float(busy[i] / makespan) if makespan > 0 else 0.0,
-            "peak_utilisation": float(fluid.link_busy_peak[i]),
+            "peak_utilisation": float(peak[i]),
         }
         for i in hot
     ]
