@@ -16,7 +16,7 @@ from commwall.collectives.fabric import CommFabric
 from commwall.collectives.ops import Op
 from commwall.collectives.schedule import CollectiveTask, ComputeTask, Schedule
 from commwall.collectives.tuner import choose
-from commwall.engines.base import InvariantError, PhaseResult, Result
+from commwall.engines.base import InvariantError, PhaseResult, Result, check_order
 
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
@@ -79,7 +79,7 @@ class AnalyticEngine:
             ends.append(result.end)
             stream_free[phase.stream] = result.end
             results.append(result)
-        _check_order(schedule, results)
+        check_order(schedule, results)
         makespan = max(ends, default=0.0)
         return Result(
             engine=self.name,
@@ -109,17 +109,6 @@ def _check_capacity(name: str, cost: Cost, fabric: CommFabric) -> None:
             f"phase {name!r}: {cost.algo} busbw {cost.busbw:.4g} B/s exceeds the rank's "
             f"injection bandwidth {fabric.injection_bw:.4g} B/s"
         )
-
-
-def _check_order(schedule: Schedule, results: list[PhaseResult]) -> None:
-    last_end: dict[str, float] = {}
-    for phase, res in zip(schedule.phases, results, strict=True):
-        for dep in phase.after:
-            if res.start < results[dep].end:
-                raise InvariantError(f"phase {phase.name!r} started before phase {dep} ended")
-        if res.start < last_end.get(phase.stream, 0.0):
-            raise InvariantError(f"phase {phase.name!r} overlaps its stream {phase.stream!r}")
-        last_end[phase.stream] = res.end
 
 
 @lru_cache(maxsize=65536)

@@ -6,6 +6,7 @@ where their models meet; the result says which invariants the engine checked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -93,6 +94,22 @@ class Engine(Protocol):
 
 class InvariantError(RuntimeError):
     """An engine caught itself breaking one of its invariants."""
+
+
+def check_order(
+    schedule: Schedule, results: Sequence[PhaseResult], *, tolerance: float = 0.0
+) -> None:
+    """Raise :class:`InvariantError` if a phase started before a phase it waits for ended, or
+    overlaps the previous phase of its stream. ``tolerance`` (relative and absolute, seconds)
+    absorbs float rounding of engines that integrate over events."""
+    last_end: dict[str, float] = {}
+    for phase, res in zip(schedule.phases, results, strict=True):
+        for dep in phase.after:
+            if res.start < results[dep].end * (1 - tolerance) - tolerance:
+                raise InvariantError(f"phase {phase.name!r} started before phase {dep} ended")
+        if res.start < last_end.get(phase.stream, 0.0) * (1 - tolerance) - tolerance:
+            raise InvariantError(f"phase {phase.name!r} overlaps its stream {phase.stream!r}")
+        last_end[phase.stream] = res.end
 
 
 def get_engine(name: str, **options: Any) -> Engine:

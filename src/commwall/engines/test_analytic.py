@@ -10,8 +10,8 @@ from commwall.cluster import Cluster, build_cluster
 from commwall.collectives import Op, choose
 from commwall.collectives.schedule import CollectiveTask, ComputeTask, Group, Phase, Schedule
 from commwall.engines import AnalyticEngine, get_engine
-from commwall.engines.analytic import _check_order
 from commwall.engines.base import InvariantError, PhaseResult
+from commwall.engines.base import check_order as _check_order
 from commwall.io.scenario import ClusterSpec
 
 MIB = 2**20

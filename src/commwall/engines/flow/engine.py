@@ -38,7 +38,7 @@ from commwall.collectives.schedule import (
 from commwall.collectives.transfers import TransferPlan, compile_collective
 from commwall.collectives.tuner import ALGORITHMS, evaluate
 from commwall.engines.analytic import AnalyticEngine
-from commwall.engines.base import InvariantError, PhaseResult, Result
+from commwall.engines.base import PhaseResult, Result, check_order
 from commwall.engines.flow.fluid import FlowBatch, FluidResult, FluidTask, simulate
 from commwall.engines.flow.network import FlowNetwork
 from commwall.routing import ROUTINGS, Routes, RoutingPolicy, route
@@ -276,7 +276,7 @@ class FlowEngine:
                     bottleneck=bottleneck,
                 )
             )
-        _check_order(schedule, phases)
+        check_order(schedule, phases, tolerance=1e-12)
         real = net.n_links
         link_bytes, peak = _real_link_figures(fluid, net, capacity, routes)
         busy = link_bytes / np.maximum(capacity[:real], 1e-300)
@@ -294,9 +294,7 @@ class FlowEngine:
             }
             for i in hot
         ]
-        by_class: dict[str, float] = {}
-        for cls, total in net.bytes_by_class(link_bytes).items():
-            by_class[cls] = total
+        by_class = net.bytes_by_class(link_bytes)
         timeline = fluid.timeline
         series = {
             net.link_name(int(link)) if link < real else f"virtual link {int(link)}": (
@@ -534,15 +532,3 @@ def _non_blocking(cluster: Cluster) -> Cluster:
         return cluster
     spec = cluster.topology.model_copy(update={"oversubscription": 1.0})
     return replace(cluster, topology=spec)
-
-
-def _check_order(schedule: Schedule, results: list[PhaseResult]) -> None:
-    last_end: dict[str, float] = {}
-    eps = 1e-12
-    for phase, res in zip(schedule.phases, results, strict=True):
-        for dep in phase.after:
-            if res.start < results[dep].end * (1 - eps) - eps:
-                raise InvariantError(f"phase {phase.name!r} started before phase {dep} ended")
-        if res.start < last_end.get(phase.stream, 0.0) * (1 - eps) - eps:
-            raise InvariantError(f"phase {phase.name!r} overlaps its stream {phase.stream!r}")
-        last_end[phase.stream] = res.end
