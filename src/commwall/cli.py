@@ -89,23 +89,34 @@ def run(
     ] = None,
 ) -> None:
     """Simulate one training step: where the time goes and how much of it is waiting."""
+    from commwall.cluster import build_cluster
     from commwall.defaults import default_scenario
+    from commwall.faults.analysis import analyse_faults, cluster_with_scenario_failures
     from commwall.io.scenario import ScenarioError, load_scenario
     from commwall.workload.simulate import simulate
 
     sc = load_scenario(scenario) if scenario is not None else default_scenario()
     sc = _override(sc, engine, routing)
     try:
-        report = simulate(sc)
+        cluster, failures = cluster_with_scenario_failures(sc, build_cluster(sc.cluster))
+        report = simulate(sc, cluster)
     except ScenarioError as e:  # name the file, not "scenario"
         raise ScenarioError(e.messages, str(scenario or "built-in default scenario")) from None
+    faults = analyse_faults(sc, report, cluster, failures)
     if trace is not None:
         _write_trace(trace, report.result)
     if as_json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        data = report.to_dict()
+        if faults is not None:
+            data["faults"] = faults.to_dict()
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     _print_report(report)
     _print_flow_details(report.result)
+    if faults is not None:
+        from commwall.commands.faults_variability import print_faults
+
+        print_faults(faults)
 
 
 def _override(sc: Any, engine: str | None, routing: str | None) -> Any:

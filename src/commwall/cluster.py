@@ -92,6 +92,9 @@ class Cluster:
     tiers: int
     routing: str
     reference_switch_latency: float
+    #: A prebuilt scale-out fabric used instead of building one (e.g. with failed cables,
+    #: :func:`commwall.faults.failures.cluster_with_failures`); None: built from ``topology``.
+    scale_out: Topology | None = None
 
     # ---- sizes ------------------------------------------------------------------------------
 
@@ -232,9 +235,12 @@ class Cluster:
 
     def scale_out_topology(self) -> Topology:
         """The scale-out fabric as a :class:`~commwall.topology.Topology`, built by the builder of
-        ``topology.kind`` with this cluster's switch radix, NIC rate and switch latency."""
+        ``topology.kind`` with this cluster's switch radix, NIC rate and switch latency (or the
+        prebuilt ``scale_out`` fabric when one is set)."""
         from commwall.topology import fat_tree, leaf_spine, rail_only, rail_optimized
 
+        if self.scale_out is not None:
+            return self.scale_out
         spec, nodes, rails = self.topology, self.n_nodes, self.nics_per_node
         common: dict[str, Any] = {"link_rate": self.nic.rate, "switch_latency": self.switch.latency}
         o = spec.oversubscription

@@ -33,13 +33,14 @@ def friendly(func: F) -> F:
     """Turn commwall's input and model errors into one message and exit status 2.
 
     Caught: scenario errors (one line per problem, each with its origin), unit, catalog,
-    collective, topology, routing, PHY and optics errors. Anything else is a bug and keeps its traceback.
+    collective, topology, routing, PHY, optics and fault-model errors. Anything else is a bug and keeps its traceback.
     """
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from commwall.catalog import CatalogError
         from commwall.collectives import Unsupported
+        from commwall.faults import FaultError
         from commwall.io.scenario import ScenarioError
         from commwall.phy import PhyError
         from commwall.phy.optics import OpticsError
@@ -59,6 +60,7 @@ def friendly(func: F) -> F:
             PhyError,
             OpticsError,
             RoutingError,
+            FaultError,
         ) as e:
             fail(str(e))
 

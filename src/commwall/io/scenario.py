@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from commwall.units import UnitError, parse_size
+from commwall.units import UnitError, parse_size, parse_time
 
 Engine = Literal["analytic", "flow"]
 Fabric = Literal["ib", "roce", "ethernet"]
@@ -42,6 +42,48 @@ def _bytes(value: object) -> object:
 
 
 Bytes = Annotated[float, BeforeValidator(_bytes)]
+
+
+def _seconds(value: object) -> object:
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        try:
+            return parse_time(value)
+        except UnitError as err:
+            raise ValueError(str(err)) from None
+    return value
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds)]
+
+_COUNT_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def parse_count(value: object) -> float:
+    """A large count such as ``"15T"`` (tokens), ``"405B"``, ``"1.5e12"`` or a number.
+
+    >>> parse_count("15T"), parse_count("2.5 M"), parse_count("1e9")
+    (15000000000000.0, 2500000.0, 1000000000.0)
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a count; allowed: a number or e.g. '15T', '405B'")
+    text = value.strip().replace(",", "").replace("_", "")
+    factor = _COUNT_SUFFIXES.get(text[-1:].upper(), 1.0) if text[-1:].isalpha() else 1.0
+    number = text[:-1].strip() if factor != 1.0 else text
+    try:
+        return float(number) * factor
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not a count; allowed: a number with an optional K, M, B/G or T suffix"
+        ) from None
+
+
+def _count(value: object) -> object:
+    return parse_count(value) if isinstance(value, str) else value
+
+
+Count = Annotated[float, BeforeValidator(_count)]
 
 
 class _Strict(BaseModel):
@@ -218,6 +260,120 @@ class SimulationSpec(_Strict):
     )
 
 
+class StragglersSpec(_Strict):
+    """Per-rank and per-message variability (``commwall faults stragglers``); all off by default."""
+
+    jitter: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=10.0,
+        description="Compute-time coefficient of variation per rank and step (σ/μ, e.g. 0.02).",
+    )
+    distribution: Literal["normal", "lognormal", "empirical"] = Field(
+        default="normal",
+        description="Shape of the compute jitter (empirical: resample `empirical`).",
+    )
+    empirical: list[float] = Field(
+        default_factory=list, description="Measured per-rank step or compute times (s), resampled."
+    )
+    slow_ranks: int = Field(default=0, ge=0, description="Persistently slow ranks, count.")
+    slowdown: float = Field(
+        default=1.0, ge=1.0, le=1000.0, description="Compute-time multiplier of the slow ranks."
+    )
+    os_noise_rate: float = Field(
+        default=0.0, ge=0.0, le=1e6, description="OS-noise interruptions per second per rank."
+    )
+    os_noise_duration: Seconds = Field(
+        default=0.0, ge=0.0, le=10.0, description="Seconds each OS-noise interruption steals."
+    )
+    message_tail: Seconds = Field(
+        default=0.0,
+        ge=0.0,
+        le=10.0,
+        description="Mean extra latency per network message (exponential tail), seconds.",
+    )
+    clock_jitter: Seconds = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Clock-offset standard deviation per message "
+        "(folded into message latency), seconds.",
+    )
+    steps: int = Field(default=2000, ge=2, le=10_000_000, description="Monte Carlo steps.")
+
+
+class GoodputSpec(_Strict):
+    """Failures over a whole run and checkpointing (``commwall faults goodput``)."""
+
+    checkpoint: Seconds = Field(
+        default=60.0,
+        ge=0.0,
+        description="Seconds the job stops to write one checkpoint (assumption: 60 s).",
+    )
+    restart: Seconds = Field(
+        default=600.0,
+        ge=0.0,
+        description="Seconds from a failure to training again: detect, "
+        "reschedule, reload (assumption: 10 min).",
+    )
+    interval: Seconds | None = Field(
+        default=None,
+        gt=0.0,
+        description="Seconds of work between checkpoints (default: Daly's optimum).",
+    )
+    tokens: Count | None = Field(
+        default=None,
+        gt=0.0,
+        description="Tokens the run trains on (with the step's tokens/s "
+        "this sets the failure-free time); default 30 days of training.",
+    )
+    failure_scale: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=1000.0,
+        description="Multiplier on every failure rate of the "
+        "Llama 3 405B record (1 = as measured).",
+    )
+    samples: int = Field(default=1000, ge=2, le=1_000_000, description="Monte Carlo runs.")
+
+
+class FailuresSpec(_Strict):
+    """Failed cables and switches of the scale-out fabric (``commwall faults failures``).
+
+    The step then runs on the failed fabric: the flow engine re-routes around the failures
+    (ECMP rehash over the surviving routes, adaptive and spraying among them); the analytic
+    engine does not see the fabric's links, so use ``simulation.engine: flow``.
+    """
+
+    cables: list[int] = Field(default_factory=list, description="Cable indices to fail.")
+    switches: list[str] = Field(
+        default_factory=list,
+        description="Switches to fail: 'leaf:3', 'spine:0', 'core:1' or a node index.",
+    )
+    random_cables: dict[str, int] = Field(
+        default_factory=dict,
+        description="Random cables to fail per class (access, leaf-spine, "
+        "spine-core, local, global), drawn with simulation.seed.",
+    )
+    random_switches: dict[str, int] = Field(
+        default_factory=dict,
+        description="Random switches to fail per tier (leaf, spine, core, "
+        "router), drawn with simulation.seed.",
+    )
+
+
+class FaultsSpec(_Strict):
+    """The silent killers ``commwall run`` includes: each section present is analysed."""
+
+    stragglers: StragglersSpec | None = Field(
+        default=None, description="Stragglers and tail latency."
+    )
+    goodput: GoodputSpec | None = Field(default=None, description="Failures and checkpoints.")
+    failures: FailuresSpec | None = Field(
+        default=None, description="Failed cables and switches the step runs with."
+    )
+
+
 class Scenario(_Strict):
     """A whole scenario: cluster, job and simulation settings."""
 
@@ -227,6 +383,9 @@ class Scenario(_Strict):
     job: JobSpec = Field(default_factory=JobSpec, description="The training job.")
     simulation: SimulationSpec = Field(
         default_factory=SimulationSpec, description="Engine and seed."
+    )
+    faults: FaultsSpec | None = Field(
+        default=None, description="Stragglers, failures, bit errors and goodput to include."
     )
 
 

@@ -220,8 +220,11 @@ def route(
     s, d, b, fid = _inputs(topology, src, dst, nbytes, flow_id)
     the_oracle = _oracle(topology)
     if pol.name in ("spray", "cells"):
+        sprays_itself = getattr(the_oracle, "spray_routes", None)  # e.g. around failed links
         if isinstance(the_oracle, ClosStructure):
             routes = clos.spray_routes(the_oracle, topology, clos.geometry(the_oracle, s, d))
+        elif sprays_itself is not None:
+            routes = sprays_itself(topology, s, d)
         else:
             routes = oracle.spray_routes(the_oracle, topology, s, d)
         if pol.name == "spray":

@@ -109,7 +109,7 @@ def adaptive_paths(
     pair's routes — all when there are at most ``candidates``, else ``candidates`` hashed ones —
     ties to fewer hops, then to the first candidate (the ECMP choice)."""
     total = counts(oracle, src, dst)
-    inv_cap = (1.0 / topology.link_capacity).tolist()
+    inv_cap = (1.0 / np.maximum(topology.link_capacity, 1e-300)).tolist()  # failed links: 0
     util = [0.0] * topology.n_links
     salts = np.arange(candidates, dtype=np.uint64)
     hashed = splitmix64(key[:, None] ^ splitmix64(salts)[None, :])

@@ -314,7 +314,8 @@ class Topology:
     # ---- checks ----------------------------------------------------------------------------
 
     def validate(self) -> Topology:
-        """Check the arrays (O(links)): shapes, indices in range, capacity > 0, latency and
+        """Check the arrays (O(links)): shapes, indices in range, capacity > 0 (0 allowed on the
+        cables ``params["failed_cables"]`` declares failed), latency and
         length >= 0, and that links ``2c``/``2c+1`` are the two directions of one cable with equal
         capacity. Returns ``self``; raises :class:`TopologyError` naming the first problem."""
         n, m = self.n_nodes, self.n_links
@@ -339,7 +340,7 @@ class Topology:
             hi = max(int(self.link_src.max()), int(self.link_dst.max()))
             if lo < 0 or hi >= n:
                 raise TopologyError(f"link end {lo if lo < 0 else hi} out of range 0..{n - 1}")
-        bad = np.flatnonzero(~(self.link_capacity > 0))
+        bad = np.flatnonzero(~(self.link_capacity > 0) & ~self._declared_failed())
         if len(bad):
             raise TopologyError(
                 f"link {bad[0]} has capacity {self.link_capacity[bad[0]]}: must be > 0 bytes/s"
@@ -369,6 +370,21 @@ class Topology:
             i = int(self_loop[0])
             raise TopologyError(f"link {i} is a self-loop on node {self.link_src[i]}")
         return self
+
+    def _declared_failed(self) -> npt.NDArray[np.bool_]:
+        """Links of the cables in ``params["failed_cables"]`` whose capacity is 0 (a failed cable
+        keeps its index so builders' numbering and oracles still hold; see commwall.faults)."""
+        failed = np.asarray(self.params.get("failed_cables", ()), dtype=np.int64)
+        mask = np.zeros(self.n_cables, dtype=bool)
+        if len(failed):
+            if failed.min() < 0 or failed.max() >= self.n_cables:
+                raise TopologyError(
+                    f"params['failed_cables'] holds cable {int(failed.max())}: cables are "
+                    f"0..{self.n_cables - 1}"
+                )
+            mask[failed] = True
+        declared: npt.NDArray[np.bool_] = np.repeat(mask, 2) & (self.link_capacity == 0)
+        return declared
 
     def __repr__(self) -> str:
         c = self.counts()

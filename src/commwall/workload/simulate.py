@@ -19,7 +19,7 @@ waiting on the network or NVLink — the "communication wall". MFU = model FLOPs
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from commwall.cluster import Cluster, build_cluster
@@ -279,7 +279,8 @@ def fabric_summary(cluster: Cluster) -> dict[str, Any]:
     from commwall.topology.graph import TopologyError
     from commwall.topology.metrics import bisection_bandwidth, diameter
 
-    topo = cluster.scale_out_topology()
+    # the fabric as built: failed parts (Cluster.scale_out) are reported by commwall.faults
+    topo = replace(cluster, scale_out=None).scale_out_topology()
     counts = topo.counts()
     summary: dict[str, Any] = {
         "topology": topo.name,

@@ -106,7 +106,8 @@ class FlowNetwork:
             eff = wire_efficiency(self.cluster.fabric, self.cluster.mtu)
             t = self.topology
             scale = np.where(t.link_kind == LinkKind.ACCESS, 1.0, fabric_scale)
-            caps[: self.net_links] = t.link_capacity * eff * scale
+            # failed cables (capacity 0) carry no route; the fluid solver needs every link > 0
+            caps[: self.net_links] = np.maximum(t.link_capacity, 1.0) * eff * scale
         return caps
 
     def virtual_capacity(self, routes: Routes | None) -> FloatArray:

@@ -182,7 +182,8 @@ def run_traffic(
     # virtual (sprayed) links aggregate switch links, so they are scaled too
     scale = np.where(topology.link_kind == LinkKind.ACCESS, 1.0, routes.capacity_scale)
     virtual = routes.virtual_capacity * routes.capacity_scale
-    capacity = np.concatenate([topology.link_capacity * scale, virtual])
+    # failed cables (capacity 0) carry no route; the fluid solver needs every link > 0
+    capacity = np.concatenate([np.maximum(topology.link_capacity, 1.0) * scale, virtual])
     switch = float(topology.params.get("switch_latency", 0.0))
     # expected propagation: a split flow weighs each path's cables by its share of the bytes; a
     # virtual (sprayed) link stands for its member cables, whose mean latency it takes
@@ -267,4 +268,4 @@ def _access_rate(topology: Topology, src: IntArray, dst: IntArray) -> float:
     links = np.concatenate([2 * src, 2 * dst + 1])
     flows = np.concatenate([np.arange(n), np.arange(n)])
     incidence = sparse.csr_matrix((np.ones(2 * n), (links, flows)), shape=(topology.n_links, n))
-    return float(max_min_rates(incidence, topology.link_capacity).sum())
+    return float(max_min_rates(incidence, np.maximum(topology.link_capacity, 1.0)).sum())
