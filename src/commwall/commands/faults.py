@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import typer
 
-from commwall.commands import faults_failures, faults_links, faults_variability
+from commwall.commands import faults_failures, faults_physical, faults_variability
 
 
 def register(app: typer.Typer) -> None:
@@ -26,5 +26,5 @@ def register(app: typer.Typer) -> None:
     )
     faults_variability.add_commands(sub)
     faults_failures.add_commands(sub)
-    faults_links.add_commands(sub)
+    faults_physical.add_commands(sub)
     app.add_typer(sub, name="faults")

@@ -13,6 +13,7 @@ strings (``"25 MiB"``, ``"400 Gb/s"``) parsed by :mod:`commwall.units`. Anything
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -32,28 +33,22 @@ ScaleUp = Literal["nvlink", "pcie"]
 Policy = Literal["nccl", "all"]
 
 
-def _bytes(value: object) -> object:
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        try:
-            return parse_size(value)
-        except UnitError as err:
-            raise ValueError(str(err)) from None
-    return value
+def _quantity(parse: Callable[[str | float | int], float]) -> Callable[[object], object]:
+    """A pydantic before-validator reading a unit string (or number) with ``parse``."""
+
+    def read(value: object) -> object:
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            try:
+                return parse(value)
+            except UnitError as err:
+                raise ValueError(str(err)) from None
+        return value
+
+    return read
 
 
-Bytes = Annotated[float, BeforeValidator(_bytes)]
-
-
-def _seconds(value: object) -> object:
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        try:
-            return parse_time(value)
-        except UnitError as err:
-            raise ValueError(str(err)) from None
-    return value
-
-
-Seconds = Annotated[float, BeforeValidator(_seconds)]
+Bytes = Annotated[float, BeforeValidator(_quantity(parse_size))]
+Seconds = Annotated[float, BeforeValidator(_quantity(parse_time))]
 
 _COUNT_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 

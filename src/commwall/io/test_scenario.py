@@ -488,3 +488,40 @@ def test_cli_run_exits_2_with_one_clear_error(case: str, tmp_path: Path) -> None
     assert "error:" in result.output
     assert "Traceback" not in result.output
     assert fragments[0] in " ".join(result.output.split())
+
+
+def test_faults_section_parses_units_and_counts() -> None:
+    from commwall.io.scenario import load_scenario_text, parse_count
+
+    s = load_scenario_text(
+        "faults:\n"
+        "  stragglers: {jitter: 0.02, message_tail: 2us, empirical: [1.0, 1.1]}\n"
+        "  goodput: {checkpoint: 2min, restart: 1h, tokens: 15.6T}\n"
+        "  failures: {switches: ['spine:0'], random_cables: {leaf-spine: 3}}\n"
+    )
+    assert s.faults is not None and s.faults.stragglers is not None
+    assert s.faults.stragglers.message_tail == 2e-6
+    assert s.faults.goodput is not None and s.faults.goodput.restart == 3600.0
+    assert s.faults.goodput.tokens == 15.6e12
+    assert s.faults.failures is not None and s.faults.failures.random_cables == {"leaf-spine": 3}
+    assert parse_count("405B") == 405e9 and parse_count("1,000") == 1000.0
+    with pytest.raises(ValueError, match="not a count"):
+        parse_count("many")
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("faults:\n  stragglers: {jitter: -0.1}\n", "faults.stragglers.jitter"),
+        ("faults:\n  stragglers: {message_tail: 2 parsecs}\n", "faults.stragglers.message_tail"),
+        ("faults:\n  goodput: {tokens: lots}\n", "faults.goodput.tokens"),
+        ("faults:\n  goodput: {when: now}\n", "faults.goodput.when"),
+        ("faults:\n  failures: {cables: [one]}\n", "faults.failures.cables"),
+    ],
+)
+def test_bad_faults_section_names_the_field(text: str, field: str) -> None:
+    from commwall.io.scenario import load_scenario_text
+
+    with pytest.raises(ScenarioError) as info:
+        load_scenario_text(text)
+    assert any(m.startswith(field) for m in info.value.messages), info.value.messages
