@@ -418,6 +418,16 @@ def print_faults(report: Any) -> None:
     if report.goodput is not None:
         out.print("[bold]faults: goodput[/]")
         print_goodput(report.goodput)
+    if report.bit_errors is not None:
+        r = report.bit_errors
+        year = 365.25 * 86400
+        lo, hi = r.time_between.quantile_interval(0.5)
+        out.print(
+            f"[bold]faults: bit errors[/] {r.n_links:,} links at median pre-FEC BER "
+            f"{r.pre_fec_ber:.1e}: a silent corruption every {r.time_between.quantile(0.5) / year:.3g}"
+            f" years (95% interval {lo / year:.3g}–{hi / year:.3g}); P(one in the run) "
+            f"{r.p_any_in_run.mean:.2g}; {r.flagged['all'].mean:,.0f} links miss the post-FEC target"
+        )
     out.print(
         f"effective throughput after faults: {report.effective_tokens_per_s:,.0f} tokens/s "
         f"(ideal {report.tokens_per_s:,.0f})"

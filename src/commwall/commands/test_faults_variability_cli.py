@@ -128,16 +128,20 @@ def test_run_with_a_faults_section(tmp_path: Path) -> None:
         "faults:\n"
         "  stragglers: {jitter: 0.02, steps: 200}\n"
         "  goodput: {tokens: 100B, samples: 50}\n"
+        "  bit_errors: {pre_fec_ber: 1.0e-4, samples: 5}\n"
     )
     d = invoke("run", str(f), "--json")
     faults = d["faults"]
     assert isinstance(faults, dict)
     assert faults["stragglers"]["step_time_s"]["mean"] > d["step_time_s"]  # type: ignore[operator]
     assert faults["goodput"]["gpus"] == 32
+    bits = faults["bit_errors"]
+    assert bits["pre_fec_ber_median"] == 1e-4 and bits["step_time_s"] == d["step_time_s"]
     table = runner.invoke(app, ["run", str(f)])
     assert table.exit_code == 0, table.output
     assert "faults: stragglers" in table.output and "faults: goodput" in table.output
     assert "effective throughput after faults" in table.output
+    assert "faults: bit errors" in table.output
 
 
 def test_run_rejects_a_bad_faults_section(tmp_path: Path) -> None:

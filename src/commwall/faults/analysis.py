@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from commwall.faults.bit_errors import BitErrorResult, cluster_bit_errors
 from commwall.faults.failures import FailureImpact
 from commwall.faults.goodput import GoodputResult, JobSize, RunPlan, goodput_study
 from commwall.faults.stragglers import StragglerResult, Variability, simulate_stragglers
@@ -59,6 +60,7 @@ class FaultsReport:
     stragglers: StragglerResult | None = None
     goodput: GoodputResult | None = None
     failures: FailureImpact | None = None
+    bit_errors: BitErrorResult | None = None
     tokens_per_s: float = 0.0
     engine: str = "analytic"
 
@@ -68,6 +70,7 @@ class FaultsReport:
             "stragglers": None if self.stragglers is None else self.stragglers.to_dict(),
             "goodput": None if self.goodput is None else self.goodput.to_dict(),
             "failures": None if self.failures is None else self.failures.to_dict(),
+            "bit_errors": None if self.bit_errors is None else self.bit_errors.to_dict(),
             "step_sees_failures": self.failures is not None and self.engine == "flow",
         }
 
@@ -151,10 +154,25 @@ def analyse_faults(
             samples=spec.goodput.samples,
             seed=seed,
         )
+    bits = None
+    if spec.bit_errors is not None:
+        b = spec.bit_errors
+        bits = cluster_bit_errors(
+            cluster,
+            pre_fec_ber=b.pre_fec_ber,
+            seed=seed,
+            fec=b.fec,
+            ber_spread=b.ber_spread,
+            utilisation=b.utilisation,
+            step_time=report.step_time,
+            run_days=b.run_days,
+            samples=b.samples,
+        )
     return FaultsReport(
         stragglers=strag,
         goodput=good,
         failures=failures,
+        bit_errors=bits,
         tokens_per_s=report.tokens_per_step / report.step_time,
         engine=scenario.simulation.engine,
     )

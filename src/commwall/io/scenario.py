@@ -357,6 +357,28 @@ class FailuresSpec(_Strict):
     )
 
 
+class BitErrorsSpec(_Strict):
+    """Pre-FEC bit errors on every link (``commwall faults bit-errors``)."""
+
+    pre_fec_ber: float = Field(
+        default=1e-5, gt=0.0, lt=0.5, description="Median pre-FEC bit error rate across links."
+    )
+    ber_spread: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=5.0,
+        description="σ of log10 BER across links, decades (assumption: 0.5).",
+    )
+    fec: str | None = Field(
+        default=None, description="Scale-out FEC code (default: the lane's standard one)."
+    )
+    utilisation: float = Field(
+        default=0.5, gt=0.0, le=1.0, description="Payload share each link carries."
+    )
+    run_days: float = Field(default=54.0, gt=0.0, description="Length of the training run, days.")
+    samples: int = Field(default=50, ge=2, le=100_000, description="Monte Carlo cluster builds.")
+
+
 class FaultsSpec(_Strict):
     """The silent killers ``commwall run`` includes: each section present is analysed."""
 
@@ -366,6 +388,9 @@ class FaultsSpec(_Strict):
     goodput: GoodputSpec | None = Field(default=None, description="Failures and checkpoints.")
     failures: FailuresSpec | None = Field(
         default=None, description="Failed cables and switches the step runs with."
+    )
+    bit_errors: BitErrorsSpec | None = Field(
+        default=None, description="Bit errors on every link and the corruptions that escape."
     )
 
 
