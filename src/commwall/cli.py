@@ -91,18 +91,25 @@ def run(
     """Simulate one training step: where the time goes and how much of it is waiting."""
     from commwall.cluster import build_cluster
     from commwall.defaults import default_scenario
-    from commwall.faults.analysis import analyse_faults, cluster_with_scenario_failures
     from commwall.io.scenario import ScenarioError, load_scenario
     from commwall.workload.simulate import simulate
 
     sc = load_scenario(scenario) if scenario is not None else default_scenario()
     sc = _override(sc, engine, routing)
+    faults = failures = None
     try:
-        cluster, failures = cluster_with_scenario_failures(sc, build_cluster(sc.cluster))
+        cluster = build_cluster(sc.cluster)
+        if sc.faults is not None:  # imported only when asked for: keeps the plain run fast
+            from commwall.faults.analysis import cluster_with_scenario_failures
+
+            cluster, failures = cluster_with_scenario_failures(sc, cluster)
         report = simulate(sc, cluster)
     except ScenarioError as e:  # name the file, not "scenario"
         raise ScenarioError(e.messages, str(scenario or "built-in default scenario")) from None
-    faults = analyse_faults(sc, report, cluster, failures)
+    if sc.faults is not None:
+        from commwall.faults.analysis import analyse_faults
+
+        faults = analyse_faults(sc, report, cluster, failures)
     if trace is not None:
         _write_trace(trace, report.result)
     if as_json:

@@ -9,6 +9,7 @@ Modules: :mod:`~commwall.faults.stats` (summaries with 95% intervals),
 """
 
 from commwall.faults.errors import FaultError
-from commwall.faults.stats import Summary, poisson_rate_interval, summarize
 
-__all__ = ["FaultError", "Summary", "poisson_rate_interval", "summarize"]
+# Only the error type here: every CLI command imports it (console.friendly), so the models and
+# scipy load when a fault command runs, not on every ``commwall`` call.
+__all__ = ["FaultError"]
