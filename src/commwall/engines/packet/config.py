@@ -1,0 +1,77 @@
+"""The packet engine's knobs: each with its unit, default, bounds and source (ns-3's rule)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Final
+
+from commwall.transport.fabric import TransportError
+
+__all__ = ["DEFAULT_BUFFER", "PacketConfig"]
+
+#: Shared packet buffer per switch, bytes: 16 MiB, the order of a 12.8–25.6 Tb/s shallow-buffer
+#: Ethernet ASIC (HPCC's ns-3 runs use 12–32 MB; reference transport.md §2.1) and of the fluid
+#: incast model's default.
+DEFAULT_BUFFER: Final = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PacketConfig:
+    """How the packet engine runs. Sizes in bytes, times in seconds."""
+
+    mtu: int = 4096
+    """Payload bytes per packet (RoCE/IB MTU 4096; UEC's 4150-byte frames carry ~4 KiB)."""
+    buffer: int = DEFAULT_BUFFER
+    """Shared buffer of every switch."""
+    endpoint_buffer: int = 64 * 1024 * 1024
+    """Buffer of a NIC or GPU that forwards (PXN, NIC staging)."""
+    cut_through: bool = True
+    """Switches forward a packet once its header is in (cut-through, as Quantum, Spectrum and
+    Tomahawk do); False waits for the tail (store-and-forward)."""
+    credit_period_s: float = 1e-6
+    """IB/NVLink/PCIe flow-control update period (assumption; transport.md §1.1 cites 4.096 µs
+    as the OMNeT++ IB model's minimum)."""
+    credit_bytes: int = 0
+    """Credits per ingress port; 0 sizes them to the credit loop (transport/fabric.py)."""
+    ack_every: int = 1
+    """Go-back-N receivers acknowledge every this many packets (selective ones ack each)."""
+    ack_bytes: int = 64
+    """Wire bytes of an ACK, NACK or CNP."""
+    max_inflight: int = 0
+    """Bytes a window-less sender (IB, DCQCN) may have unacknowledged; 0 = no limit."""
+    nvswitch_latency_s: float = 100e-9
+    """Forwarding latency of an NVSwitch hop (estimate, ours)."""
+    ber: float = 0.0
+    """Bit error rate after FEC on every scale-out link; a packet with a bit error fails its
+    FCS and is dropped at the far end (recovered end to end)."""
+    sample_s: float = 1e-6
+    """Interval of the queue-occupancy time series (doubles on long runs); 0 = none."""
+    max_events: int | None = 200_000_000
+    """Stop (with an error) after this many events."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("cut_through",):
+                if not isinstance(value, bool):
+                    raise TransportError(f"{f.name}={value!r}: must be true or false")
+                continue
+            if f.name == "max_events" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TransportError(f"{f.name}={value!r}: must be a number")
+            if not math.isfinite(value) or value < 0:
+                raise TransportError(f"{f.name}={value!r}: must be a finite number >= 0")
+        if not 256 <= self.mtu <= 65536:
+            raise TransportError(f"mtu={self.mtu}: must be 256 to 65536 bytes")
+        if self.buffer < 4 * (self.mtu + 100):
+            raise TransportError(f"buffer={self.buffer}: must hold at least 4 packets")
+        if self.ack_every < 1:
+            raise TransportError(f"ack_every={self.ack_every}: must be >= 1")
+        if not 16 <= self.ack_bytes <= 1500:
+            raise TransportError(f"ack_bytes={self.ack_bytes}: must be 16 to 1500")
+        if self.ber >= 1e-3:
+            raise TransportError(f"ber={self.ber}: must be below 1e-3 (post-FEC bit error rate)")
+        if self.credit_period_s <= 0:
+            raise TransportError(f"credit_period_s={self.credit_period_s}: must be > 0")
