@@ -23,10 +23,31 @@ from commwall.routing.oracle import SPRAY_MAX_ROUTES
 from commwall.topology.graph import Topology
 from commwall.transport.fabric import FABRICS, TransportError, fabric_profile
 
-__all__ = ["PACKET_ROUTINGS", "default_routing", "run_packet_traffic", "topology_routes"]
+__all__ = [
+    "PACKET_ROUTINGS",
+    "default_routing",
+    "run_packet_traffic",
+    "topology_routes",
+    "with_cable_latency",
+]
 
 #: How switches pick among equal-cost next hops.
 PACKET_ROUTINGS = ("ecmp", "spray", "adaptive")
+
+
+def with_cable_latency(topology: Topology, seconds: float) -> Topology:
+    """``topology`` with every cable's propagation delay set to ``seconds`` (the builders use
+    the cable length; benchmarks and what-ifs want a round 1 µs).
+
+    >>> from commwall.topology import leaf_spine
+    >>> float(with_cable_latency(leaf_spine(4, 8), 1e-6).link_latency.max())
+    1e-06
+    """
+    from dataclasses import replace
+
+    if not (np.isfinite(seconds) and seconds >= 0):
+        raise TransportError(f"latency={seconds!r}: must be a finite number of seconds >= 0")
+    return replace(topology, link_latency=np.full(topology.n_links, float(seconds)))
 
 
 def default_routing(fabric: str) -> str:
