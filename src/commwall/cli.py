@@ -20,6 +20,10 @@ from commwall.console import err, fail, friendly, out
 
 #: Engines ``--engine`` accepts.
 ENGINES = ("analytic", "flow")
+#: Engines ``commwall collective --engine`` accepts (the packet engine is for small clusters).
+COLLECTIVE_ENGINES = (*ENGINES, "packet")
+#: Largest message the packet engine simulates from ``commwall collective`` (bytes).
+PACKET_MAX_BYTES = 256 * 2**20
 
 app = typer.Typer(
     add_completion=False,
@@ -271,7 +275,10 @@ def collective(
         int | None, typer.Option(min=1, help="GPUs of each node taking part (default: all).")
     ] = None,
     min_size: Annotated[str, typer.Option("--min", help="Smallest size, e.g. 8B.")] = "8B",
-    max_size: Annotated[str, typer.Option("--max", help="Largest size, e.g. 8GiB.")] = "8GiB",
+    max_size: Annotated[
+        str | None,
+        typer.Option("--max", help="Largest size, e.g. 8GiB (default 8GiB; packet engine 16MiB)."),
+    ] = None,
     factor: Annotated[
         int, typer.Option(min=2, help="Size multiplier between rows (nccl-tests -f).")
     ] = 2,
@@ -287,8 +294,19 @@ def collective(
     ] = None,
     explain: Annotated[bool, typer.Option(help="Say why each row's algorithm won.")] = False,
     engine: Annotated[
-        str, typer.Option(help="analytic (ideal fabric) or flow (flows on the real topology).")
+        str,
+        typer.Option(
+            help="analytic (ideal fabric), flow (flows on the real topology) or packet "
+            "(packet by packet: credits, PFC, ECN, trims; small clusters)."
+        ),
     ] = "analytic",
+    packet_fabric: Annotated[
+        str | None,
+        typer.Option(
+            "--fabric",
+            help="Packet engine: ib, roce, roce-nopfc, uec or lossy (default: the cluster's).",
+        ),
+    ] = None,
     routing: Annotated[
         str | None,
         typer.Option(
@@ -296,7 +314,7 @@ def collective(
             "combines). Default: the cluster's."
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(min=0, help="Flow engine: seed of the hashes.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Flow/packet engine: seed of the hashes.")] = 0,
     trace: Annotated[
         Path | None,
         typer.Option(help="Flow engine: write the largest size's run as a Perfetto trace here."),
@@ -304,7 +322,10 @@ def collective(
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
 ) -> None:
     """Predict the table nccl-tests would print for OP on a cluster you have not built yet."""
+    from dataclasses import replace
+
     from commwall.collectives import choose, parse_algo, parse_op, parse_proto
+    from commwall.collectives.constants import Proto
     from commwall.collectives.ops import REDUCING_OPS, Op, busbw_factor, element_count
     from commwall.io.scenario import ScenarioError
     from commwall.units import parse_size
@@ -317,7 +338,8 @@ def collective(
         fail(str(e))
     if policy not in ("nccl", "all"):
         fail(f"--policy: {policy!r} is not allowed; allowed: nccl, all")
-    lo, hi = parse_size(min_size), parse_size(max_size)
+    default_max = "16MiB" if engine == "packet" else "8GiB"
+    lo, hi = parse_size(min_size), parse_size(max_size or default_max)
     if lo < 4 or hi < lo or hi > 2**40:
         fail(
             f"--min/--max: need 4 B (one float) <= min <= max <= 1 TiB, got {min_size!r} and "
@@ -330,11 +352,15 @@ def collective(
         fabric = cl.world(gpus_per_node)
     except ScenarioError as e:
         raise ScenarioError(e.messages, "--gpus-per-node") from None
-    if engine not in ENGINES:
-        fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    if engine not in COLLECTIVE_ENGINES:
+        fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(COLLECTIVE_ENGINES)}")
     if engine == "analytic" and (routing is not None or trace is not None):
         fail("--routing and --trace need --engine flow (the analytic engine assumes ideal balance)")
-    flow = None
+    if packet_fabric is not None and engine != "packet":
+        fail("--fabric needs --engine packet")
+    flow: Any = None
+    if engine == "packet":
+        flow, group = _packet_engine(cl, fabric, packet_fabric, routing, hi, policy)
     if engine == "flow":
         from commwall.engines.flow.engine import FlowEngine, parse_routing, world_group
 
@@ -362,6 +388,10 @@ def collective(
                 "analytic_time_us": best.time * 1e6,
                 "slowdown_vs_analytic": seconds / best.time if best.time > 0 else 1.0,
             }
+            if engine == "packet":
+                ran = result.phases[0]
+                extra.update(_packet_extra(result))
+                best = replace(best, algo=ran.algo or best.algo, proto=Proto(ran.proto or "Simple"))
         algbw = size / seconds if seconds > 0 else 0.0
         rows.append(
             {
@@ -393,10 +423,64 @@ def collective(
     if result is not None:
         header["routing"] = result.details.get("routing")
         header["busiest_links"] = result.details.get("busiest_links")
+        if engine == "packet":
+            header["fabric"] = result.details["packet"]["fabric"]
     if as_json:
         sys.stdout.write(json.dumps({**header, "rows": rows}, indent=2) + "\n")
         return
     _print_nccl_table(header, rows, explain)
+    if engine == "packet":
+        _print_packet_rows(header, rows)
+
+
+def _print_packet_rows(header: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    """What the packets did at each size (``collective --engine packet``)."""
+    print(f"# packet engine: fabric {header.get('fabric')}, routing {header.get('routing')}")
+    print("#       size   drops  retx(B)  timeouts  trims  ECN marks  CNPs  pauses  events")
+    for row in rows:
+        p = row["packet"]
+        print(
+            f"# {row['size']:>10} {p['drop_packets']:>7.0f} {p['retransmitted']:>8.0f} "
+            f"{p['timeouts']:>9.0f} {p['trim_packets']:>6.0f} {p['ecn_marks']:>10.0f} "
+            f"{p['cnps_sent']:>5.0f} {p['pause_frames']:>7.0f} {p['events']:>7.0f}"
+        )
+
+
+def _packet_engine(
+    cl: Any, fabric: Any, packet_fabric: str | None, routing: str | None, hi: float, policy: str
+) -> tuple[Any, Any]:
+    """The packet engine for ``commwall collective``, its inputs checked."""
+    from commwall.engines.flow.engine import world_group
+    from commwall.engines.packet.engine import MAX_PACKET_GPUS, PacketEngine
+    from commwall.engines.packet.traffic import PACKET_ROUTINGS
+    from commwall.transport import FABRICS
+
+    if packet_fabric is not None and packet_fabric not in FABRICS:
+        fail(f"--fabric: {packet_fabric!r} is not allowed; allowed: {', '.join(FABRICS)}")
+    if routing is not None and routing not in PACKET_ROUTINGS:
+        fail(f"--routing: {routing!r}; the packet engine takes {', '.join(PACKET_ROUTINGS)}")
+    if hi > PACKET_MAX_BYTES:
+        fail(
+            f"--max: {hi:.0f} bytes is too many packets for the packet engine (at most "
+            f"{PACKET_MAX_BYTES // 2**20} MiB); use --engine flow for larger messages"
+        )
+    if cl.n_gpus > MAX_PACKET_GPUS:
+        fail(
+            f"--nodes: {cl.n_gpus} GPUs; the packet engine takes at most {MAX_PACKET_GPUS} "
+            "(use --engine flow)"
+        )
+    return PacketEngine(packet_fabric, policy=policy), world_group(cl, fabric)
+
+
+def _packet_extra(result: Any) -> dict[str, Any]:
+    """Per-row packet counters for ``commwall collective --engine packet``."""
+    c = result.counters
+    keys = ("drop_packets", "retransmitted", "timeouts", "trim_packets", "ecn_marks",
+            "cnps_sent", "pause_frames", "paused_s", "peak_buffer_bytes", "events")  # fmt: skip
+    return {
+        "packet": {k: c.get(k, 0.0) for k in keys},
+        "fabric": result.details.get("packet", {}).get("fabric"),
+    }
 
 
 def _cell(value: float, width: int) -> str:

@@ -113,7 +113,7 @@ def check_order(
 
 
 def get_engine(name: str, **options: Any) -> Engine:
-    """The engine called ``name`` (``analytic`` or ``flow``)."""
+    """The engine called ``name`` (``analytic``, ``flow`` or ``packet``)."""
     from commwall.engines.analytic import AnalyticEngine
 
     if name == "analytic":
@@ -122,4 +122,8 @@ def get_engine(name: str, **options: Any) -> Engine:
         from commwall.engines.flow.engine import FlowEngine  # numpy/scipy heavy: load on demand
 
         return FlowEngine(**options)
-    raise ValueError(f"unknown engine {name!r}: allowed are analytic, flow")
+    if name == "packet":
+        from commwall.engines.packet.engine import PacketEngine
+
+        return PacketEngine(**options)
+    raise ValueError(f"unknown engine {name!r}: allowed are analytic, flow, packet")

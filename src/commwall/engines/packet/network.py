@@ -89,6 +89,7 @@ class Task:
     delay: int
     flows: list[Flow]
     after: tuple[int, ...] = ()
+    ready: int = -1  # when the tasks it waits for had ended (its delay runs from here)
     start: int = -1
     end: int = -1
     waiting: int = 0
@@ -305,6 +306,7 @@ class Network:
         for index, task in enumerate(self.tasks):
             task.left = len(task.flows)
             if task.waiting == 0:
+                task.ready = 0
                 self.sim.at(task.delay, self._start_task, index)
         self.flows_left = len(self.flows)
         self.senders_left = len(self.flows)
@@ -344,6 +346,7 @@ class Network:
             dep = self.tasks[d]
             dep.waiting -= 1
             if dep.waiting == 0:
+                dep.ready = self.sim.now
                 self.sim.after(dep.delay, self._start_task, d)
 
     def _sample(self, interval: int) -> None:
