@@ -100,8 +100,8 @@ def main(n: Numbers | None = None) -> None:
                 f"time, UEC trims and resends within an RTT.",
             ),
             notes=(
-                "A fluid model (piecewise-linear queues), not a packet simulation; the packet "
-                "engine is a later issue.",
+                "A fluid model (piecewise-linear queues); the packet engine checks the same "
+                "behaviour packet by packet at 31:1 (examples/claims/lossless_fabrics.py).",
                 "PFC's price is elsewhere: pauses spread upstream to victim flows.",
                 "Lossy recovery resends the lost bytes in synchronised rounds with a doubling RTO "
                 "(RFC 6298) and no TCP windows: an upper bound on the wait, not a TCP trace.",

@@ -24,6 +24,7 @@ per packet by entropy (spraying) or by the shortest egress queue (adaptive routi
 from __future__ import annotations
 
 from collections import deque
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -93,18 +94,21 @@ class Port:
         "busy",
         "busy_ps",
         "corrupt_p",
+        "counter",
         "credit_due",
         "credit_holder",
         "credit_period",
         "credits",
         "credits_init",
         "ctrl",
+        "cur_ser",
         "cut_ps",
         "data",
         "drops",
         "dst",
         "ecn",
         "fc",
+        "heap",
         "held",
         "index",
         "ingress",
@@ -148,6 +152,9 @@ class Port:
     ) -> None:
         self.net = net
         self.sim = net.sim
+        self.heap = net.sim.heap
+        self.counter = net.sim.counter
+        self.cur_ser = 0
         self.index = index
         self.name = name
         self.src = src
@@ -238,29 +245,30 @@ class Port:
         else:
             return
         self.busy = True
-        sim = self.sim
         ser = int(pkt.size * self.ppb + 0.5)
-        now = sim.now
-        done = now + ser
-        sim.at(done, self.done, pkt)
+        self.cur_ser = ser
+        done = self.sim.now + ser
+        # events pushed straight onto the kernel's heap (see Simulator): the hottest path
+        heappush(self.heap, (done, next(self.counter), self.done, pkt))
         # into the pipe now: the far end sees the tail one cable delay after it leaves, or with
         # cut-through the head (``cut_ps`` earlier), plus its own forwarding latency
-        arrive = done + self.prop + self.dst.latency_ps
-        if self.cut_ps and self.dst.forwards:
-            arrive -= min(self.cut_ps, ser)
+        dst = self.dst
+        arrive = done + self.prop + dst.latency_ps
+        if self.cut_ps and dst.forwards:
+            arrive -= self.cut_ps if self.cut_ps < ser else ser
         if self.corrupt_p and self.net.rng.random() < self.corrupt_p:
             pkt.corrupt = True
         self.pipe.append((arrive, pkt))
         if not self.pipe_armed:
             self.pipe_armed = True
-            sim.at(arrive, self.arrive, None)
+            heappush(self.heap, (arrive, next(self.counter), self.arrive, None))
 
     def done(self, pkt: Packet) -> None:
         """The packet's tail left: free its buffer here, count it, start the next one."""
         self.busy = False
         self.tx_bytes += pkt.size
         self.tx_packets += 1
-        self.busy_ps += int(pkt.size * self.ppb + 0.5)
+        self.busy_ps += self.cur_ser
         held = self.held
         if held is not None:
             self.held = None
@@ -279,7 +287,7 @@ class Port:
         while pipe and pipe[0][0] <= now:
             dst.receive(pipe.popleft()[1], self)
         if pipe:
-            self.sim.at(pipe[0][0], self.arrive, None)
+            heappush(self.heap, (pipe[0][0], next(self.counter), self.arrive, None))
         else:
             self.pipe_armed = False
 
@@ -298,7 +306,7 @@ class Port:
         holder = [nbytes]
         self.credit_holder = holder
         self.credit_due = due
-        self.sim.at(due, self._credit, holder)
+        heappush(self.heap, (due, next(self.counter), self._credit, holder))
 
     def _credit(self, holder: list[int]) -> None:
         self.credits += holder[0]

@@ -354,7 +354,7 @@ class Network:
             return
         self.sample_times.append(self.sim.now)
         self.samples.append([p.qbytes for p in self.sampled_ports])
-        if len(self.samples) >= 2048:  # keep memory flat on long runs: halve the resolution
+        if len(self.samples) >= 1024:  # keep memory flat on long runs: halve the resolution
             self.samples = self.samples[::2]
             self.sample_times = self.sample_times[::2]
             interval *= 2
