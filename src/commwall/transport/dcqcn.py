@@ -78,15 +78,18 @@ class Dcqcn:
         self.i += 1
         self._increase()
 
-    def on_sent(self, nbytes: int) -> None:
-        """``nbytes`` left the sender: the byte counter may step up."""
+    def on_sent(self, nbytes: int) -> bool:
+        """``nbytes`` left the sender: the byte counter may step up. Returns whether the rate
+        may have changed (the sender's pacing need not be recomputed otherwise)."""
         if self.rate >= self.line and self.target >= self.line:
-            return
+            return False
         self.bytes += nbytes
         if self.bytes >= self.p.byte_counter:
             self.bytes = 0.0
             self.j += 1
             self._increase()
+            return True
+        return False
 
     def _increase(self) -> None:
         p = self.p

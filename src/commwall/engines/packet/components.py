@@ -60,6 +60,7 @@ class Packet:
     __slots__ = (
         "ack",
         "corrupt",
+        "due",
         "ecn",
         "entropy",
         "flow",
@@ -85,6 +86,7 @@ class Packet:
         self.corrupt = False
         self.entropy = 0
         self.in_port: Port | None = None
+        self.due = 0  # when it reaches the far end of the link it is on (Port.pipe)
 
 
 class Port:
@@ -98,12 +100,15 @@ class Port:
         "credit_due",
         "credit_holder",
         "credit_period",
+        "credited",
         "credits",
         "credits_init",
         "ctrl",
         "cur_ser",
+        "cut",
         "cut_ps",
         "data",
+        "delay",
         "drops",
         "dst",
         "ecn",
@@ -117,6 +122,9 @@ class Port:
         "max_packet",
         "name",
         "net",
+        "on_arrive",
+        "on_credit",
+        "on_done",
         "pause_frames",
         "paused",
         "paused_ps",
@@ -165,7 +173,7 @@ class Port:
         self.fc = fc
         self.ctrl: deque[Packet] = deque()
         self.data: deque[Packet] = deque()
-        self.pipe: deque[tuple[int, Packet]] = deque()
+        self.pipe: deque[Packet] = deque()  # in flight, in order of ``due``
         self.pipe_armed = False
         self.busy = False
         self.paused = False
@@ -196,6 +204,18 @@ class Port:
         self.drops = 0
         self.marks = 0
         self.trims = 0
+        # bound methods made once: the heap entries reuse them instead of a new one per push
+        self.on_done = self.done
+        self.on_arrive = self.arrive
+        self.on_credit = self._credit
+        self.freeze()
+
+    def freeze(self) -> None:
+        """Cache the constants the hot path derives from the configuration (call again after
+        changing ``fc``, ``prop``, ``cut_ps`` or the far end's latency)."""
+        self.credited = self.fc == FC_CREDIT
+        self.delay = self.prop + self.dst.latency_ps
+        self.cut = self.cut_ps if self.dst.forwards else 0
 
     # ---- queueing ------------------------------------------------------------------------
 
@@ -219,28 +239,32 @@ class Port:
 
     def start(self) -> None:
         """Begin serialising the next eligible packet, if any (the port is idle)."""
-        if self.ctrl:
-            pkt = self.ctrl.popleft()
+        # the hottest function: every hop of every packet, and every credit or idle poll
+        ctrl = self.ctrl
+        data = self.data
+        if ctrl:
+            pkt = ctrl.popleft()
         elif self.paused:
             return
-        elif self.data:
-            pkt = self.data[0]
-            if self.fc == FC_CREDIT:
-                if self.credits < pkt.size:
+        elif data:
+            pkt = data[0]
+            if self.credited:
+                size = pkt.size
+                if self.credits < size:
                     return
-                self.credits -= pkt.size
-            self.data.popleft()
+                self.credits -= size
+            data.popleft()
             # the packet may reach the next node (cut-through) before its tail leaves here:
             # remember whose buffer it occupies now, the next node reuses ``in_port``
             self.held = pkt.in_port
             pkt.in_port = None
         elif self.source is not None:
-            if self.fc == FC_CREDIT and self.credits < self.max_packet:
+            if self.credited and self.credits < self.max_packet:
                 return
             pkt = self.source.pull()
             if pkt is None:
                 return
-            if self.fc == FC_CREDIT:
+            if self.credited:
                 self.credits -= pkt.size
         else:
             return
@@ -248,25 +272,29 @@ class Port:
         ser = int(pkt.size * self.ppb + 0.5)
         self.cur_ser = ser
         done = self.sim.now + ser
+        heap = self.heap
+        counter = self.counter
         # events pushed straight onto the kernel's heap (see Simulator): the hottest path
-        heappush(self.heap, (done, next(self.counter), self.done, pkt))
+        heappush(heap, (done, next(counter), self.on_done, pkt))
         # into the pipe now: the far end sees the tail one cable delay after it leaves, or with
         # cut-through the head (``cut_ps`` earlier), plus its own forwarding latency
-        dst = self.dst
-        arrive = done + self.prop + dst.latency_ps
-        if self.cut_ps and dst.forwards:
-            arrive -= self.cut_ps if self.cut_ps < ser else ser
+        arrive = done + self.delay
+        cut = self.cut
+        if cut:
+            arrive -= cut if cut < ser else ser
         if self.corrupt_p and self.net.rng.random() < self.corrupt_p:
             pkt.corrupt = True
-        self.pipe.append((arrive, pkt))
+        pkt.due = arrive  # on the packet, not in a (time, packet) tuple: no allocation per hop
+        self.pipe.append(pkt)
         if not self.pipe_armed:
             self.pipe_armed = True
-            heappush(self.heap, (arrive, next(self.counter), self.arrive, None))
+            heappush(heap, (arrive, next(counter), self.on_arrive, None))
 
     def done(self, pkt: Packet) -> None:
         """The packet's tail left: free its buffer here, count it, start the next one."""
         self.busy = False
-        self.tx_bytes += pkt.size
+        size = pkt.size
+        self.tx_bytes += size
         self.tx_packets += 1
         self.busy_ps += self.cur_ser
         held = self.held
@@ -275,19 +303,26 @@ class Port:
             now = self.sim.now
             self.q_area += self.qbytes * (now - self.q_last)
             self.q_last = now
-            self.qbytes -= pkt.size
-            self.src.release(pkt.size, held)
-        self.start()
+            self.qbytes -= size
+            # Node.release, inlined for the credit-based links (IB, NVLink, PCIe)
+            if held.credited:
+                self.src.occupancy -= size
+                held.return_credit(size)
+            else:
+                self.src.release(size, held)
+        # nothing queued and no source: skip the call (most switch ports between packets)
+        if self.ctrl or self.data or self.source is not None:
+            self.start()
 
     def arrive(self, _: object) -> None:
         """Deliver every packet whose time has come to the far end."""
         now = self.sim.now
         pipe = self.pipe
-        dst = self.dst
-        while pipe and pipe[0][0] <= now:
-            dst.receive(pipe.popleft()[1], self)
+        receive = self.dst.receive
+        while pipe and pipe[0].due <= now:
+            receive(pipe.popleft(), self)
         if pipe:
-            heappush(self.heap, (pipe[0][0], next(self.counter), self.arrive, None))
+            heappush(self.heap, (pipe[0].due, next(self.counter), self.on_arrive, None))
         else:
             self.pipe_armed = False
 
@@ -306,13 +341,13 @@ class Port:
         holder = [nbytes]
         self.credit_holder = holder
         self.credit_due = due
-        heappush(self.heap, (due, next(self.counter), self._credit, holder))
+        heappush(self.heap, (due, next(self.counter), self.on_credit, holder))
 
     def _credit(self, holder: list[int]) -> None:
         self.credits += holder[0]
         if self.credit_holder is holder:
             self.credit_holder = None
-        if not self.busy:
+        if not self.busy and (self.ctrl or self.data or self.source is not None):
             self.start()
 
     def set_paused(self, paused: bool) -> None:
@@ -390,7 +425,7 @@ class Node:
             return
         if kind == DATA:
             if flow.dst is self:
-                if in_port.fc == FC_CREDIT and not pkt.trimmed:
+                if in_port.credited and not pkt.trimmed:
                     in_port.return_credit(pkt.size)  # the NIC drains at once
                 flow.receiver.on_data(pkt)
                 return
@@ -408,7 +443,10 @@ class Node:
             h = (pkt.entropy * 0x9E3779B1 + self.index * 0x85EBCA77) & 0xFFFFFFFF
             out = cands[(h >> 11) % len(cands)]
         if kind != DATA or pkt.trimmed:  # control class: no credit, buffer or pause
-            out.enqueue_ctrl(pkt)
+            # Port.enqueue_ctrl inlined (one call less per control packet per hop)
+            out.ctrl.append(pkt)
+            if not out.busy:
+                out.start()
             return
         size = pkt.size
         fc = in_port.fc
@@ -428,7 +466,10 @@ class Node:
             in_port.ingress = ingress
             if ingress > in_port.ingress_peak:
                 in_port.ingress_peak = ingress
-            if not in_port.xoff and ingress > self.xoff_threshold():
+            # self.xoff_threshold(), inlined: once per data packet per hop
+            if not in_port.xoff and ingress > self.alpha * (
+                self.buffer - self.headroom - self.occupancy
+            ):
                 in_port.xoff = True
                 self.net.send_pause(in_port, True)
         occupancy = self.occupancy + size
@@ -438,13 +479,24 @@ class Node:
             if occupancy > self.buffer:
                 self.net.overflow(self, pkt)
         pkt.in_port = in_port
+        qbytes = out.qbytes
         ecn = out.ecn
-        if ecn is not None and not pkt.ecn and out.qbytes > ecn.kmin:
-            p = ecn.probability(out.qbytes)
+        if ecn is not None and not pkt.ecn and qbytes > ecn.kmin:
+            p = ecn.probability(qbytes)
             if p >= 1.0 or self.net.rng.random() < p:
                 pkt.ecn = True
                 out.marks += 1
-        out.enqueue_data(pkt)
+        # Port.enqueue_data inlined (one call less per data packet per hop)
+        now = out.sim.now
+        out.q_area += qbytes * (now - out.q_last)
+        out.q_last = now
+        qbytes += size
+        out.qbytes = qbytes
+        if qbytes > out.q_peak:
+            out.q_peak = qbytes
+        out.data.append(pkt)
+        if not out.busy:
+            out.start()
 
     def xoff_threshold(self) -> float:
         """PFC XOFF level of one ingress port: α × the free shared (non-headroom) buffer."""

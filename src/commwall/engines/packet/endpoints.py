@@ -27,7 +27,11 @@ from commwall.transport.reno import Reno
 if TYPE_CHECKING:
     from commwall.engines.packet.network import Network
 
-__all__ = ["Flow", "Receiver", "Scheduler", "Sender"]
+__all__ = ["ENTROPY_FLOW", "ENTROPY_SEQ", "Flow", "Receiver", "Scheduler", "Sender"]
+
+#: Multipliers of a packet's entropy value (:meth:`Network.entropy`): flow index and sequence.
+ENTROPY_FLOW = 0x9E3779B97F4A7C15
+ENTROPY_SEQ = 0xBF58476D1CE4E5B9
 
 
 class Flow:
@@ -105,7 +109,9 @@ class Scheduler:
         if not sender.ready:
             sender.ready = True
             self.ready.append(sender)
-            self.port.kick()
+            port = self.port
+            if not port.busy:  # Port.kick inlined
+                port.start()
 
     def control(self, pkt: Packet) -> None:
         """Send a control packet (ACK, NACK, CNP) out of this port."""
@@ -117,16 +123,19 @@ class Sender:
 
     __slots__ = (
         "acked",
+        "c",
         "cc",
         "dcqcn",
         "done",
         "dupacks",
+        "entropy_base",
         "flow",
         "gbn",
         "header",
         "inflight",
         "last",
         "line",
+        "max_inflight",
         "mtu",
         "n",
         "net",
@@ -144,14 +153,20 @@ class Sender:
         "rto_ps",
         "sched",
         "sent_once",
+        "sim",
         "tick",
         "una",
     )
 
     def __init__(self, net: Network, flow: Flow, sched: Scheduler) -> None:
         self.net = net
+        self.sim = net.sim
+        self.c = net.c  # the network's counters, bumped in place on the hot path
         self.flow = flow
         self.sched = sched
+        self.max_inflight = net.max_inflight
+        # Network.entropy's flow-dependent part: a packet's value is (base + seq·K) >> 17
+        self.entropy_base = flow.index * ENTROPY_FLOW + net.seed
         prof = net.profile
         mtu = net.mtu
         self.mtu = mtu
@@ -206,19 +221,25 @@ class Sender:
         if self.done:
             return None
         retx = self.retx
-        while retx and self.acked[retx[0]]:
-            self.queued[retx.popleft()] = 0
+        if retx:
+            acked = self.acked
+            while retx and acked[retx[0]]:
+                self.queued[retx.popleft()] = 0
         if retx:
             seq = retx[0]
         elif self.next_seq < self.n:
             seq = self.next_seq
         else:
             return None
-        size = self.payload(seq)
-        if self.inflight + size > self.window() and self.inflight > 0:
-            return None
-        now = self.net.sim.now
-        if self.pace and now < self.next_time:
+        size = self.last if seq == self.n - 1 else self.mtu  # self.payload(seq), inlined
+        inflight = self.inflight
+        if inflight > 0:
+            cc = self.cc  # self.window(), inlined
+            if inflight + size > (cc.cwnd if cc is not None else self.max_inflight):
+                return None
+        now = self.sim.now
+        pace = self.pace
+        if pace and now < self.next_time:
             self.pace_timer.arm(self.next_time)
             return None
         if retx and retx[0] == seq:
@@ -227,21 +248,24 @@ class Sender:
         else:
             self.next_seq = seq + 1
         wire = size + self.header
-        pkt = Packet(self.flow, DATA, seq, wire, size, now)
-        pkt.entropy = self.net.entropy(self.flow, seq)
+        flow = self.flow
+        pkt = Packet(flow, DATA, seq, wire, size, now)
+        pkt.entropy = (self.entropy_base + seq * ENTROPY_SEQ) >> 17  # Network.entropy
         if self.sent_once[seq]:
             self.net.retransmitted(size)
         self.sent_once[seq] = 1
-        if not self.outstanding[seq]:
-            self.outstanding[seq] = 1
-            self.inflight += size
-        self.net.sent(size)
-        if self.pace:
-            self.next_time = max(now, self.next_time) + int(wire * self.pace)
-        if self.dcqcn is not None:
-            self.dcqcn.on_sent(wire)
-            self._set_pace()
-        if not self.rto.armed:
+        outstanding = self.outstanding
+        if not outstanding[seq]:
+            outstanding[seq] = 1
+            self.inflight = inflight + size
+        self.c["sent"] += size  # Network.sent, inlined
+        if pace:
+            next_time = self.next_time
+            self.next_time = (now if now > next_time else next_time) + int(wire * pace)
+        dcqcn = self.dcqcn
+        if dcqcn is not None and dcqcn.on_sent(wire):
+            self._set_pace()  # only a rate change moves the pace
+        if self.rto.deadline is None:  # not armed
             self.rto.arm(now + self.rto_ps)
         return pkt
 
@@ -282,33 +306,43 @@ class Sender:
             self.inflight -= self.payload(seq)
 
     def _ack(self, pkt: Packet) -> None:
-        now = self.net.sim.now
+        now = self.sim.now
         newly = 0
+        acked = self.acked
+        outstanding = self.outstanding
+        n = self.n
         if self.gbn:
             cum = pkt.seq
-            while self.una < cum:
-                seq = self.una
-                if not self.acked[seq]:
-                    self.acked[seq] = 1
-                    newly += self.payload(seq)
-                self._drop_outstanding(seq)
-                self.una += 1
+            una = self.una
+            mtu = self.mtu
+            while una < cum:
+                # self.payload and self._drop_outstanding, inlined: once per packet acked
+                size = self.last if una == n - 1 else mtu
+                if not acked[una]:
+                    acked[una] = 1
+                    newly += size
+                if outstanding[una]:
+                    outstanding[una] = 0
+                    self.inflight -= size
+                una += 1
+            self.una = una
         else:
             seq = pkt.ack
-            if 0 <= seq < self.n and not self.acked[seq]:
-                self.acked[seq] = 1
+            if 0 <= seq < n and not acked[seq]:
+                acked[seq] = 1
                 newly = self.payload(seq)
                 self._drop_outstanding(seq)
-            old = self.una
-            while self.una < self.n and self.acked[self.una]:
-                self.una += 1
+            old = una = self.una
+            while una < n and acked[una]:
+                una += 1
+            self.una = una
             if self.reno is not None:
-                if self.una == old and self.una < self.n and newly:
+                if una == old and una < n and newly:
                     self.dupacks += 1
                     if self.dupacks == 3:
-                        self._resend(self.una)
+                        self._resend(una)
                         self.reno.on_dupacks()
-                elif self.una > old:
+                elif una > old:
                     self.dupacks = 0
         if newly:
             if self.nscc is not None:
@@ -319,7 +353,7 @@ class Sender:
             elif self.reno is not None:
                 self.reno.on_ack(newly)
             self.rto.arm(now + self.rto_ps)
-        if self.una >= self.n:
+        if self.una >= n:
             self._complete()
 
     def _nack(self, pkt: Packet) -> None:
@@ -383,6 +417,8 @@ class Receiver:
     __slots__ = (
         "ack_every",
         "ack_size",
+        "c",
+        "cnp",
         "expected",
         "flow",
         "gbn",
@@ -406,6 +442,8 @@ class Receiver:
         self.expected = 0
         self.nak_for = -1
         self.gbn = net.profile.reliability == "gbn"
+        self.cnp = net.profile.sender == "dcqcn"  # whether ECN echoes as CNPs (DCQCN)
+        self.c = net.c  # the network's counters, bumped in place on the hot path
         self.last_cnp = -(10**18)
         self.since_ack = 0
         self.ack_every = net.ack_every
@@ -426,7 +464,7 @@ class Receiver:
         if pkt.trimmed:
             self._control(NACK, seq, pkt)
             return
-        if pkt.ecn and net.profile.sender == "dcqcn":
+        if pkt.ecn and self.cnp:
             now = net.sim.now
             if now - self.last_cnp >= net.cnp_interval:
                 self.last_cnp = now
@@ -462,7 +500,8 @@ class Receiver:
 
     def _accept(self, pkt: Packet) -> None:
         self.got[pkt.seq] = 1
-        self.received += 1
-        self.net.delivered(pkt.payload)
-        if self.received == self.n:
+        received = self.received + 1
+        self.received = received
+        self.c["delivered"] += pkt.payload  # Network.delivered, inlined
+        if received == self.n:
             self.net.flow_done(self.flow)

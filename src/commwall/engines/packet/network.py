@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +31,14 @@ from commwall.engines.packet.components import (
     Port,
 )
 from commwall.engines.packet.config import PacketConfig
-from commwall.engines.packet.endpoints import Flow, Receiver, Scheduler, Sender
+from commwall.engines.packet.endpoints import (
+    ENTROPY_FLOW,
+    ENTROPY_SEQ,
+    Flow,
+    Receiver,
+    Scheduler,
+    Sender,
+)
 from commwall.engines.packet.kernel import PS_PER_S, Simulator, ps
 from commwall.topology.graph import Topology
 from commwall.transport.fabric import FabricProfile, TransportError, pfc_headroom
@@ -38,6 +46,8 @@ from commwall.transport.fabric import FabricProfile, TransportError, pfc_headroo
 __all__ = ["Network", "PacketGraph", "Task", "graph_from_topology"]
 
 IntArray = npt.NDArray[np.int64]
+
+_QBYTES = attrgetter("qbytes")
 
 
 @dataclass
@@ -205,6 +215,7 @@ class Network:
                 port.cut_ps = int((self.wire_mtu - 64) * port.ppb)
             if fabric and cfg.ber > 0:
                 port.corrupt_p = 1.0 - (1.0 - cfg.ber) ** (8 * self.wire_mtu)
+            port.freeze()
             self.ports.append(port)
         self._flow_control()
 
@@ -297,7 +308,7 @@ class Network:
 
     def entropy(self, flow: Flow, seq: int) -> int:
         """The packet's entropy value: a fresh one per packet (oblivious spraying)."""
-        return (flow.index * 0x9E3779B97F4A7C15 + seq * 0xBF58476D1CE4E5B9 + self.seed) >> 17
+        return (flow.index * ENTROPY_FLOW + seq * ENTROPY_SEQ + self.seed) >> 17
 
     # ---- the run -------------------------------------------------------------------------
 
@@ -353,7 +364,7 @@ class Network:
         if not self.flows_left:
             return
         self.sample_times.append(self.sim.now)
-        self.samples.append([p.qbytes for p in self.sampled_ports])
+        self.samples.append(list(map(_QBYTES, self.sampled_ports)))  # C-level attribute reads
         if len(self.samples) >= 1024:  # keep memory flat on long runs: halve the resolution
             self.samples = self.samples[::2]
             self.sample_times = self.sample_times[::2]
