@@ -8,8 +8,13 @@ additive increase R_T += R_AI while min(i, j) ≤ F, hyper increase R_T += (min(
 after. The paper's α timer and rate timer share the 55 µs period and both restart on a CNP, so
 one tick serves both.
 
-Parameters: g = 1/256, T = 55 µs, B = 10 MB, F = 5 (paper); R_AI = 5·bw/25 Mb/s, R_HAI =
-50·bw/25 Mb/s and a 100 Mb/s floor (HPCC ns-3 Mellanox-style DCQCN, read from code).
+Parameters: g = 1/256, T = 55 µs, B = 10 MB, F = 5 (paper); R_AI = line/20 and R_HAI = line/10
+(uet-htsim ``dcqcn.cpp``, transport.md §2.3, the same paper timers); a 100 Mb/s floor (HPCC ns-3).
+HPCC's Mellanox-style increments (R_AI = 5·bw/25 Mb/s, 2·10⁻⁴ of the line) belong with its 1 µs
+α update and 4 µs decrease check; with the paper's 55 µs timers they leave a flow cut by a CNP
+at a fraction of its share for milliseconds (two long flows into one port finished at 2.7x
+their ideal in our runs), so the simulator that keeps the paper's timers supplies the
+increments. Both are :class:`DcqcnParams` knobs.
 
 >>> d = Dcqcn(12.5e9)
 >>> d.on_cnp(); round(d.rate / 12.5e9, 4)     # α = 1: the first CNP halves the rate
@@ -34,8 +39,8 @@ class DcqcnParams:
     period_s: float = 55e-6
     byte_counter: float = 10e6
     fast_recovery: int = 5
-    rai_share: float = 5.0 / 25.0 * 1e-3  # R_AI = 5·bw/25 Mb/s = 2·10⁻⁴ of the line rate
-    rhai_share: float = 50.0 / 25.0 * 1e-3  # R_HAI = 50·bw/25 Mb/s
+    rai_share: float = 1.0 / 20.0  # R_AI = line/20 (uet-htsim dcqcn.cpp)
+    rhai_share: float = 1.0 / 10.0  # R_HAI = line/10 (uet-htsim dcqcn.cpp)
     min_rate: float = 100e6 / 8  # 100 Mb/s, bytes/s
 
 

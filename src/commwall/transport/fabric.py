@@ -49,6 +49,7 @@ __all__ = [
     "FabricProfile",
     "TransportError",
     "fabric_profile",
+    "for_routing",
     "pfc_headroom",
 ]
 
@@ -157,6 +158,22 @@ def fabric_profile(
         if not (math.isfinite(rto_s) and rto_s > 0):
             raise TransportError(f"rto={rto_s!r}: must be a positive number of seconds")
         profile = replace(profile, rto_s=rto_s)
+    return profile
+
+
+def for_routing(profile: FabricProfile, routing: str) -> FabricProfile:
+    """``profile`` as it runs under ``routing``: per-packet spraying and adaptive routing deliver
+    out of order, and the NICs that are deployed with them place packets as they come (ConnectX
+    with IB adaptive routing, transport.md §1.2; Spectrum-X SuperNICs with RoCE adaptive
+    routing, NVIDIA's description, not re-read): a go-back-N receiver becomes selective.
+
+    >>> for_routing(fabric_profile("roce", 12.5e9, 4096), "spray").reliability
+    'selective'
+    >>> for_routing(fabric_profile("roce", 12.5e9, 4096), "ecmp").reliability
+    'gbn'
+    """
+    if routing != "ecmp" and profile.reliability == "gbn":
+        return replace(profile, reliability="selective")
     return profile
 
 

@@ -23,6 +23,7 @@ per packet by entropy (spraying) or by the shortest egress queue (adaptive routi
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from heapq import heappush
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ __all__ = [
     "Node",
     "Packet",
     "Port",
+    "mix64",
 ]
 
 DATA, ACK, NACK, CNP = 0, 1, 2, 3
@@ -51,6 +53,21 @@ PAUSE_FRAME = 64
 
 # route choice per node
 PICK_FIXED, PICK_SPRAY, PICK_ADAPTIVE = 0, 1, 2
+_M64 = (1 << 64) - 1
+
+
+def mix64(z: int) -> int:
+    """The splitmix64 finaliser (Steele, Lea, Flood, OOPSLA 2014): a 64-bit hash whose every
+    output bit depends on every input bit, so switches hashing the same entropy value with
+    different salts choose independently (a weak mix makes consecutive hops pick correlated
+    uplinks and leaves paths idle).
+
+    >>> mix64(0), mix64(1) != mix64(2)
+    (0, True)
+    """
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
 
 
 class Packet:
@@ -105,6 +122,7 @@ class Port:
         "credits_init",
         "ctrl",
         "cur_ser",
+        "cur_size",
         "cut",
         "cut_ps",
         "data",
@@ -163,6 +181,7 @@ class Port:
         self.heap = net.sim.heap
         self.counter = net.sim.counter
         self.cur_ser = 0
+        self.cur_size = 0
         self.index = index
         self.name = name
         self.src = src
@@ -269,7 +288,9 @@ class Port:
         else:
             return
         self.busy = True
-        ser = int(pkt.size * self.ppb + 0.5)
+        size = pkt.size
+        self.cur_size = size  # a packet trimmed downstream (cut-through) shrinks before it leaves
+        ser = int(size * self.ppb + 0.5)
         self.cur_ser = ser
         done = self.sim.now + ser
         heap = self.heap
@@ -282,7 +303,7 @@ class Port:
         cut = self.cut
         if cut:
             arrive -= cut if cut < ser else ser
-        if self.corrupt_p and self.net.rng.random() < self.corrupt_p:
+        if self.corrupt_p and self.net.rng.random() < self._error_p(pkt.size):
             pkt.corrupt = True
         pkt.due = arrive  # on the packet, not in a (time, packet) tuple: no allocation per hop
         self.pipe.append(pkt)
@@ -290,10 +311,17 @@ class Port:
             self.pipe_armed = True
             heappush(heap, (arrive, next(counter), self.on_arrive, None))
 
+    def _error_p(self, size: int) -> float:
+        """Probability a packet of ``size`` wire bytes has a bit error (``corrupt_p`` is a full
+        packet's; ACKs and trimmed headers are smaller targets)."""
+        if size >= self.max_packet:
+            return self.corrupt_p
+        return -math.expm1(size / self.max_packet * math.log1p(-self.corrupt_p))
+
     def done(self, pkt: Packet) -> None:
         """The packet's tail left: free its buffer here, count it, start the next one."""
         self.busy = False
-        size = pkt.size
+        size = self.cur_size
         self.tx_bytes += size
         self.tx_packets += 1
         self.busy_ps += self.cur_ser
@@ -392,6 +420,7 @@ class Node:
         "occupancy",
         "peak",
         "pick",
+        "salt",
         "trim",
         "trim_bytes",
         "trim_queue",
@@ -412,6 +441,7 @@ class Node:
         self.headroom = 0  # bytes reserved for PFC headroom on this node's ingress ports
         self.alpha = 0.125
         self.pick = PICK_FIXED
+        self.salt = mix64((net.seed << 32) + index + 1)  # this switch's hash seed
         self.trim = False
         self.trim_bytes = 64
         self.trim_queue = 0
@@ -439,9 +469,8 @@ class Node:
             out = cands[0]
         elif self.pick == PICK_ADAPTIVE:
             out = min(cands, key=_queued)
-        else:  # spray: the packet's entropy value hashed with this switch (ECMP on the EV)
-            h = (pkt.entropy * 0x9E3779B1 + self.index * 0x85EBCA77) & 0xFFFFFFFF
-            out = cands[(h >> 11) % len(cands)]
+        else:  # spray: the packet's entropy value hashed with this switch's salt (ECMP on the EV)
+            out = cands[mix64(pkt.entropy ^ self.salt) % len(cands)]
         if kind != DATA or pkt.trimmed:  # control class: no credit, buffer or pause
             # Port.enqueue_ctrl inlined (one call less per control packet per hop)
             out.ctrl.append(pkt)

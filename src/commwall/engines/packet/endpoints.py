@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from commwall.engines.packet.components import ACK, CNP, DATA, NACK, Node, Packet, Port
+from commwall.engines.packet.components import ACK, CNP, DATA, NACK, Node, Packet, Port, mix64
 from commwall.engines.packet.kernel import PS_PER_S, Timer
 from commwall.transport.dcqcn import Dcqcn
 from commwall.transport.nscc import Nscc
@@ -27,11 +27,23 @@ from commwall.transport.reno import Reno
 if TYPE_CHECKING:
     from commwall.engines.packet.network import Network
 
-__all__ = ["ENTROPY_FLOW", "ENTROPY_SEQ", "Flow", "Receiver", "Scheduler", "Sender"]
+__all__ = ["Flow", "Receiver", "Scheduler", "Sender", "entropy_base", "entropy_value"]
 
-#: Multipliers of a packet's entropy value (:meth:`Network.entropy`): flow index and sequence.
-ENTROPY_FLOW = 0x9E3779B97F4A7C15
-ENTROPY_SEQ = 0xBF58476D1CE4E5B9
+
+def entropy_base(seed: int, flow_index: int) -> int:
+    """A flow's entropy seed: different per flow and per run seed."""
+    return mix64(((seed + 1) << 32) + flow_index)
+
+
+def entropy_value(base: int, seq: int) -> int:
+    """Packet ``seq``'s entropy value, 16 bits as UEC carries it in the UDP source port: a fresh,
+    independent value per packet (oblivious spraying).
+
+    >>> b = entropy_base(0, 7)
+    >>> 0 <= entropy_value(b, 0) < 2**16, entropy_value(b, 0) != entropy_value(b, 1)
+    (True, True)
+    """
+    return mix64(base + seq) >> 48
 
 
 class Flow:
@@ -165,8 +177,7 @@ class Sender:
         self.flow = flow
         self.sched = sched
         self.max_inflight = net.max_inflight
-        # Network.entropy's flow-dependent part: a packet's value is (base + seq·K) >> 17
-        self.entropy_base = flow.index * ENTROPY_FLOW + net.seed
+        self.entropy_base = entropy_base(net.seed, flow.index)
         prof = net.profile
         mtu = net.mtu
         self.mtu = mtu
@@ -250,7 +261,7 @@ class Sender:
         wire = size + self.header
         flow = self.flow
         pkt = Packet(flow, DATA, seq, wire, size, now)
-        pkt.entropy = (self.entropy_base + seq * ENTROPY_SEQ) >> 17  # Network.entropy
+        pkt.entropy = mix64(self.entropy_base + seq) >> 48  # entropy_value, inlined
         if self.sent_once[seq]:
             self.net.retransmitted(size)
         self.sent_once[seq] = 1

@@ -40,7 +40,7 @@ from commwall.engines.packet.kernel import PS_PER_S, ps
 from commwall.engines.packet.network import Network, PacketGraph, Task, route_maps
 from commwall.engines.packet.result import summarise
 from commwall.engines.packet.traffic import PACKET_ROUTINGS, default_routing, topology_routes
-from commwall.transport.fabric import TransportError, fabric_profile
+from commwall.transport.fabric import TransportError, fabric_profile, for_routing
 
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
@@ -170,9 +170,7 @@ class PacketEngine:
             cfg = replace(cfg, mtu=cluster.mtu)
         graph, layout = cluster_graph(cluster)
         rate = float(np.max(graph.link_rate[: layout.net_links])) if layout.net_links else 1e11
-        profile = fabric_profile(fabric, rate, cfg.mtu)
-        if fabric == "ib" and pick != "ecmp":
-            profile = replace(profile, reliability="selective")
+        profile = for_routing(fabric_profile(fabric, rate, cfg.mtu), pick)
         switch_latency = float(cluster.switch.latency)
         net = Network(graph, profile, cfg, switch_latency=switch_latency, routing=pick, seed=seed)
         builder = _Builder(net, cluster, layout, pick, seed)

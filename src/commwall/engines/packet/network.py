@@ -32,12 +32,12 @@ from commwall.engines.packet.components import (
 )
 from commwall.engines.packet.config import PacketConfig
 from commwall.engines.packet.endpoints import (
-    ENTROPY_FLOW,
-    ENTROPY_SEQ,
     Flow,
     Receiver,
     Scheduler,
     Sender,
+    entropy_base,
+    entropy_value,
 )
 from commwall.engines.packet.kernel import PS_PER_S, Simulator, ps
 from commwall.topology.graph import Topology
@@ -163,6 +163,7 @@ class Network:
         )
         self.flows_left = 0
         self.senders_left = 0
+        self.end = 0  # ps: when the last flow, acknowledgement or task ended (stale timers later)
         self.first_done: list[int] | None = None
         self.samples: list[list[int]] = []
         self.sample_times: list[int] = []
@@ -204,7 +205,7 @@ class Network:
                 self.nodes[a],
                 self.nodes[b],
                 float(g.link_rate[i]),
-                ps(float(g.link_latency[i])),
+                ps(float(g.link_latency[i]) + (cfg.fec_latency_s if fabric else 0.0)),
                 fabric_fc if fabric else FC_CREDIT,
             )
             port.max_packet = self.wire_mtu
@@ -308,7 +309,7 @@ class Network:
 
     def entropy(self, flow: Flow, seq: int) -> int:
         """The packet's entropy value: a fresh one per packet (oblivious spraying)."""
-        return (flow.index * ENTROPY_FLOW + seq * ENTROPY_SEQ + self.seed) >> 17
+        return entropy_value(entropy_base(self.seed, flow.index), seq)
 
     # ---- the run -------------------------------------------------------------------------
 
@@ -352,7 +353,7 @@ class Network:
 
     def _end_task(self, index: int) -> None:
         task = self.tasks[index]
-        task.end = self.sim.now
+        task.end = self.end = self.sim.now
         for d in task.dependents:
             dep = self.tasks[d]
             dep.waiting -= 1
@@ -384,7 +385,7 @@ class Network:
 
     def flow_done(self, flow: Flow) -> None:
         """The receiver has every byte of ``flow``."""
-        flow.finish = self.sim.now
+        flow.finish = self.end = self.sim.now
         self.flows_left -= 1
         if self.first_done is None:  # fairness: what each flow had when the first one ended
             self.first_done = [f.receiver.received for f in self.flows if f.start >= 0]
@@ -398,6 +399,7 @@ class Network:
     def sender_done(self, flow: Flow) -> None:
         """The sender of ``flow`` has every byte acknowledged."""
         self.senders_left -= 1
+        self.end = self.sim.now
 
     def send_pause(self, port: Port, pause: bool) -> None:
         """The far end of ``port`` sends XOFF/XON back over the reverse cable: it takes effect
@@ -501,7 +503,9 @@ class Network:
         for node in self.nodes:
             if node.peak > node.buffer:
                 raise InvariantError(f"{node.name}: buffer peaked at {node.peak} > {node.buffer}")
-        checked.append("no buffer above its size")
+            if node.occupancy:
+                raise InvariantError(f"{node.name}: {node.occupancy} bytes left in its buffer")
+        checked += ["no buffer above its size", "every buffer empty at the end"]
         end = max(self.sim.now, 1)
         for port in self.ports:
             if port.busy_ps > end:

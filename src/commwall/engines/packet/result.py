@@ -93,7 +93,7 @@ def summarise(net: Network, *, wall_s: float, invariants: list[str], top: int = 
     finish = np.array([f.finish for f in flows], dtype=np.float64) / PS_PER_S
     fct = finish - start
     makespan = float(finish.max() - start.min()) if flows else 0.0
-    end = max(net.sim.now, 1)
+    end = max(net.end, 1)  # the last completion, not the last stale timer
     c = dict(net.c)
     ports = net.ports
     counters: dict[str, float] = {k: float(v) for k, v in c.items()}
@@ -112,7 +112,7 @@ def summarise(net: Network, *, wall_s: float, invariants: list[str], top: int = 
         {
             "port": p.name,
             "tx_bytes": float(p.tx_bytes),
-            "utilisation": p.busy_ps / end,
+            "utilisation": min(p.busy_ps / end, 1.0),
             "queue_peak_bytes": float(p.q_peak),
             "queue_mean_bytes": p.q_area / end,
             "drops": float(p.drops),
@@ -120,7 +120,7 @@ def summarise(net: Network, *, wall_s: float, invariants: list[str], top: int = 
             "ecn_marks": float(p.marks),
             "pause_frames": float(p.pause_frames),
             "paused_s": p.paused_ps / PS_PER_S,
-            "paused_share": p.paused_ps / end,
+            "paused_share": min(p.paused_ps / end, 1.0),
         }
         for p in hot
     ]

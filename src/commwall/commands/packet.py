@@ -1,0 +1,499 @@
+"""``commwall packet PATTERN``: plain traffic packet by packet — credits, pauses, ECN marks, trims
+and drops, per fabric.
+
+>>> # commwall packet incast --senders 64 --size 2MB --link 400Gb/s --fabric all
+>>> # commwall packet incast --senders 127 --radix 8 --link 100Gb/s --cable 1us --fabric roce
+>>> # commwall packet permutation --topology fat-tree --radix 16 --size 2MB --link 100Gb/s --fabric ib
+>>> # commwall packet permutation --radix 8 --fabric uec --flow --json
+
+Both patterns run on any topology ``commwall topology`` builds; an incast picks the smallest fat
+tree that holds its senders unless told otherwise. ``--fabric all`` runs InfiniBand, RoCEv2 with
+and without PFC, Ultra Ethernet and lossy Ethernet on the same flows; ``--flow`` also runs the flow
+engine on them (the cross-check where the two models meet).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from commwall.console import fail, friendly, out
+
+#: Shown under the tables: what the run is and is not.
+_MODEL_NOTE = (
+    "packet engine: integer-picosecond events, {mtu} B MTU, {cut} switches, one data priority "
+    "per port; IB congestion control (FECN/BECN) is not modelled"
+)
+_SPARK = " ▁▂▃▄▅▆▇█"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``commwall packet`` (incast, permutation) to ``app``."""
+    sub = typer.Typer(
+        no_args_is_help=True,
+        help="Plain traffic packet by packet on a fabric: credits, PFC pauses, ECN marks, "
+        "trims, drops and retransmissions, per fabric (ib, roce, roce-nopfc, uec, lossy).",
+    )
+    sub.command("incast")(friendly(incast))
+    sub.command("permutation")(friendly(permutation))
+    app.add_typer(sub, name="packet")
+
+
+# ---- shared options ---------------------------------------------------------------------------
+
+Topo = Annotated[
+    str | None,
+    typer.Option(
+        help="fat-tree, leaf-spine, rail-optimized, rail-only, dragonfly or dragonfly-plus "
+        "(incast default: the smallest fat tree holding the senders; permutation: fat-tree)."
+    ),
+]
+Radix = Annotated[int | None, typer.Option(help="Switch ports (k of a fat tree).")]
+Tiers = Annotated[int | None, typer.Option(help="Switch tiers (fat-tree: 3).")]
+Over = Annotated[str | None, typer.Option(help="o for o:1 per tier from the leaf up, e.g. 3.")]
+Nodes = Annotated[
+    int | None, typer.Option(help="Hosts (fat-tree, leaf-spine) or servers (rail kinds).")
+]
+Rails = Annotated[int, typer.Option(help="NICs per server (rail kinds).")]
+DfA = Annotated[int | None, typer.Option("--a", help="Dragonfly: routers per group.")]
+DfP = Annotated[int | None, typer.Option("--p", help="Dragonfly: hosts per router.")]
+DfH = Annotated[int | None, typer.Option("--h", help="Dragonfly: global links per router.")]
+DfG = Annotated[int | None, typer.Option("--g", help="Dragonfly: groups.")]
+DfL = Annotated[int | None, typer.Option("--l", help="Dragonfly+: leaves per group.")]
+DfS = Annotated[int | None, typer.Option("--s", help="Dragonfly+: spines per group.")]
+Size = Annotated[str, typer.Option(help="Payload bytes per flow, e.g. 2MB.")]
+Link = Annotated[str, typer.Option("--link", help="Link rate, e.g. 100Gb/s.")]
+Fabric = Annotated[str, typer.Option(help="ib, roce, roce-nopfc, uec, lossy or all.")]
+Routing = Annotated[
+    str | None,
+    typer.Option(help="ecmp, spray or adaptive (default: spray for uec, ecmp for the others)."),
+]
+Buffer = Annotated[str, typer.Option(help="Shared packet buffer per switch, e.g. 16MiB.")]
+Mtu = Annotated[int, typer.Option(help="Payload bytes per packet (256 to 65536).")]
+Cable = Annotated[
+    str | None, typer.Option(help="Propagation delay of every cable, e.g. 1us (default: lengths).")
+]
+SwLat = Annotated[
+    str | None, typer.Option(help="Per-switch forwarding latency, e.g. 600ns (default builder's).")
+]
+Saf = Annotated[
+    bool, typer.Option("--store-and-forward", help="Switches wait for a packet's tail.")
+]
+Ber = Annotated[
+    float | None, typer.Option(help="Post-FEC bit error rate of every fabric link (random bits).")
+]
+PreFec = Annotated[
+    float | None,
+    typer.Option(help="Pre-FEC BER of every fabric link: packet errors and FEC latency from phy."),
+]
+Fec = Annotated[
+    str | None, typer.Option(help="FEC code with --pre-fec-ber (default: the lane's, e.g. kp4).")
+]
+Lane = Annotated[str, typer.Option(help="SerDes lane with --pre-fec-ber: 25G, 50G, 100G, 200G.")]
+Flow = Annotated[
+    bool, typer.Option("--flow", help="Also run the flow engine on the same flows (cross-check).")
+]
+Ports = Annotated[int, typer.Option(min=0, help="Hottest ports to list per fabric.")]
+Seed = Annotated[int, typer.Option(min=0, help="Seed of the pattern, the hashes and marking.")]
+Json = Annotated[bool, typer.Option("--json", help="Print the results as JSON.")]
+
+
+def incast(
+    senders: Annotated[int, typer.Option(min=1, help="Senders, all to endpoint 0.")] = 64,
+    size: Size = "2MB",
+    link: Link = "400Gb/s",
+    fabric: Fabric = "all",
+    topology: Topo = None,
+    radix: Radix = None,
+    tiers: Tiers = None,
+    oversubscription: Over = None,
+    nodes: Nodes = None,
+    rails: Rails = 8,
+    a: DfA = None,
+    p: DfP = None,
+    h: DfH = None,
+    g: DfG = None,
+    l_leaves: DfL = None,
+    s_spines: DfS = None,
+    routing: Routing = None,
+    buffer: Buffer = "16MiB",
+    mtu: Mtu = 4096,
+    cable: Cable = None,
+    switch_latency: SwLat = None,
+    store_and_forward: Saf = False,
+    ber: Ber = None,
+    pre_fec_ber: PreFec = None,
+    fec: Fec = None,
+    lane: Lane = "100G",
+    flow: Flow = False,
+    ports: Ports = 3,
+    seed: Seed = 0,
+    as_json: Json = False,
+) -> None:
+    """N senders burst into one host at once, packet by packet: completion times, goodput, and
+    what each fabric did about it — credits held, pauses sent, packets marked, trimmed, dropped
+    and resent — with the buffer's peak and the invariants the run checked."""
+    if topology is None and radix is None and nodes is None:
+        topology, radix, nodes = "fat-tree", _fat_tree_radix(senders + 1), senders + 1
+    _run(
+        "incast",
+        locals(),
+        senders=senders,
+        topology=topology or "fat-tree",
+        radix=radix,
+        nodes=nodes,
+    )
+
+
+def permutation(
+    topology: Topo = None,
+    radix: Radix = 8,
+    tiers: Tiers = None,
+    oversubscription: Over = None,
+    nodes: Nodes = None,
+    rails: Rails = 8,
+    a: DfA = None,
+    p: DfP = None,
+    h: DfH = None,
+    g: DfG = None,
+    l_leaves: DfL = None,
+    s_spines: DfS = None,
+    size: Size = "2MB",
+    link: Link = "100Gb/s",
+    fabric: Fabric = "all",
+    routing: Routing = None,
+    buffer: Buffer = "16MiB",
+    mtu: Mtu = 4096,
+    cable: Cable = None,
+    switch_latency: SwLat = None,
+    store_and_forward: Saf = False,
+    ber: Ber = None,
+    pre_fec_ber: PreFec = None,
+    fec: Fec = None,
+    lane: Lane = "100G",
+    flow: Flow = False,
+    ports: Ports = 3,
+    seed: Seed = 0,
+    as_json: Json = False,
+) -> None:
+    """Every host sends to one other and receives from one (a random single cycle), packet by
+    packet: completion times against the line-rate ideal, hash collisions under ECMP, and what
+    each fabric did about them."""
+    _run("permutation", locals(), senders=None, topology=topology or "fat-tree", radix=radix,
+         nodes=nodes)  # fmt: skip
+
+
+def _fat_tree_radix(hosts: int) -> int:
+    """The smallest even k >= 4 whose fat tree has ``hosts`` hosts (k³/4)."""
+    k = 4
+    while k**3 // 4 < hosts:
+        k += 2
+    return k
+
+
+# ---- the run ----------------------------------------------------------------------------------
+
+
+def _run(
+    pattern: str,
+    opts: dict[str, Any],
+    *,
+    senders: int | None,
+    topology: str,
+    radix: int | None,
+    nodes: int | None,
+) -> None:
+    from commwall.commands.topology import KINDS, SCALE_UP_KINDS, build
+    from commwall.engines.base import InvariantError
+    from commwall.engines.flow.traffic import pattern_flows
+    from commwall.engines.packet import PACKET_ROUTINGS, PacketConfig, run_packet_traffic
+    from commwall.engines.packet.traffic import with_cable_latency
+    from commwall.phy import PhyError
+    from commwall.topology import TopologyError
+    from commwall.transport import FABRICS, TransportError, fabric_profile
+    from commwall.units import UnitError, parse_size, parse_time
+
+    fabric, routing = opts["fabric"], opts["routing"]
+    if fabric != "all" and fabric not in FABRICS:
+        fail(f"--fabric: {fabric!r} is not allowed; allowed: {', '.join(FABRICS)}, all")
+    if routing is not None and routing not in PACKET_ROUTINGS:
+        fail(f"--routing: {routing!r} is not allowed; allowed: {', '.join(PACKET_ROUTINGS)}")
+    fabrics = FABRICS if fabric == "all" else (fabric,)
+    kinds = [k for k in KINDS if k not in SCALE_UP_KINDS]
+    if topology not in kinds:
+        fail(f"--topology: {topology!r} is not allowed; allowed: {', '.join(kinds)}")
+    try:
+        nbytes = parse_size(opts["size"])
+        if nbytes < 1 or nbytes != int(nbytes):
+            fail(f"--size: {opts['size']!r} must be a whole number of bytes >= 1")
+        topo = build(
+            topology,
+            radix=radix,
+            tiers=opts["tiers"],
+            oversubscription=opts["oversubscription"],
+            nodes=nodes,
+            rails=opts["rails"],
+            a=opts["a"],
+            p=opts["p"],
+            h=opts["h"],
+            g=opts["g"],
+            arrangement="consecutive",
+            link_rate=opts["link"],
+            switch=None,
+            l_leaves=opts["l_leaves"],
+            s_spines=opts["s_spines"],
+        )
+        if opts["switch_latency"] is not None:
+            from dataclasses import replace
+
+            latency = parse_time(opts["switch_latency"])
+            topo = replace(topo, params={**dict(topo.params), "switch_latency": latency})
+        if opts["cable"] is not None:
+            topo = with_cable_latency(topo, parse_time(opts["cable"]))
+        endpoints = len(topo.endpoints())
+        _check_size(pattern, endpoints, senders, int(nbytes), opts["mtu"])
+        src, dst = pattern_flows(pattern, endpoints, senders=senders, seed=opts["seed"])
+        rate = float(topo.link_capacity.max())
+        ber, fec_latency, physics = _link_errors(opts, rate)
+        config = PacketConfig(
+            mtu=opts["mtu"],
+            buffer=int(parse_size(opts["buffer"])),
+            cut_through=not opts["store_and_forward"],
+            ber=ber,
+            fec_latency_s=fec_latency,
+        )
+        results = [
+            run_packet_traffic(
+                topo, src, dst, int(nbytes), fab, routing=routing, config=config, seed=opts["seed"]
+            )
+            for fab in fabrics
+        ]
+        flow_rows = (
+            _flow_check(topo, src, dst, nbytes, results, opts["seed"]) if opts["flow"] else []
+        )
+    except (TopologyError, TransportError, UnitError, InvariantError, PhyError, ValueError) as e:
+        fail(str(e))
+    ideal = _ideal(pattern, len(src), int(nbytes), rate, config.mtu, 82)
+    fabric_rows = []
+    for r in results:
+        header = fabric_profile(r.fabric, rate, config.mtu).header_bytes
+        own = _ideal(pattern, len(src), int(nbytes), rate, config.mtu, header)
+        fabric_rows.append({**r.to_dict(), "ideal_completion_s": own})
+    data: dict[str, Any] = {
+        "pattern": pattern,
+        "topology": topo.name,
+        "endpoints": endpoints,
+        "flows": len(src),
+        "bytes_per_flow": int(nbytes),
+        "link_Bps": rate,
+        "mtu": config.mtu,
+        "buffer_bytes": config.buffer,
+        "ideal_completion_s": ideal,
+        "link_errors": physics,
+        "fabrics": fabric_rows,
+    }
+    if flow_rows:
+        data["flow_engine"] = flow_rows
+    if opts["as_json"]:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    _print(data, results, flow_rows, opts["ports"], config)
+
+
+def _link_errors(opts: dict[str, Any], rate: float) -> tuple[float, float, dict[str, Any]]:
+    """(post-FEC BER, FEC latency, what to report) from ``--ber`` or ``--pre-fec-ber``."""
+    from commwall.engines.packet.config import phy_errors
+
+    if opts["pre_fec_ber"] is None:
+        if opts["fec"] is not None:
+            fail("--fec needs --pre-fec-ber (the FEC's input error rate)")
+        ber = float(opts["ber"] or 0.0)
+        return ber, 0.0, {"ber": ber}
+    if opts["ber"] is not None:
+        fail("--ber and --pre-fec-ber: give one (the post-FEC BER, or the pre-FEC BER and --fec)")
+    wire = int(opts["mtu"]) + 82
+    e = phy_errors(float(opts["pre_fec_ber"]), rate, wire, fec=opts["fec"], lane=opts["lane"])
+    if e.ber >= 1e-3:
+        fail(
+            f"--pre-fec-ber {opts['pre_fec_ber']:g} with FEC {e.fec}: {e.packet_error:.0%} of "
+            "packets would fail their FCS; the link would be taken down (use a stronger --fec)"
+        )
+    report = {"pre_fec_ber": opts["pre_fec_ber"], "fec": e.fec, "lanes": e.lanes,
+              "packet_error": e.packet_error, "ber": e.ber, "fec_latency_s": e.fec_latency_s}  # fmt: skip
+    return e.ber, e.fec_latency_s, report
+
+
+def _check_size(pattern: str, endpoints: int, senders: int | None, nbytes: int, mtu: int) -> None:
+    """Refuse runs whose packet count would take hours: a clear message instead."""
+    flows = endpoints if pattern == "permutation" else (senders or endpoints - 1)
+    packets = flows * -(-nbytes // mtu)
+    if packets > MAX_PACKETS:
+        fail(
+            f"--size/--senders: {flows:,} flows of {nbytes:,} B are {packets:,} packets; the packet "
+            f"engine takes at most {MAX_PACKETS:,} per run (use fewer or smaller flows, or "
+            "commwall traffic for the flow engine)"
+        )
+
+
+#: Most data packets one ``commwall packet`` run sends (about 30 events each, a few minutes).
+MAX_PACKETS = 4_000_000
+
+
+def _ideal(pattern: str, flows: int, nbytes: int, rate: float, mtu: int, header: int) -> float:
+    """The completion an ideal fabric allows (``header`` bytes per packet, no latency): an
+    incast's bytes at the receiver's line rate, a permutation's one flow at line rate.
+
+    >>> _ideal("incast", 2, 4096, 100.0, 4096, 82)   # 2 x (4096 + 82) bytes at 100 B/s
+    83.56
+    """
+    wire = nbytes + -(-nbytes // mtu) * header
+    return (flows if pattern == "incast" else 1) * wire / rate
+
+
+def _flow_check(
+    topo: Any, src: Any, dst: Any, nbytes: float, results: list[Any], seed: int
+) -> list[dict[str, Any]]:
+    """The flow engine on the same flows, once per routing the packet runs used."""
+    from commwall.engines.flow.traffic import run_traffic
+
+    rows = []
+    for routing in dict.fromkeys(r.routing for r in results):
+        res = run_traffic(topo, src, dst, nbytes, routing, seed=seed)
+        rows.append({"routing": routing, "fct_s": res.percentiles(), "makespan_s": res.makespan})
+    return rows
+
+
+# ---- printing ---------------------------------------------------------------------------------
+
+
+def _print(
+    d: dict[str, Any], results: list[Any], flow_rows: list[dict[str, Any]], top: int, cfg: Any
+) -> None:
+    from rich.table import Table
+
+    from commwall.units import format_bandwidth, format_size, format_time
+
+    ratio = f"{d['flows']}:1 " if d["pattern"] == "incast" else ""
+    out.print(
+        f"[bold]{d['pattern']}[/] {ratio}on {d['topology']}: {d['flows']:,} flows x "
+        f"{format_size(d['bytes_per_flow'])} at {d['link_Bps'] * 8 / 1e9:g} Gb/s, MTU "
+        f"{d['mtu']} B, switch buffer {format_size(d['buffer_bytes'])}; ideal completion "
+        f"{format_time(d['ideal_completion_s'])} (RoCE headers at line rate; 'vs ideal' uses each "
+        "fabric's own headers)"
+    )
+    times = Table(show_header=True, header_style="bold", title="Completion")
+    for col in ("fabric", "routing", "p50", "p99", "max", "vs ideal", "goodput", "fairness"):
+        times.add_column(col, justify="right")
+    for r, row in zip(results, d["fabrics"], strict=True):
+        fct = r.percentiles()
+        times.add_row(
+            r.fabric,
+            r.routing,
+            format_time(fct["p50"]),
+            format_time(fct["p99"]),
+            format_time(fct["max"]),
+            f"{fct['max'] / row['ideal_completion_s']:.2f}x",
+            format_bandwidth(r.goodput),
+            f"{r.fairness:.3f}",
+        )
+    for row in flow_rows:
+        fct = row["fct_s"]
+        times.add_row(
+            "flow engine",
+            row["routing"],
+            format_time(fct["p50"]),
+            format_time(fct["p99"]),
+            format_time(fct["max"]),
+            f"{fct['max'] / d['ideal_completion_s']:.2f}x",
+            "",
+            "",
+        )
+    out.print(times)
+    errors = d["link_errors"]
+    if "fec" in errors:
+        out.print(
+            f"links: pre-FEC BER {errors['pre_fec_ber']:g}, FEC {errors['fec']} over "
+            f"{errors['lanes']} lane(s): P(packet fails FCS) {errors['packet_error']:.2e}, FEC "
+            f"latency {format_time(errors['fec_latency_s'])} per hop"
+        )
+    elif errors["ber"]:
+        out.print(f"links: post-FEC BER {errors['ber']:g} (independent bit errors)")
+    acts = Table(show_header=True, header_style="bold", title="What the packets did")
+    cols = ("fabric", "dropped", "bad FCS", "resent", "timeouts", "pauses/ports", "paused",
+            "ECN marks", "CNPs", "trims", "peak buf")  # fmt: skip
+    for col in cols:
+        acts.add_column(col, justify="right")
+    for r in results:
+        c = r.counters
+        acts.add_row(
+            r.fabric,
+            f"{c['drop_packets']:,.0f}",
+            f"{c['corrupt_packets']:,.0f}",
+            format_size(c["retransmitted"]),
+            f"{c['timeouts']:,.0f}",
+            f"{c['pause_frames']:,.0f}/{c['ports_paused']:.0f}",
+            format_time(c["paused_s"]),
+            f"{c['ecn_marks']:,.0f}",
+            f"{c['cnps_sent']:,.0f}",
+            f"{c['trim_packets']:,.0f}",
+            format_size(c["peak_buffer_bytes"]),
+        )
+    out.print(acts)
+    if top:
+        for r in results:
+            _print_ports(r, top)
+    events = sum(r.events for r in results)
+    wall = sum(r.wall_s for r in results)
+    every = [c for c in results[0].invariants if all(c in r.invariants for r in results)]
+    extra = sorted({c for r in results for c in r.invariants} - set(every))
+    note = "".join(
+        f"; {c} ({', '.join(r.fabric for r in results if c in r.invariants)})" for c in extra
+    )
+    out.print(f"invariants checked: {'; '.join(every)}{note}")
+    out.print(
+        f"{events:,} events in {wall:.2f} s ({events / max(wall, 1e-9):,.0f} events/s); "
+        + _MODEL_NOTE.format(
+            mtu=cfg.mtu, cut="cut-through" if cfg.cut_through else "store-and-forward"
+        )
+    )
+
+
+def _print_ports(r: Any, top: int) -> None:
+    from commwall.units import format_size, format_time
+
+    rows = r.ports[:top]
+    if not rows:
+        return
+    out.print(f"[bold]{r.fabric}[/] hottest ports:")
+    for row in rows:
+        series = r.queue_series.get(row["port"])
+        what = [
+            f"busy {row['utilisation']:.0%}",
+            f"queue peak {format_size(row['queue_peak_bytes'])}",
+            f"mean {format_size(row['queue_mean_bytes'])}",
+        ]
+        labels = {"drops": "drops", "trims": "trims", "ecn_marks": "ECN marks"}
+        what += [f"{label} {row[k]:,.0f}" for k, label in labels.items() if row[k]]
+        if row["paused_s"]:
+            what.append(f"paused {format_time(row['paused_s'])}")
+        out.print(f"  {row['port']:<24} {', '.join(what)}")
+        if series:
+            out.print(f"  {'':<24} queue over time |{_sparkline(series[1], 48)}|")
+
+
+def _sparkline(values: list[int], width: int = 24) -> str:
+    """``values`` as a row of block characters, ``width`` wide (max of each bucket).
+
+    >>> _sparkline([0, 1, 2, 4, 8, 4, 0], width=7)
+    ' ▁▂▄█▄ '
+    """
+    if not values:
+        return ""
+    n = len(values)
+    buckets = [max(values[i * n // width : max((i + 1) * n // width, i * n // width + 1)])
+               for i in range(min(width, n))]  # fmt: skip
+    peak = max(buckets) or 1
+    return "".join(_SPARK[min(8, round(8 * v / peak))] for v in buckets)

@@ -1,0 +1,113 @@
+"""``commwall packet incast|permutation``: tables, JSON, the flow-engine cross-check, bad input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from commwall.cli import app
+from commwall.commands.packet import _fat_tree_radix, _sparkline
+
+runner = CliRunner()
+SMALL = ("--size", "256KB", "--link", "100Gb/s")
+
+
+def invoke(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_incast_every_fabric_json() -> None:
+    data = invoke("packet", "incast", "--senders", "16", *SMALL, "--buffer", "1MiB", "--json")
+    assert data["pattern"] == "incast" and data["flows"] == 16
+    assert data["topology"].startswith("fat-tree k=6")  # smallest fat tree with 17 hosts
+    by = {f["fabric"]: f for f in data["fabrics"]}
+    assert set(by) == {"ib", "roce", "roce-nopfc", "uec", "lossy"}
+    assert by["ib"]["counters"]["drop_packets"] == 0
+    assert by["roce"]["counters"]["drop_packets"] == 0
+    assert by["roce"]["counters"]["pause_frames"] > 0
+    assert by["roce-nopfc"]["counters"]["drop_packets"] > 0
+    assert by["uec"]["counters"]["trim_packets"] > 0
+    assert by["uec"]["routing"] == "spray" and by["ib"]["routing"] == "ecmp"
+    for f in data["fabrics"]:
+        # nothing finishes before the receiver's link could carry every byte
+        assert f["fct_s"]["max"] >= f["ideal_completion_s"] * 0.999
+        assert "no buffer above its size" in f["invariants_checked"]
+
+
+def test_incast_table_names_what_the_packets_did() -> None:
+    result = runner.invoke(app, ["packet", "incast", "--senders", "8", *SMALL, "--fabric", "roce"])
+    assert result.exit_code == 0, result.output
+    for text in ("incast 8:1", "Completion", "What the packets did", "roce hottest ports",
+                 "invariants checked", "events/s"):  # fmt: skip
+        assert text in result.output
+
+
+def test_permutation_with_flow_engine_cross_check() -> None:
+    data = invoke(
+        "packet", "permutation", "--radix", "4", *SMALL, "--fabric", "ib", "--flow", "--json"
+    )
+    assert data["flows"] == 16 and data["endpoints"] == 16
+    packet = data["fabrics"][0]
+    flow = data["flow_engine"][0]
+    assert flow["routing"] == packet["routing"] == "ecmp"
+    assert packet["fct_s"]["max"] == pytest.approx(flow["fct_s"]["max"], rel=0.15)
+
+
+def test_pre_fec_ber_sets_packet_errors_and_fec_latency() -> None:
+    base = ("packet", "permutation", "--radix", "4", *SMALL, "--fabric", "roce", "--json")
+    clean = invoke(*base)
+    noisy = invoke(*base, "--pre-fec-ber", "1e-3", "--fec", "kp4")  # KP4 near its threshold
+    links = noisy["link_errors"]
+    assert links["fec"] == "kp4" and 0 < links["packet_error"] < 0.01
+    assert links["fec_latency_s"] > 0
+    assert noisy["fabrics"][0]["counters"]["corrupt_packets"] > 0
+    # every hop pays the FEC latency: the fastest flow finishes later than on clean links
+    assert noisy["fabrics"][0]["fct_s"]["min"] > clean["fabrics"][0]["fct_s"]["min"]
+
+
+def test_same_seed_same_output() -> None:
+    args = ("packet", "permutation", "--radix", "4", *SMALL, "--fabric", "uec", "--seed", "3")
+    one, two = invoke(*args, "--json"), invoke(*args, "--json")
+    for d in (one, two):
+        for f in d["fabrics"]:
+            f.pop("wall_s")
+            f.pop("events_per_s")
+    assert one == two
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("incast", "--fabric", "fddi"), "--fabric: 'fddi' is not allowed"),
+        (("incast", "--routing", "cells"), "--routing: 'cells' is not allowed"),
+        (("incast", "--size", "0B"), "--size"),
+        (("incast", "--size", "2 parsecs"), "2 parsecs"),
+        (("incast", "--mtu", "100"), "mtu=100"),
+        (("incast", "--buffer", "4KB", "--fabric", "ib"), "buffer"),
+        (("incast", "--senders", "16", "--radix", "4", "--nodes", "8"), "senders=16"),
+        (("permutation", "--radix", "16", "--size", "1GB"), "at most"),
+        (("permutation", "--cable", "-1us"), "-1us"),
+        (("permutation", "--topology", "torus"), "torus"),
+        (("permutation", "--fec", "kp4"), "--fec needs --pre-fec-ber"),
+        (("permutation", "--ber", "1e-9", "--pre-fec-ber", "1e-5"), "give one"),
+        (("permutation", "--pre-fec-ber", "1e-2"), "would fail their FCS"),
+        (("permutation", "--pre-fec-ber", "1e-5", "--fec", "rs999"), "rs999"),
+    ],
+)
+def test_bad_input_is_one_clear_line(args: tuple[str, ...], message: str) -> None:
+    result = runner.invoke(app, ["packet", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_helpers() -> None:
+    assert [_fat_tree_radix(n) for n in (2, 16, 17, 65, 129, 1001)] == [4, 4, 6, 8, 10, 16]
+    assert _sparkline([]) == ""
+    assert _sparkline([5, 5, 5], width=3) == "███"
