@@ -93,6 +93,16 @@ Fec = Annotated[
     str | None, typer.Option(help="FEC code with --pre-fec-ber (default: the lane's, e.g. kp4).")
 ]
 Lane = Annotated[str, typer.Option(help="SerDes lane with --pre-fec-ber: 25G, 50G, 100G, 200G.")]
+Ecn = Annotated[
+    str | None,
+    typer.Option(
+        help="ECN marking KMIN,KMAX,PMAX for roce/uec, e.g. 150KB,1.5MB,0.2 (default: the "
+        "fabric's; RoCE's scale with the line rate)."
+    ),
+]
+Rto = Annotated[
+    str | None, typer.Option(help="Retransmission timeout, e.g. 1ms (default: the fabric's).")
+]
 Flow = Annotated[
     bool, typer.Option("--flow", help="Also run the flow engine on the same flows (cross-check).")
 ]
@@ -128,6 +138,8 @@ def incast(
     pre_fec_ber: PreFec = None,
     fec: Fec = None,
     lane: Lane = "100G",
+    ecn: Ecn = None,
+    rto: Rto = None,
     flow: Flow = False,
     ports: Ports = 3,
     seed: Seed = 0,
@@ -174,6 +186,8 @@ def permutation(
     pre_fec_ber: PreFec = None,
     fec: Fec = None,
     lane: Lane = "100G",
+    ecn: Ecn = None,
+    rto: Rto = None,
     flow: Flow = False,
     ports: Ports = 3,
     seed: Seed = 0,
@@ -265,9 +279,20 @@ def _run(
             ber=ber,
             fec_latency_s=fec_latency,
         )
+        marking = _ecn(opts["ecn"])
+        timeout = parse_time(opts["rto"]) if opts["rto"] is not None else None
         results = [
             run_packet_traffic(
-                topo, src, dst, int(nbytes), fab, routing=routing, config=config, seed=opts["seed"]
+                topo,
+                src,
+                dst,
+                int(nbytes),
+                fab,
+                routing=routing,
+                config=config,
+                seed=opts["seed"],
+                ecn=marking,
+                rto_s=timeout,
             )
             for fab in fabrics
         ]
@@ -301,6 +326,27 @@ def _run(
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     _print(data, results, flow_rows, opts["ports"], config)
+
+
+def _ecn(text: str | None) -> Any:
+    """``--ecn KMIN,KMAX,PMAX`` as marking parameters (sizes with units, PMAX in (0, 1]).
+
+    >>> _ecn("150KB,1.5MB,0.2")
+    EcnParams(kmin=150000, kmax=1500000, pmax=0.2)
+    """
+    from commwall.transport import EcnParams
+    from commwall.units import parse_size
+
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 3:
+        fail(f"--ecn: {text!r}; give KMIN,KMAX,PMAX, e.g. 150KB,1.5MB,0.2")
+    try:
+        pmax = float(parts[2])
+    except ValueError:
+        fail(f"--ecn: PMAX {parts[2]!r} is not a number in (0, 1]")
+    return EcnParams(int(parse_size(parts[0])), int(parse_size(parts[1])), pmax)
 
 
 def _link_errors(opts: dict[str, Any], rate: float) -> tuple[float, float, dict[str, Any]]:
@@ -386,7 +432,7 @@ def _print(
     )
     times = Table(show_header=True, header_style="bold", title="Completion")
     for col in ("fabric", "routing", "p50", "p99", "max", "vs ideal", "goodput", "fairness"):
-        times.add_column(col, justify="right")
+        times.add_column(col, justify="right", no_wrap=True)
     for r, row in zip(results, d["fabrics"], strict=True):
         fct = r.percentiles()
         times.add_row(
@@ -422,10 +468,10 @@ def _print(
     elif errors["ber"]:
         out.print(f"links: post-FEC BER {errors['ber']:g} (independent bit errors)")
     acts = Table(show_header=True, header_style="bold", title="What the packets did")
-    cols = ("fabric", "dropped", "bad FCS", "resent", "timeouts", "pauses/ports", "paused",
+    cols = ("fabric", "dropped", "bad FCS", "resent", "RTOs", "pauses/ports", "paused",
             "ECN marks", "CNPs", "trims", "peak buf")  # fmt: skip
     for col in cols:
-        acts.add_column(col, justify="right")
+        acts.add_column(col, justify="right", no_wrap=True)
     for r in results:
         c = r.counters
         acts.add_row(

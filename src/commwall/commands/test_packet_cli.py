@@ -71,6 +71,14 @@ def test_pre_fec_ber_sets_packet_errors_and_fec_latency() -> None:
     assert noisy["fabrics"][0]["fct_s"]["min"] > clean["fabrics"][0]["fct_s"]["min"]
 
 
+def test_ecn_thresholds_and_timeout_reach_the_fabric() -> None:
+    base = ("packet", "incast", "--senders", "8", *SMALL, "--fabric", "roce", "--json")
+    default = invoke(*base)["fabrics"][0]["counters"]
+    low = invoke(*base, "--ecn", "20KB,200KB,1")["fabrics"][0]["counters"]
+    assert low["ecn_marks"] > default["ecn_marks"]  # marking starts far below 400 KB
+    assert invoke(*base, "--rto", "1ms")["fabrics"][0]["counters"]["drop_packets"] == 0
+
+
 def test_same_seed_same_output() -> None:
     args = ("packet", "permutation", "--radix", "4", *SMALL, "--fabric", "uec", "--seed", "3")
     one, two = invoke(*args, "--json"), invoke(*args, "--json")
@@ -98,6 +106,10 @@ def test_same_seed_same_output() -> None:
         (("permutation", "--ber", "1e-9", "--pre-fec-ber", "1e-5"), "give one"),
         (("permutation", "--pre-fec-ber", "1e-2"), "would fail their FCS"),
         (("permutation", "--pre-fec-ber", "1e-5", "--fec", "rs999"), "rs999"),
+        (("incast", "--ecn", "1MB,2MB"), "KMIN,KMAX,PMAX"),
+        (("incast", "--ecn", "2MB,1MB,0.2"), "kmin=2000000"),
+        (("incast", "--ecn", "1MB,2MB,x"), "PMAX 'x'"),
+        (("incast", "--rto", "soon"), "soon"),
     ],
 )
 def test_bad_input_is_one_clear_line(args: tuple[str, ...], message: str) -> None:

@@ -21,7 +21,13 @@ from commwall.engines.packet.result import PacketResult, summarise
 from commwall.routing import route_paths
 from commwall.routing.oracle import SPRAY_MAX_ROUTES
 from commwall.topology.graph import Topology
-from commwall.transport.fabric import FABRICS, TransportError, fabric_profile, for_routing
+from commwall.transport.fabric import (
+    FABRICS,
+    EcnParams,
+    TransportError,
+    fabric_profile,
+    for_routing,
+)
 
 __all__ = [
     "PACKET_ROUTINGS",
@@ -89,9 +95,12 @@ def run_packet_traffic(
     routing: str | None = None,
     config: PacketConfig | None = None,
     seed: int = 0,
+    ecn: EcnParams | None = None,
+    rto_s: float | None = None,
 ) -> PacketResult:
     """Run flows ``src[i] → dst[i]`` (endpoint indices) of ``nbytes``, all starting at time 0,
-    on ``topology`` with ``fabric`` (one of :data:`~commwall.transport.FABRICS`)."""
+    on ``topology`` with ``fabric`` (one of :data:`~commwall.transport.FABRICS`); ``ecn`` and
+    ``rto_s`` replace the fabric's marking thresholds and retransmission timeout."""
     cfg = config or PacketConfig()
     if fabric not in FABRICS:
         raise TransportError(f"fabric={fabric!r}: unknown; allowed: {', '.join(FABRICS)}")
@@ -116,7 +125,7 @@ def run_packet_traffic(
     if any(a == b for a, b in zip(s, d, strict=True)):
         raise TransportError("a flow sends to itself (src == dst)")
     rate = float(np.max(topology.link_capacity))
-    profile = for_routing(fabric_profile(fabric, rate, cfg.mtu), pick)
+    profile = for_routing(fabric_profile(fabric, rate, cfg.mtu, ecn=ecn, rto_s=rto_s), pick)
     graph = graph_from_topology(topology)
     switch_latency = float(topology.params.get("switch_latency", 0.0))
     net = Network(graph, profile, cfg, switch_latency=switch_latency, routing=pick, seed=seed)
