@@ -71,7 +71,16 @@ Routing = Annotated[
     str | None,
     typer.Option(help="ecmp, spray or adaptive (default: spray for uec, ecmp for the others)."),
 ]
-Buffer = Annotated[str, typer.Option(help="Shared packet buffer per switch, e.g. 16MiB.")]
+Buffer = Annotated[
+    str | None, typer.Option(help="Shared packet buffer per switch, e.g. 16MiB (default 16 MiB).")
+]
+Switch = Annotated[
+    str | None,
+    typer.Option(
+        help="A catalog switch (commwall catalog switch): its forwarding latency and, when the "
+        "catalog has it, its shared buffer."
+    ),
+]
 Mtu = Annotated[int, typer.Option(help="Payload bytes per packet (256 to 65536).")]
 Cable = Annotated[
     str | None, typer.Option(help="Propagation delay of every cable, e.g. 1us (default: lengths).")
@@ -129,7 +138,8 @@ def incast(
     l_leaves: DfL = None,
     s_spines: DfS = None,
     routing: Routing = None,
-    buffer: Buffer = "16MiB",
+    buffer: Buffer = None,
+    switch: Switch = None,
     mtu: Mtu = 4096,
     cable: Cable = None,
     switch_latency: SwLat = None,
@@ -177,7 +187,8 @@ def permutation(
     link: Link = "100Gb/s",
     fabric: Fabric = "all",
     routing: Routing = None,
-    buffer: Buffer = "16MiB",
+    buffer: Buffer = None,
+    switch: Switch = None,
     mtu: Mtu = 4096,
     cable: Cable = None,
     switch_latency: SwLat = None,
@@ -260,10 +271,10 @@ def _run(
             l_leaves=opts["l_leaves"],
             s_spines=opts["s_spines"],
         )
-        if opts["switch_latency"] is not None:
+        buffer_bytes, latency = _switch_physics(opts)
+        if latency is not None:
             from dataclasses import replace
 
-            latency = parse_time(opts["switch_latency"])
             topo = replace(topo, params={**dict(topo.params), "switch_latency": latency})
         if opts["cable"] is not None:
             topo = with_cable_latency(topo, parse_time(opts["cable"]))
@@ -274,7 +285,7 @@ def _run(
         ber, fec_latency, physics = _link_errors(opts, rate)
         config = PacketConfig(
             mtu=opts["mtu"],
-            buffer=int(parse_size(opts["buffer"])),
+            buffer=buffer_bytes,
             cut_through=not opts["store_and_forward"],
             ber=ber,
             fec_latency_s=fec_latency,
@@ -326,6 +337,25 @@ def _run(
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     _print(data, results, flow_rows, opts["ports"], config)
+
+
+def _switch_physics(opts: dict[str, Any]) -> tuple[int, float | None]:
+    """(buffer bytes, switch latency or None for the builder's) from ``--buffer``,
+    ``--switch-latency`` and ``--switch``; explicit options win over the part's figures."""
+    from commwall.engines.packet.config import DEFAULT_BUFFER
+    from commwall.units import parse_size, parse_time
+
+    buffer = None if opts["buffer"] is None else int(parse_size(opts["buffer"]))
+    latency = None if opts["switch_latency"] is None else parse_time(opts["switch_latency"])
+    if opts["switch"] is not None:
+        from commwall.catalog import load_catalog
+
+        part = load_catalog().switch(opts["switch"])
+        if buffer is None and part.buffer is not None:
+            buffer = int(part.buffer)
+        if latency is None:
+            latency = float(part.latency)
+    return (DEFAULT_BUFFER if buffer is None else buffer), latency
 
 
 def _ecn(text: str | None) -> Any:

@@ -79,6 +79,21 @@ def test_ecn_thresholds_and_timeout_reach_the_fabric() -> None:
     assert invoke(*base, "--rto", "1ms")["fabrics"][0]["counters"]["drop_packets"] == 0
 
 
+def test_catalog_switch_sets_buffer_and_latency() -> None:
+    base = ("packet", "incast", "--senders", "4", *SMALL, "--fabric", "lossy", "--json")
+    spectrum = invoke(*base, "--switch", "spectrum-4-sn5600")
+    assert spectrum["buffer_bytes"] == 128_000_000  # the part's shared buffer
+    plain = invoke(*base)
+    assert plain["buffer_bytes"] == 16 * 2**20
+    # 600 ns per switch instead of the builder's 150 ns: one flow alone finishes later
+    one = ("packet", "incast", "--senders", "1", *SMALL, "--fabric", "ib", "--json")
+    slow = invoke(*one, "--switch", "spectrum-4-sn5600")["fabrics"][0]["fct_s"]["max"]
+    fast = invoke(*one)["fabrics"][0]["fct_s"]["max"]
+    assert slow - fast == pytest.approx(450e-9, rel=0.01)  # one switch between two hosts
+    explicit = invoke(*base, "--switch", "spectrum-4-sn5600", "--buffer", "4MiB")
+    assert explicit["buffer_bytes"] == 4 * 2**20
+
+
 def test_same_seed_same_output() -> None:
     args = ("packet", "permutation", "--radix", "4", *SMALL, "--fabric", "uec", "--seed", "3")
     one, two = invoke(*args, "--json"), invoke(*args, "--json")
@@ -110,6 +125,7 @@ def test_same_seed_same_output() -> None:
         (("incast", "--ecn", "2MB,1MB,0.2"), "kmin=2000000"),
         (("incast", "--ecn", "1MB,2MB,x"), "PMAX 'x'"),
         (("incast", "--rto", "soon"), "soon"),
+        (("incast", "--switch", "nope"), "unknown switch 'nope'"),
     ],
 )
 def test_bad_input_is_one_clear_line(args: tuple[str, ...], message: str) -> None:
