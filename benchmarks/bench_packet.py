@@ -11,7 +11,8 @@
 
 Every case runs in its own subprocess, so its peak resident memory (``ru_maxrss``) is its own; the
 seconds are the simulation's alone (building the network and routes is timed apart). Run:
-``python benchmarks/bench_packet.py [--json] [--strict] [--only NAME]``.
+``python benchmarks/bench_packet.py [--json] [--strict] [--only NAME] [--kernel auto|python|numba]``
+(``auto``, the default, runs the compiled loop of ``fast.py`` where it applies: ib with ECMP).
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ EVENTS_PER_S = 1e6
 _NOT_FIGURES = ("what", "seconds", "peak_bytes", "pass_time", "pass_rate", "events", "events_per_s")
 
 
-def child(name: str) -> dict[str, Any]:
-    """Run one case in this process; return its figures."""
+def child(name: str, kernel: str = "auto") -> dict[str, Any]:
+    """Run one case in this process with event loop ``kernel``; return its figures."""
     if name == "packet-memory":
         return _packet_memory()
     from commwall.engines.flow.traffic import pattern_flows
-    from commwall.engines.packet import run_packet_traffic
+    from commwall.engines.packet import PacketConfig, run_packet_traffic
     from commwall.engines.packet.traffic import with_cable_latency
     from commwall.topology import fat_tree
 
@@ -53,7 +54,8 @@ def child(name: str) -> dict[str, Any]:
         topo = with_cable_latency(fat_tree(16, link_rate=12.5e9), 1e-6)
         src, dst = pattern_flows("permutation", 1024, seed=0)
     start = time.perf_counter()
-    r = run_packet_traffic(topo, src, dst, 2_000_000, fabric, seed=0)
+    config = PacketConfig(kernel=kernel)
+    r = run_packet_traffic(topo, src, dst, 2_000_000, fabric, seed=0, config=config)
     total = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     fct = r.percentiles()
@@ -69,6 +71,7 @@ def child(name: str) -> dict[str, Any]:
         "pauses": r.counters["pause_frames"],
         "trims": r.counters["trim_packets"],
         "peak_buffer_MiB": r.counters["peak_buffer_bytes"] / 2**20,
+        "kernel": r.kernel,
     }
 
 
@@ -107,16 +110,25 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--only", choices=list(CASES), action="append")
+    parser.add_argument(
+        "--kernel",
+        choices=("auto", "python", "numba"),
+        default="auto",
+        help="event loop (PacketConfig.kernel); numba seconds include JIT compile or cache load",
+    )
     parser.add_argument("--child", choices=list(CASES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        sys.stdout.write(json.dumps(child(args.child)) + "\n")
+        sys.stdout.write(json.dumps(child(args.child, args.kernel)) + "\n")
         return 0
     rows: dict[str, Any] = {}
     ok = True
     for name in args.only or list(CASES):
         proc = subprocess.run(
-            [sys.executable, __file__, "--child", name], capture_output=True, text=True, check=False
+            [sys.executable, __file__, "--child", name, "--kernel", args.kernel],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if proc.returncode:
             sys.stderr.write(proc.stderr)

@@ -468,7 +468,11 @@ class Node:
         if len(cands) == 1:
             out = cands[0]
         elif self.pick == PICK_ADAPTIVE:
-            out = min(cands, key=_queued)
+            # the shortest egress queue; ties (idle uplinks, most of the time) go by the packet's
+            # entropy hash as in spraying: "the first port" would steer every switch alike
+            least = min([p.qbytes for p in cands])
+            ties = [p for p in cands if p.qbytes == least]
+            out = ties[0] if len(ties) == 1 else ties[mix64(pkt.entropy ^ self.salt) % len(ties)]
         else:  # spray: the packet's entropy value hashed with this switch's salt (ECMP on the EV)
             out = cands[mix64(pkt.entropy ^ self.salt) % len(cands)]
         if kind != DATA or pkt.trimmed:  # control class: no credit, buffer or pause
@@ -552,7 +556,3 @@ class Node:
         pkt.trimmed = True
         pkt.size = self.trim_bytes
         out.enqueue_ctrl(pkt)
-
-
-def _queued(port: Port) -> int:
-    return port.qbytes

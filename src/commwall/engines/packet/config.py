@@ -8,7 +8,10 @@ from typing import Final
 
 from commwall.transport.fabric import TransportError
 
-__all__ = ["DEFAULT_BUFFER", "PacketConfig", "PhyErrors", "phy_errors"]
+__all__ = ["DEFAULT_BUFFER", "KERNELS", "PacketConfig", "PhyErrors", "phy_errors"]
+
+#: The event loops ``PacketConfig.kernel`` chooses from.
+KERNELS: Final = ("auto", "python", "numba")
 
 #: Shared packet buffer per switch, bytes: 16 MiB, the order of a 12.8–25.6 Tb/s shallow-buffer
 #: Ethernet ASIC (HPCC's ns-3 runs use 12–32 MB; reference transport.md §2.1) and of the fluid
@@ -52,10 +55,20 @@ class PacketConfig:
     """Interval of the queue-occupancy time series (doubles on long runs); 0 = none."""
     max_events: int | None = 200_000_000
     """Stop (with an error) after this many events."""
+    kernel: str = "auto"
+    """Which event loop runs plain traffic: ``"python"`` (the reference), ``"numba"`` (compiled,
+    bit-identical; InfiniBand with ECMP, no bit errors: :mod:`commwall.engines.packet.fast`) or
+    ``"auto"`` (numba where it applies and is installed, else python)."""
 
     def __post_init__(self) -> None:
+        if self.kernel not in KERNELS:
+            raise TransportError(
+                f"kernel={self.kernel!r}: unknown; allowed: {', '.join(map(repr, KERNELS))}"
+            )
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "kernel":
+                continue
             if f.name in ("cut_through",):
                 if not isinstance(value, bool):
                     raise TransportError(f"{f.name}={value!r}: must be true or false")

@@ -51,6 +51,8 @@ class PacketResult:
     events: int
     wall_s: float
     tasks: list[dict[str, Any]] = field(default_factory=list)
+    kernel: str = "python"
+    """The event loop that ran: ``"python"`` or ``"numba"`` (``PacketConfig.kernel``)."""
 
     @property
     def goodput(self) -> float:
@@ -64,7 +66,7 @@ class PacketResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
-        return {
+        out = {
             "engine": "packet",
             "fabric": self.fabric,
             "routing": self.routing,
@@ -84,10 +86,14 @@ class PacketResult:
             "events_per_s": self.events / self.wall_s if self.wall_s > 0 else 0.0,
             "tasks": self.tasks,
         }
+        out["kernel"] = self.kernel
+        return out
 
 
-def summarise(net: Network, *, wall_s: float, invariants: list[str], top: int = 8) -> PacketResult:
-    """Collect a finished network's figures."""
+def summarise(
+    net: Network, *, wall_s: float, invariants: list[str], top: int = 8, kernel: str = "python"
+) -> PacketResult:
+    """Collect a finished network's figures (``kernel``: the event loop that ran)."""
     flows = net.flows
     start = np.array([f.start for f in flows], dtype=np.float64) / PS_PER_S
     finish = np.array([f.finish for f in flows], dtype=np.float64) / PS_PER_S
@@ -153,4 +159,5 @@ def summarise(net: Network, *, wall_s: float, invariants: list[str], top: int = 
         events=net.sim.events,
         wall_s=wall_s,
         tasks=tasks,
+        kernel=kernel,
     )

@@ -1,0 +1,392 @@
+"""An optional compiled event loop for the packet engine's most used case (numba).
+
+The pure-Python engine stays the reference; this module runs the same simulation, event for
+event, in :mod:`commwall.engines.packet.fast_kernel` (numba, ``cache=True``) for the subset
+that dominates large runs:
+
+* fabric ``ib``: credit-based flow control on every link, no ECN, no congestion control,
+  go-back-N receivers (acknowledging every ``PacketConfig.ack_every`` packets), a
+  retransmission timer per sender (re-armed on every acknowledgement; it normally never fires);
+* ECMP routing: one fixed path per flow, both ways;
+* no bit errors (``PacketConfig.ber == 0``), no rate caps, tasks that wait for no other task.
+
+:func:`run_fast` packs a built :class:`~commwall.engines.packet.network.Network` (flows and
+tasks added, not yet run) into flat arrays, runs the kernel and writes every figure back into
+the network's objects — flows, counters, ports, nodes, tasks, the queue series, the clock and
+the event count — so :meth:`Network.check` and :func:`~commwall.engines.packet.result.summarise`
+work unchanged and report bit-identical results. numba is imported only when this kernel is
+asked for or ``kernel="auto"`` checks for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from commwall.engines.base import InvariantError
+from commwall.engines.packet.components import FC_CREDIT
+from commwall.engines.packet.config import KERNELS
+from commwall.engines.packet.kernel import ps
+from commwall.engines.packet.network import Network
+from commwall.transport.fabric import TransportError
+
+__all__ = [
+    "AUTO_MIN_EVENTS",
+    "KERNELS",
+    "estimated_events",
+    "numba_available",
+    "pick_kernel",
+    "run_fast",
+    "run_network",
+    "unsupported",
+]
+
+
+IntArray = npt.NDArray[np.int64]
+_MODULE = "commwall.engines.packet.fast_kernel"
+_available: bool | None = None
+
+
+def numba_available() -> bool:
+    """Whether numba imports (checked once: the import takes a moment)."""
+    global _available
+    if _available is None:
+        try:
+            importlib.import_module(_MODULE)
+            _available = True
+        except ImportError:
+            _available = False
+    return _available
+
+
+def unsupported(net: Network) -> str | None:
+    """Why the compiled kernel cannot run ``net`` (None: it can)."""
+    prof, cfg = net.profile, net.config
+    if net.routing != "ecmp":
+        return f"routing {net.routing!r} is not ecmp"
+    if prof.link_fc != "credit" or prof.sender != "none" or prof.reliability != "gbn":
+        return f"fabric {prof.name!r} is not credit-based with go-back-N and no congestion control"
+    if prof.ecn is not None or prof.trim:
+        return f"fabric {prof.name!r} marks ECN or trims"
+    if cfg.ber > 0:
+        return f"ber={cfg.ber} (bit errors)"
+    if any(p.fc != FC_CREDIT or p.ecn is not None or p.corrupt_p for p in net.ports):
+        return "a link is not credit-based"
+    if net.sim.heap or net.sim.events or net.sim.now:
+        return "the network has already run"
+    for flow in net.flows:
+        s = flow.sender
+        if flow.cap or s.pace or s.cc is not None or s.dcqcn is not None or s.tick is not None:
+            return f"flow {flow.index} is paced or congestion-controlled"
+    if any(t.after or t.waiting for t in net.tasks):
+        return "a task waits for another task"
+    return None
+
+
+def pick_kernel(net: Network, requested: str) -> str:
+    """The kernel that runs ``net``: ``"python"`` or ``"numba"`` (see ``PacketConfig.kernel``)."""
+    if requested not in KERNELS:
+        raise TransportError(f"kernel={requested!r}: allowed: {', '.join(KERNELS)}")
+    if requested == "python":
+        return "python"
+    why = unsupported(net)
+    if requested == "numba":
+        if not numba_available():
+            raise TransportError(
+                "kernel='numba': numba is not installed (pip install 'commwall[numba]'); "
+                "use kernel='auto' or 'python'"
+            )
+        if why is not None:
+            raise TransportError(
+                f"kernel='numba': the compiled kernel covers credit-based fabrics (ib) with ECMP, "
+                f"no bit errors and no rate caps, but {why}; use kernel='auto' or 'python'"
+            )
+        return "numba"
+    if why is not None or estimated_events(net) < AUTO_MIN_EVENTS:
+        return "python"  # (the import of numba alone costs more than a small run)
+    return "numba" if numba_available() else "python"
+
+
+#: ``kernel="auto"`` compiles only runs estimated at this many events or more (a few seconds of
+#: the Python loop): below it, importing numba and loading its cache (~0.4 s, ~20 s on the
+#: first run after an install while it compiles) costs more than it saves.
+AUTO_MIN_EVENTS = 1_000_000
+
+
+def estimated_events(net: Network) -> int:
+    """About how many events ``net`` will take: per data packet, a serialisation and an arrival
+    at each hop both ways (data and its acknowledgement) and a few at the ends.
+
+    The pure-Python loop runs ~300-450 k events/s on this project's 2-core reference machine.
+    """
+    total = 0
+    mtu = net.mtu
+    for flow in net.flows:
+        hops = max(len(flow.fwd), 1)
+        total += -(-flow.size // mtu) * (4 * hops + 3)
+    return total
+
+
+def run_network(net: Network, kernel: str) -> None:
+    """Run ``net`` with ``kernel`` (``"python"`` or ``"numba"``, from :func:`pick_kernel`)."""
+    if kernel == "numba":
+        run_fast(net)
+    else:
+        net.run()
+
+
+# ---- packing ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Pools:
+    """Capacities of the kernel's preallocated pools (doubled and rerun when one runs out)."""
+
+    heap: int
+    packets: int
+    timers: int
+    credits: int
+
+
+def _table(rows: int, cols: int, fill: int = 0) -> IntArray:
+    return np.full((rows, cols), fill, dtype=np.int64)
+
+
+def _free_list(rows: int, cols: int, link: int) -> IntArray:
+    """A pool of ``rows`` rows chained through column ``link`` (the last ends with -1)."""
+    table = _table(rows, cols)
+    table[:, link] = np.arange(1, rows + 1)
+    table[-1, link] = -1
+    return table
+
+
+def _path(net: Network, route: dict[int, tuple[Any, ...]], start: int, end: int) -> list[int]:
+    """The ports a packet follows from node ``start`` to ``end`` (one candidate per hop)."""
+    path: list[int] = []
+    node = start
+    while node != end:
+        cands = route.get(node)
+        if cands is None or len(cands) != 1 or len(path) > len(net.nodes):
+            raise TransportError(f"kernel='numba': a flow has no single route at node {node}")
+        path.append(cands[0].index)
+        node = cands[0].dst.index
+    return path
+
+
+def _pools(net: Network) -> _Pools:
+    """First guesses of the pool sizes."""
+    ports, flows = len(net.ports), len(net.flows)
+    loops = sum(p.prop // max(p.credit_period, 1) + 3 for p in net.ports)
+    credit_bytes = sum(p.credits_init for p in net.ports)
+    acks = sum(f.sender.n // max(net.ack_every, 1) + 2 for f in net.flows)
+    return _Pools(
+        heap=4 * ports + loops + 2 * flows + len(net.tasks) + 64,
+        packets=2 * credit_bytes // max(net.wire_mtu, 1) + 4 * flows + 1024,
+        timers=acks + 1024,
+        credits=loops + 64,
+    )
+
+
+def _ports(net: Network, k: Any, sched: dict[int, int]) -> IntArray:
+    P = _table(len(net.ports), k.P_LEN)
+    for i, p in enumerate(net.ports):
+        P[i, k.P_DST], P[i, k.P_SRC] = p.dst.index, p.src.index
+        P[i, k.P_DELAY], P[i, k.P_CUT], P[i, k.P_PROP] = p.delay, p.cut, p.prop
+        P[i, k.P_PERIOD], P[i, k.P_MAXPKT] = p.credit_period, p.max_packet
+        P[i, k.P_SCHED] = sched.get(p.index, -1)
+        P[i, k.P_CREDITS], P[i, k.P_CREDIT_DUE] = p.credits, p.credit_due
+        P[i, k.P_QBYTES], P[i, k.P_QAREA], P[i, k.P_QLAST] = p.qbytes, p.q_area, p.q_last
+        P[i, k.P_QPEAK], P[i, k.P_TXB], P[i, k.P_TXP] = p.q_peak, p.tx_bytes, p.tx_packets
+        P[i, k.P_BUSYPS] = p.busy_ps
+    for col in (k.P_HOLDER, k.P_HELD, k.P_CTRL, k.P_CTRL + 1, k.P_DATA, k.P_DATA + 1):
+        P[:, col] = -1
+    P[:, k.P_PIPE : k.P_PIPE + 2] = -1
+    return P
+
+
+def _flows(net: Network, k: Any, sched: dict[int, int]) -> tuple[IntArray, IntArray, int]:
+    """The flow table, the routes (forward and reverse port lists) and the packets in all."""
+    F = _table(len(net.flows), k.F_LEN)
+    routes: list[int] = []
+    total = 0
+    for i, flow in enumerate(net.flows):
+        s = flow.sender
+        fwd = _path(net, flow.fwd, flow.src.index, flow.dst.index)
+        rev = _path(net, flow.rev, flow.dst.index, flow.src.index)
+        F[i, k.F_SRC], F[i, k.F_DST] = flow.src.index, flow.dst.index
+        F[i, k.F_N], F[i, k.F_LAST], F[i, k.F_MTU] = s.n, s.last, s.mtu
+        F[i, k.F_HEADER], F[i, k.F_RTO_PS] = s.header, s.rto_ps
+        F[i, k.F_SCHED] = sched[s.sched.port.index]
+        F[i, k.F_RSCHED] = sched[flow.receiver.sched.port.index]
+        F[i, k.F_FOFF], F[i, k.F_FLEN] = len(routes), len(fwd)
+        routes += fwd
+        F[i, k.F_ROFF], F[i, k.F_RLEN] = len(routes), len(rev)
+        routes += rev
+        F[i, k.F_SQOFF] = total
+        total += s.n
+        F[i, k.F_START], F[i, k.F_FINISH] = flow.start, flow.finish
+        F[i, k.F_TASK] = flow.group if isinstance(flow.group, int) else -1
+    for col in (k.F_SNEXT, k.F_TDEAD, k.F_TTAIL, k.F_TQ, k.F_TQ + 1, k.F_NAKFOR):
+        F[:, col] = -1
+    return F, np.asarray(routes, dtype=np.int64), total
+
+
+def _tasks(net: Network, k: Any) -> tuple[IntArray, IntArray]:
+    TK = _table(len(net.tasks), k.TK_LEN, -1)
+    members: list[int] = []
+    for i, task in enumerate(net.tasks):
+        TK[i, k.TK_DELAY], TK[i, k.TK_LEFT] = task.delay, len(task.flows)
+        TK[i, k.TK_FOFF], TK[i, k.TK_FLEN] = len(members), len(task.flows)
+        members += [f.index for f in task.flows]
+    return TK, np.asarray(members, dtype=np.int64)
+
+
+def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
+    """The kernel's state tuple (``fast_kernel.STATE``) for a fresh ``net``."""
+    k = _kernel()
+    sched = {port: i for i, port in enumerate(net.schedulers)}
+    S = _table(len(sched), k.S_LEN, -1)
+    S[:, k.S_PORT] = list(sched)
+    S[:, k.S_COUNT] = 0
+    N = _table(len(net.nodes), k.N_LEN)
+    for i, node in enumerate(net.nodes):
+        N[i] = (node.buffer, node.occupancy, node.peak)
+    F, R, total = _flows(net, k, sched)
+    TK, TF = _tasks(net, k)
+    sampled = np.asarray([p.index for p in net.sampled_ports], dtype=np.int64)
+    limit = net.config.max_events
+    G = np.zeros(k.G_LEN, dtype=np.int64)
+    G[k.G_SEQ], G[k.G_END] = 1, net.end
+    G[k.G_FLOWS_LEFT] = G[k.G_SENDERS_LEFT] = len(net.flows)
+    G[k.G_ACK_EVERY], G[k.G_ACK_SIZE] = net.ack_every, net.ack_bytes
+    G[k.G_LIMIT] = -1 if limit is None else limit
+    G[k.G_SAMPLE] = ps(net.config.sample_s)
+    return (
+        G,
+        _table(pools.heap, 5),
+        _ports(net, k, sched),
+        np.asarray([p.ppb for p in net.ports], dtype=np.float64),
+        N,
+        F,
+        R,
+        np.zeros((max(total, 1), k.SQ_LEN), dtype=np.uint8),
+        _free_list(pools.packets, k.K_LEN, k.K_NEXT),
+        S,
+        _free_list(pools.timers, k.TQ_LEN, k.TQ_NEXT),
+        _free_list(pools.credits, k.CH_LEN, k.CH_NEXT),
+        np.asarray([net.max_inflight], dtype=np.float64),
+        TK,
+        TF,
+        sampled,
+        np.zeros((k.MAX_SAMPLES, len(sampled)), dtype=np.int64),
+        np.zeros(k.MAX_SAMPLES, dtype=np.int64),
+        np.full(len(net.flows), -1, dtype=np.int64),
+    )
+
+
+def _kernel() -> Any:
+    return importlib.import_module(_MODULE)
+
+
+# ---- running and writing back ----------------------------------------------------------------
+
+
+def run_fast(net: Network) -> None:
+    """:meth:`Network.run` on the compiled kernel: same events, same results (module doc)."""
+    why = unsupported(net)
+    if why is not None:
+        raise TransportError(f"kernel='numba': {why}")
+    k = _kernel()
+    run: Callable[[tuple[Any, ...]], int] = k.run_kernel
+    pools = _pools(net)
+    grow = {k.ERR_HEAP: "heap", k.ERR_PACKETS: "packets", k.ERR_TIMERS: "timers"}
+    grow[k.ERR_CREDITS] = "credits"
+    while True:
+        st = _pack(net, pools)
+        err = run(st)
+        if err not in grow:
+            break
+        setattr(pools, grow[err], 2 * getattr(pools, grow[err]))
+    _write_back(net, k, dict(zip(k.STATE, st, strict=True)))
+    G = st[0]
+    if err == k.ERR_OVERFLOW:
+        net.overflow(net.nodes[int(G[k.G_ERRARG])], None)  # type: ignore[arg-type]
+    _finish(net)
+
+
+def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
+    """Every figure the Python objects would hold after the run."""
+    G = a["G"].tolist()
+    net.sim.now = G[k.G_NOW]
+    net.sim.events += G[k.G_EVENTS]
+    c = net.c
+    c["sent"], c["delivered"] = G[k.G_SENT], G[k.G_DELIVERED]
+    c["duplicate"], c["discarded"] = G[k.G_DUPLICATE], G[k.G_DISCARDED]
+    c["retransmitted"], c["timeouts"] = G[k.G_RETX], G[k.G_TIMEOUTS]
+    net.flows_left, net.senders_left = G[k.G_FLOWS_LEFT], G[k.G_SENDERS_LEFT]
+    net.end = G[k.G_END]
+    if G[k.G_FIRST_DONE]:
+        net.first_done = [x for x in a["FD"].tolist() if x >= 0]
+    rows = G[k.G_NSAMP]
+    net.samples = a["SM"][:rows].tolist()
+    net.sample_times = a["ST"][:rows].tolist()
+    _write_ports(net, k, a["P"], a["CH"])
+    for node, (_, occupancy, peak) in zip(net.nodes, a["N"].tolist(), strict=True):
+        node.occupancy, node.peak = occupancy, peak
+    _write_flows(net, k, a["F"], a["SQ"])
+    for task, row in zip(net.tasks, a["TK"].tolist(), strict=True):
+        task.ready, task.start, task.end = row[k.TK_READY], row[k.TK_START], row[k.TK_END]
+        task.left = row[k.TK_LEFT]
+
+
+def _write_ports(net: Network, k: Any, P: IntArray, CH: IntArray) -> None:
+    for port, row in zip(net.ports, P.tolist(), strict=True):
+        port.busy, port.cur_size, port.cur_ser = (
+            bool(row[k.P_BUSY]),
+            row[k.P_CUR_SIZE],
+            row[k.P_CUR_SER],
+        )
+        port.tx_bytes, port.tx_packets, port.busy_ps = row[k.P_TXB], row[k.P_TXP], row[k.P_BUSYPS]
+        port.qbytes, port.q_area, port.q_last = row[k.P_QBYTES], row[k.P_QAREA], row[k.P_QLAST]
+        port.q_peak, port.credits = row[k.P_QPEAK], row[k.P_CREDITS]
+        port.credit_due, port.pipe_armed = row[k.P_CREDIT_DUE], bool(row[k.P_ARMED])
+        holder = row[k.P_HOLDER]
+        port.credit_holder = None if holder < 0 else [int(CH[holder, k.CH_AMOUNT])]
+
+
+def _write_flows(net: Network, k: Any, F: IntArray, SQ: npt.NDArray[np.uint8]) -> None:
+    for flow, row in zip(net.flows, F.tolist(), strict=True):
+        flow.start, flow.finish = row[k.F_START], row[k.F_FINISH]
+        s, r = flow.sender, flow.receiver
+        seqs = SQ[row[k.F_SQOFF] : row[k.F_SQOFF] + s.n]
+        s.acked[:] = seqs[:, k.SQ_ACKED].tobytes()
+        s.outstanding[:] = seqs[:, k.SQ_OUT].tobytes()
+        s.sent_once[:] = seqs[:, k.SQ_SENT].tobytes()
+        s.next_seq, s.una, s.inflight = row[k.F_NEXT_SEQ], row[k.F_UNA], row[k.F_INFLIGHT]
+        s.done, s.ready = bool(row[k.F_DONE]), bool(row[k.F_READY])
+        s.rto.deadline = None if row[k.F_TDEAD] < 0 else row[k.F_TDEAD]
+        r.expected, r.received = row[k.F_EXPECTED], row[k.F_RECEIVED]
+        r.nak_for, r.since_ack = row[k.F_NAKFOR], row[k.F_SINCE]
+        r.got[: r.expected] = b"\x01" * r.expected
+
+
+def _finish(net: Network) -> None:
+    """The end of :meth:`Network.run`: stalled runs fail, the time integrals close."""
+    limit = net.config.max_events
+    if net.flows_left or net.senders_left:
+        if limit is not None and net.sim.events >= limit:
+            raise InvariantError(
+                f"max_events={limit}: the run stopped with {net.flows_left} flows "
+                "undelivered; allow more events or simulate less traffic"
+            )
+        raise InvariantError(
+            f"{net.flows_left} flows undelivered and {net.senders_left} unacknowledged "
+            "with no events left (a deadlock in flow control)"
+        )
+    for port in net.ports:
+        port.finish_stats(net.sim.now)

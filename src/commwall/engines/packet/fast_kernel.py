@@ -1,0 +1,747 @@
+"""The numba-compiled event loop behind :mod:`commwall.engines.packet.fast`.
+
+It replays, on flat integer arrays, exactly what the pure-Python engine does for its InfiniBand
+subset (credit-based links everywhere, no ECN, no congestion control, go-back-N receivers, one
+fixed route per flow, no bit errors, no rate caps): the same events, drawn from the same
+``(time, sequence)`` heap order, with the same arithmetic. Only the bookkeeping differs —
+packets, queues, pipes, timers and credit updates are rows of preallocated arrays linked by
+index instead of Python objects. ``fast.py`` packs a built network into these arrays, runs
+:func:`run_kernel` and writes the results back.
+
+Every function takes the state as one tuple ``st`` (see :data:`STATE`) and unpacks what it
+needs. Pools (heap, packets, timer queue, credit updates) have fixed capacities: running out sets
+an error code and stops the run, and ``fast.py`` runs it again with larger pools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from numba import njit
+
+# the order of the arrays in the state tuple ``st``
+STATE = (
+    "G", "H", "P", "PPB", "N", "F", "R", "SQ", "K", "S", "TQ", "CH", "FL", "TK", "TF", "SP", "SM",
+    "ST", "FD",
+)  # fmt: skip
+(
+    I_G, I_H, I_P, I_PPB, I_N, I_F, I_R, I_SQ, I_K, I_S, I_TQ, I_CH, I_FL, I_TK, I_TF, I_SP, I_SM,
+    I_ST, I_FD,
+) = range(19)  # fmt: skip
+
+# G: global scalars
+(
+    G_NOW, G_SEQ, G_HSIZE, G_PFREE, G_TFREE, G_CFREE, G_EVENTS, G_FLOWS_LEFT, G_SENDERS_LEFT,
+    G_END, G_ERR, G_ERRARG, G_SENT, G_DELIVERED, G_DUPLICATE, G_DISCARDED, G_RETX, G_TIMEOUTS,
+    G_FIRST_DONE, G_NSAMP, G_ACK_EVERY, G_ACK_SIZE, G_LIMIT, G_SAMPLE, G_LEN,
+) = range(25)  # fmt: skip
+
+# error codes (G_ERR)
+ERR_NONE, ERR_HEAP, ERR_PACKETS, ERR_TIMERS, ERR_CREDITS, ERR_OVERFLOW = range(6)
+
+# H: the heap, one row per event
+H_T, H_Q, H_K, H_I, H_A = range(5)
+EV_DONE, EV_ARRIVE, EV_CREDIT, EV_TIMER, EV_TASK, EV_SAMPLE = range(6)
+
+# P: ports (queues are head/tail pairs: column, column + 1)
+(
+    P_DST, P_SRC, P_DELAY, P_CUT, P_PROP, P_PERIOD, P_MAXPKT, P_SCHED, P_CREDITS, P_CREDIT_DUE,
+    P_HOLDER, P_BUSY, P_CUR_SIZE, P_CUR_SER, P_HELD, P_QBYTES, P_QAREA, P_QLAST, P_QPEAK, P_TXB,
+    P_TXP, P_BUSYPS, P_CTRL, _P_CTRL_T, P_DATA, _P_DATA_T, P_PIPE, _P_PIPE_T, P_ARMED, P_LEN,
+) = range(30)  # fmt: skip
+
+# N: nodes
+N_BUF, N_OCC, N_PEAK, N_LEN = range(4)
+
+# F: flows, with their sender, receiver and retransmission timer
+(
+    F_SRC, F_DST, F_N, F_LAST, F_MTU, F_HEADER, F_RTO_PS, F_SCHED, F_RSCHED, F_FOFF, F_FLEN,
+    F_ROFF, F_RLEN, F_SQOFF, F_NEXT_SEQ, F_UNA, F_INFLIGHT, F_READY, F_DONE, F_SNEXT, F_TGEN,
+    F_TDEAD, F_TINHEAP, F_TTAIL, F_TQ, _F_TQ_T, F_EXPECTED, F_NAKFOR, F_RECEIVED, F_SINCE,
+    F_START, F_FINISH, F_TASK, F_LEN,
+) = range(34)  # fmt: skip
+
+# SQ: per packet sequence number of every flow (uint8)
+SQ_ACKED, SQ_OUT, SQ_SENT, SQ_LEN = range(4)
+
+# K: the packet pool
+K_FLOW, K_KIND, K_SEQ, K_SIZE, K_PAYLOAD, K_DUE, K_INPORT, K_HOP, K_NEXT, K_LEN = range(10)
+DATA, ACK, NACK = 0, 1, 2
+
+# S: NIC schedulers (round-robin lists of senders)
+S_PORT, S_HEAD, S_TAIL, S_COUNT, S_LEN = range(5)
+
+# TQ: timer armings waiting off the heap (kernel.Timer._queued)
+TQ_T, TQ_Q, TQ_GEN, TQ_NEXT, TQ_LEN = range(5)
+
+# CH: credit updates in flight (components.Port.credit_holder)
+CH_AMOUNT, CH_NEXT, CH_LEN = range(3)
+
+# TK: tasks
+TK_DELAY, TK_START, TK_END, TK_LEFT, TK_FOFF, TK_FLEN, TK_READY, TK_LEN = range(8)
+
+#: rows of the queue-occupancy series before it halves (Network._sample)
+MAX_SAMPLES = 1024
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _jit(fn: _F) -> _F:
+    """Compile ``fn`` once and cache it on disk (``__pycache__``). The kernel allocates
+    nothing, so it runs without numba's reference counting (``_nrt=False``): the atomic
+    increments it would add on every array access cost half the run time."""
+    options: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
+    return cast(_F, njit(**options)(fn))
+
+
+# ---- the heap ------------------------------------------------------------------------------
+
+
+@_jit
+def _push_seq(G: Any, H: Any, t: int, seq: int, kind: int, idx: int, arg: int) -> None:
+    """Push an event with a sequence number drawn earlier (a deferred timer arming)."""
+    i = G[G_HSIZE]
+    if i >= H.shape[0]:
+        G[G_ERR] = ERR_HEAP
+        return
+    G[G_HSIZE] = i + 1
+    while i > 0:
+        up = (i - 1) >> 1
+        ut = H[up, H_T]
+        if ut < t or (ut == t and H[up, H_Q] < seq):
+            break
+        H[i, H_T] = ut
+        H[i, H_Q] = H[up, H_Q]
+        H[i, H_K] = H[up, H_K]
+        H[i, H_I] = H[up, H_I]
+        H[i, H_A] = H[up, H_A]
+        i = up
+    H[i, H_T] = t
+    H[i, H_Q] = seq
+    H[i, H_K] = kind
+    H[i, H_I] = idx
+    H[i, H_A] = arg
+
+
+@_jit
+def _draw(G: Any) -> int:
+    """The next sequence number (the kernel's ``next(counter)``)."""
+    seq = G[G_SEQ]
+    G[G_SEQ] = seq + 1
+    return int(seq)
+
+
+@_jit
+def _push(G: Any, H: Any, t: int, kind: int, idx: int, arg: int) -> None:
+    """``heappush(heap, (t, next(counter), handler, arg))``."""
+    _push_seq(G, H, t, _draw(G), kind, idx, arg)
+
+
+@_jit
+def _pop(G: Any, H: Any) -> tuple[int, int, int, int]:
+    """Pop the earliest event: (time, kind, index, argument)."""
+    t, kind, idx, arg = H[0, H_T], H[0, H_K], H[0, H_I], H[0, H_A]
+    n = G[G_HSIZE] - 1
+    G[G_HSIZE] = n
+    if n > 0:
+        lt, lq = H[n, H_T], H[n, H_Q]
+        lk, li, la = H[n, H_K], H[n, H_I], H[n, H_A]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            r = c + 1
+            if r < n and (
+                H[r, H_T] < H[c, H_T] or (H[r, H_T] == H[c, H_T] and H[r, H_Q] < H[c, H_Q])
+            ):
+                c = r
+            ct = H[c, H_T]
+            if lt < ct or (lt == ct and lq < H[c, H_Q]):
+                break
+            H[i, H_T] = ct
+            H[i, H_Q] = H[c, H_Q]
+            H[i, H_K] = H[c, H_K]
+            H[i, H_I] = H[c, H_I]
+            H[i, H_A] = H[c, H_A]
+            i = c
+        H[i, H_T] = lt
+        H[i, H_Q] = lq
+        H[i, H_K] = lk
+        H[i, H_I] = li
+        H[i, H_A] = la
+    return t, kind, idx, arg
+
+
+# ---- packets and linked queues -------------------------------------------------------------
+
+
+@_jit
+def _new_packet(G: Any, K: Any, flow: int, kind: int, seq: int, size: int, payload: int) -> int:
+    """A packet from the pool (-1 and an error when it is empty)."""
+    pkt = G[G_PFREE]
+    if pkt < 0:
+        G[G_ERR] = ERR_PACKETS
+        return -1
+    G[G_PFREE] = K[pkt, K_NEXT]
+    K[pkt, K_FLOW] = flow
+    K[pkt, K_KIND] = kind
+    K[pkt, K_SEQ] = seq
+    K[pkt, K_SIZE] = size
+    K[pkt, K_PAYLOAD] = payload
+    K[pkt, K_DUE] = 0
+    K[pkt, K_INPORT] = -1
+    K[pkt, K_HOP] = 0
+    K[pkt, K_NEXT] = -1
+    return int(pkt)
+
+
+@_jit
+def _free_packet(G: Any, K: Any, pkt: int) -> None:
+    K[pkt, K_NEXT] = G[G_PFREE]
+    G[G_PFREE] = pkt
+
+
+@_jit
+def _append(Q: Any, row: int, col: int, K: Any, pkt: int) -> None:
+    """Append ``pkt`` to the queue whose head/tail are ``Q[row, col]``/``Q[row, col + 1]``."""
+    K[pkt, K_NEXT] = -1
+    tail = Q[row, col + 1]
+    if tail < 0:
+        Q[row, col] = pkt
+    else:
+        K[tail, K_NEXT] = pkt
+    Q[row, col + 1] = pkt
+
+
+@_jit
+def _popleft(Q: Any, row: int, col: int, K: Any) -> int:
+    """Remove and return the head of a non-empty queue."""
+    pkt = Q[row, col]
+    nxt = K[pkt, K_NEXT]
+    Q[row, col] = nxt
+    if nxt < 0:
+        Q[row, col + 1] = -1
+    return int(pkt)
+
+
+# ---- ports (components.Port) ---------------------------------------------------------------
+
+
+@_jit
+def _start(st: Any, p: int) -> None:
+    """Port.start: begin serialising the next eligible packet, if any."""
+    G, H, P, PPB, K = st[I_G], st[I_H], st[I_P], st[I_PPB], st[I_K]
+    if P[p, P_CTRL] >= 0:
+        pkt = _popleft(P, p, P_CTRL, K)
+    elif P[p, P_DATA] >= 0:
+        pkt = P[p, P_DATA]
+        size = K[pkt, K_SIZE]
+        if P[p, P_CREDITS] < size:
+            return
+        P[p, P_CREDITS] -= size
+        _popleft(P, p, P_DATA, K)
+        P[p, P_HELD] = K[pkt, K_INPORT]
+        K[pkt, K_INPORT] = -1
+    elif P[p, P_SCHED] >= 0:
+        if P[p, P_CREDITS] < P[p, P_MAXPKT]:
+            return
+        pkt = _pull(st, P[p, P_SCHED])
+        if pkt < 0:
+            return
+        P[p, P_CREDITS] -= K[pkt, K_SIZE]
+    else:
+        return
+    P[p, P_BUSY] = 1
+    size = K[pkt, K_SIZE]
+    P[p, P_CUR_SIZE] = size
+    ser = int(size * PPB[p] + 0.5)
+    P[p, P_CUR_SER] = ser
+    done = G[G_NOW] + ser
+    _push(G, H, done, EV_DONE, p, 0)
+    arrive = done + P[p, P_DELAY]
+    cut = P[p, P_CUT]
+    if cut:
+        arrive -= cut if cut < ser else ser
+    K[pkt, K_DUE] = arrive
+    _append(P, p, P_PIPE, K, pkt)
+    if not P[p, P_ARMED]:
+        P[p, P_ARMED] = 1
+        _push(G, H, arrive, EV_ARRIVE, p, 0)
+
+
+@_jit
+def _has_work(P: Any, p: int) -> bool:
+    return bool(P[p, P_CTRL] >= 0 or P[p, P_DATA] >= 0 or P[p, P_SCHED] >= 0)
+
+
+@_jit
+def _done(st: Any, p: int) -> None:
+    """Port.done: the tail left; free its buffer here, count it, start the next one."""
+    G, P, N = st[I_G], st[I_P], st[I_N]
+    P[p, P_BUSY] = 0
+    size = P[p, P_CUR_SIZE]
+    P[p, P_TXB] += size
+    P[p, P_TXP] += 1
+    P[p, P_BUSYPS] += P[p, P_CUR_SER]
+    held = P[p, P_HELD]
+    if held >= 0:
+        P[p, P_HELD] = -1
+        now = G[G_NOW]
+        P[p, P_QAREA] += P[p, P_QBYTES] * (now - P[p, P_QLAST])
+        P[p, P_QLAST] = now
+        P[p, P_QBYTES] -= size
+        N[P[p, P_SRC], N_OCC] -= size
+        _return_credit(st, held, size)
+    if _has_work(P, p):
+        _start(st, p)
+
+
+@_jit
+def _arrive(st: Any, p: int) -> None:
+    """Port.arrive: deliver every packet whose time has come to the far end."""
+    G, H, P, K = st[I_G], st[I_H], st[I_P], st[I_K]
+    now = G[G_NOW]
+    while P[p, P_PIPE] >= 0 and K[P[p, P_PIPE], K_DUE] <= now and G[G_ERR] == ERR_NONE:
+        _receive(st, P[p, P_DST], _popleft(P, p, P_PIPE, K), p)
+    if P[p, P_PIPE] >= 0:
+        _push(G, H, K[P[p, P_PIPE], K_DUE], EV_ARRIVE, p, 0)
+    else:
+        P[p, P_ARMED] = 0
+
+
+@_jit
+def _return_credit(st: Any, p: int, nbytes: int) -> None:
+    """Port.return_credit: the credit travels back on the next flow-control update."""
+    G, H, P, CH = st[I_G], st[I_H], st[I_P], st[I_CH]
+    period = P[p, P_PERIOD]
+    due = -(-G[G_NOW] // period) * period + P[p, P_PROP]
+    holder = P[p, P_HOLDER]
+    if holder >= 0 and P[p, P_CREDIT_DUE] == due:
+        CH[holder, CH_AMOUNT] += nbytes
+        return
+    holder = G[G_CFREE]
+    if holder < 0:
+        G[G_ERR] = ERR_CREDITS
+        return
+    G[G_CFREE] = CH[holder, CH_NEXT]
+    CH[holder, CH_AMOUNT] = nbytes
+    P[p, P_HOLDER] = holder
+    P[p, P_CREDIT_DUE] = due
+    _push(G, H, due, EV_CREDIT, p, holder)
+
+
+@_jit
+def _credit(st: Any, p: int, holder: int) -> None:
+    """Port._credit: a flow-control update arrived."""
+    G, P, CH = st[I_G], st[I_P], st[I_CH]
+    P[p, P_CREDITS] += CH[holder, CH_AMOUNT]
+    if P[p, P_HOLDER] == holder:
+        P[p, P_HOLDER] = -1
+    CH[holder, CH_NEXT] = G[G_CFREE]
+    G[G_CFREE] = holder
+    if not P[p, P_BUSY] and _has_work(P, p):
+        _start(st, p)
+
+
+# ---- nodes (components.Node) ---------------------------------------------------------------
+
+
+@_jit
+def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
+    """Node.receive: deliver the packet here or forward it along its flow's route."""
+    G, P, N, F, R, K = st[I_G], st[I_P], st[I_N], st[I_F], st[I_R], st[I_K]
+    f = K[pkt, K_FLOW]
+    hop = K[pkt, K_HOP] + 1
+    if K[pkt, K_KIND] == DATA:
+        if F[f, F_DST] == node:
+            _return_credit(st, in_port, K[pkt, K_SIZE])  # the NIC drains at once
+            _on_data(st, f, pkt)
+            _free_packet(G, K, pkt)
+            return
+        out = R[F[f, F_FOFF] + hop]
+    else:
+        if F[f, F_SRC] == node:
+            _on_control(st, f, pkt)
+            _free_packet(G, K, pkt)
+            return
+        out = R[F[f, F_ROFF] + hop]
+        K[pkt, K_HOP] = hop
+        _append(P, out, P_CTRL, K, pkt)
+        if not P[out, P_BUSY]:
+            _start(st, out)
+        return
+    K[pkt, K_HOP] = hop
+    size = K[pkt, K_SIZE]
+    occupancy = N[node, N_OCC] + size
+    N[node, N_OCC] = occupancy
+    if occupancy > N[node, N_PEAK]:
+        N[node, N_PEAK] = occupancy
+        if occupancy > N[node, N_BUF]:
+            G[G_ERR] = ERR_OVERFLOW
+            G[G_ERRARG] = node
+            return
+    K[pkt, K_INPORT] = in_port
+    now = G[G_NOW]
+    qbytes = P[out, P_QBYTES]
+    P[out, P_QAREA] += qbytes * (now - P[out, P_QLAST])
+    P[out, P_QLAST] = now
+    qbytes += size
+    P[out, P_QBYTES] = qbytes
+    if qbytes > P[out, P_QPEAK]:
+        P[out, P_QPEAK] = qbytes
+    _append(P, out, P_DATA, K, pkt)
+    if not P[out, P_BUSY]:
+        _start(st, out)
+
+
+# ---- the NIC scheduler and the sender (endpoints.Scheduler, endpoints.Sender) ---------------
+
+
+@_jit
+def _pull(st: Any, s: int) -> int:
+    """Scheduler.pull: the next data packet of the ready senders, round-robin, or -1."""
+    F, S = st[I_F], st[I_S]
+    for _ in range(S[s, S_COUNT]):
+        f = S[s, S_HEAD]
+        nxt = F[f, F_SNEXT]
+        S[s, S_HEAD] = nxt
+        if nxt < 0:
+            S[s, S_TAIL] = -1
+        S[s, S_COUNT] -= 1
+        pkt = _next_packet(st, f)
+        if pkt >= 0:
+            _ready_append(S, F, s, f)
+            return pkt
+        F[f, F_READY] = 0
+    return -1
+
+
+@_jit
+def _ready_append(S: Any, F: Any, s: int, f: int) -> None:
+    F[f, F_SNEXT] = -1
+    tail = S[s, S_TAIL]
+    if tail < 0:
+        S[s, S_HEAD] = f
+    else:
+        F[tail, F_SNEXT] = f
+    S[s, S_TAIL] = f
+    S[s, S_COUNT] += 1
+
+
+@_jit
+def _wake(st: Any, f: int) -> None:
+    """Scheduler.wake: the sender of flow ``f`` may be able to send again."""
+    P, F, S = st[I_P], st[I_F], st[I_S]
+    if not F[f, F_READY]:
+        F[f, F_READY] = 1
+        s = F[f, F_SCHED]
+        _ready_append(S, F, s, f)
+        port = S[s, S_PORT]
+        if not P[port, P_BUSY]:
+            _start(st, port)
+
+
+@_jit
+def _payload(F: Any, f: int, seq: int) -> int:
+    return int(F[f, F_LAST] if seq == F[f, F_N] - 1 else F[f, F_MTU])
+
+
+@_jit
+def _next_packet(st: Any, f: int) -> int:
+    """Sender.next_packet (go-back-N, no pacing, no congestion control), or -1."""
+    G, F, SQ, K, FL = st[I_G], st[I_F], st[I_SQ], st[I_K], st[I_FL]
+    if F[f, F_DONE]:
+        return -1
+    seq = F[f, F_NEXT_SEQ]
+    if seq >= F[f, F_N]:
+        return -1
+    size = _payload(F, f, seq)
+    inflight = F[f, F_INFLIGHT]
+    if inflight > 0 and inflight + size > FL[0]:
+        return -1
+    F[f, F_NEXT_SEQ] = seq + 1
+    pkt = _new_packet(G, K, f, DATA, seq, size + F[f, F_HEADER], size)
+    at = F[f, F_SQOFF] + seq
+    if SQ[at, SQ_SENT]:
+        G[G_RETX] += size
+    SQ[at, SQ_SENT] = 1
+    if not SQ[at, SQ_OUT]:
+        SQ[at, SQ_OUT] = 1
+        F[f, F_INFLIGHT] = inflight + size
+    G[G_SENT] += size
+    if F[f, F_TDEAD] < 0:
+        _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
+    return pkt
+
+
+@_jit
+def _drop_outstanding(F: Any, SQ: Any, f: int, seq: int) -> None:
+    at = F[f, F_SQOFF] + seq
+    if SQ[at, SQ_OUT]:
+        SQ[at, SQ_OUT] = 0
+        F[f, F_INFLIGHT] -= _payload(F, f, seq)
+
+
+@_jit
+def _on_control(st: Any, f: int, pkt: int) -> None:
+    """Sender.on_control: an ACK or NACK arrived."""
+    F, SQ, K = st[I_F], st[I_SQ], st[I_K]
+    if F[f, F_DONE]:
+        return
+    seq = K[pkt, K_SEQ]
+    if K[pkt, K_KIND] == ACK:
+        _ack(st, f, seq)
+    elif K[pkt, K_KIND] == NACK and F[f, F_UNA] <= seq < F[f, F_NEXT_SEQ]:
+        for s in range(seq, F[f, F_NEXT_SEQ]):
+            _drop_outstanding(F, SQ, f, s)
+        F[f, F_NEXT_SEQ] = seq
+    if not F[f, F_DONE]:
+        _wake(st, f)
+
+
+@_jit
+def _ack(st: Any, f: int, cum: int) -> None:
+    """Sender._ack (go-back-N: cumulative)."""
+    G, F, SQ = st[I_G], st[I_F], st[I_SQ]
+    newly = 0
+    una = F[f, F_UNA]
+    while una < cum:
+        size = _payload(F, f, una)
+        at = F[f, F_SQOFF] + una
+        if not SQ[at, SQ_ACKED]:
+            SQ[at, SQ_ACKED] = 1
+            newly += size
+        if SQ[at, SQ_OUT]:
+            SQ[at, SQ_OUT] = 0
+            F[f, F_INFLIGHT] -= size
+        una += 1
+    F[f, F_UNA] = una
+    if newly:
+        _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
+    if una >= F[f, F_N]:
+        F[f, F_DONE] = 1
+        F[f, F_TGEN] += 1  # rto.cancel() (the pacing timer is never armed)
+        F[f, F_TDEAD] = -1
+        G[G_SENDERS_LEFT] -= 1
+        G[G_END] = G[G_NOW]
+
+
+@_jit
+def _timeout(st: Any, f: int) -> None:
+    """Sender._timeout (go-back-N): resend from the first unacknowledged packet."""
+    G, F, SQ = st[I_G], st[I_F], st[I_SQ]
+    if F[f, F_DONE]:
+        return
+    G[G_TIMEOUTS] += 1
+    for s in range(F[f, F_UNA], F[f, F_NEXT_SEQ]):
+        _drop_outstanding(F, SQ, f, s)
+    F[f, F_NEXT_SEQ] = F[f, F_UNA]
+    _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
+    _wake(st, f)
+
+
+# ---- the retransmission timer (kernel.Timer) ------------------------------------------------
+
+
+@_jit
+def _arm(st: Any, f: int, t: int) -> None:
+    """Timer.arm: a later arming waits off the heap behind the pending one."""
+    G, H, F, TQ = st[I_G], st[I_H], st[I_F], st[I_TQ]
+    gen = F[f, F_TGEN] + 1
+    F[f, F_TGEN] = gen
+    F[f, F_TDEAD] = t
+    seq = _draw(G)
+    if F[f, F_TINHEAP] and t >= F[f, F_TTAIL]:
+        q = G[G_TFREE]
+        if q < 0:
+            G[G_ERR] = ERR_TIMERS
+            return
+        G[G_TFREE] = TQ[q, TQ_NEXT]
+        TQ[q, TQ_T] = t
+        TQ[q, TQ_Q] = seq
+        TQ[q, TQ_GEN] = gen
+        TQ[q, TQ_NEXT] = -1
+        tail = F[f, F_TQ + 1]
+        if tail < 0:
+            F[f, F_TQ] = q
+        else:
+            TQ[tail, TQ_NEXT] = q
+        F[f, F_TQ + 1] = q
+    else:
+        _push_seq(G, H, t, seq, EV_TIMER, f, gen)
+        F[f, F_TINHEAP] += 1
+    if t > F[f, F_TTAIL]:
+        F[f, F_TTAIL] = t
+
+
+@_jit
+def _fire(st: Any, f: int, gen: int) -> None:
+    """Timer._fire: move the next waiting arming onto the heap; run the callback if current."""
+    G, H, F, TQ = st[I_G], st[I_H], st[I_F], st[I_TQ]
+    q = F[f, F_TQ]
+    if q >= 0:
+        nxt = TQ[q, TQ_NEXT]
+        F[f, F_TQ] = nxt
+        if nxt < 0:
+            F[f, F_TQ + 1] = -1
+        _push_seq(G, H, TQ[q, TQ_T], TQ[q, TQ_Q], EV_TIMER, f, TQ[q, TQ_GEN])
+        TQ[q, TQ_NEXT] = G[G_TFREE]
+        G[G_TFREE] = q
+    else:
+        F[f, F_TINHEAP] -= 1
+    if gen != F[f, F_TGEN]:
+        return
+    F[f, F_TDEAD] = -1
+    _timeout(st, f)
+
+
+# ---- the receiver (endpoints.Receiver, go-back-N) ------------------------------------------
+
+
+@_jit
+def _control(st: Any, f: int, kind: int, seq: int) -> None:
+    """Receiver._control: an ACK or NACK back to the sender, control class."""
+    G, P, F, K, S = st[I_G], st[I_P], st[I_F], st[I_K], st[I_S]
+    pkt = _new_packet(G, K, f, kind, seq, G[G_ACK_SIZE], 0)
+    if pkt < 0:
+        return
+    port = S[F[f, F_RSCHED], S_PORT]
+    _append(P, port, P_CTRL, K, pkt)
+    if not P[port, P_BUSY]:
+        _start(st, port)
+
+
+@_jit
+def _on_data(st: Any, f: int, pkt: int) -> None:
+    """Receiver.on_data: accept in order, discard (NACK once) ahead, ACK duplicates."""
+    G, F, K = st[I_G], st[I_F], st[I_K]
+    seq = K[pkt, K_SEQ]
+    expected = F[f, F_EXPECTED]
+    if seq == expected:
+        F[f, F_EXPECTED] = expected + 1
+        F[f, F_NAKFOR] = -1
+        _accept(st, f, K[pkt, K_PAYLOAD])
+    elif seq > expected:
+        G[G_DISCARDED] += K[pkt, K_PAYLOAD]
+        if F[f, F_NAKFOR] != expected:
+            F[f, F_NAKFOR] = expected
+            _control(st, f, NACK, expected)
+        return
+    else:
+        G[G_DUPLICATE] += K[pkt, K_PAYLOAD]
+        _control(st, f, ACK, expected)
+        return
+    F[f, F_SINCE] += 1
+    if F[f, F_SINCE] >= G[G_ACK_EVERY] or F[f, F_RECEIVED] == F[f, F_N]:
+        F[f, F_SINCE] = 0
+        _control(st, f, ACK, F[f, F_EXPECTED])
+
+
+@_jit
+def _accept(st: Any, f: int, payload: int) -> None:
+    """Receiver._accept and Network.flow_done."""
+    G, F, TK, FD = st[I_G], st[I_F], st[I_TK], st[I_FD]
+    received = F[f, F_RECEIVED] + 1
+    F[f, F_RECEIVED] = received
+    G[G_DELIVERED] += payload
+    if received != F[f, F_N]:
+        return
+    now = G[G_NOW]
+    F[f, F_FINISH] = now
+    G[G_END] = now
+    G[G_FLOWS_LEFT] -= 1
+    if not G[G_FIRST_DONE]:  # fairness: what each started flow had when the first one ended
+        G[G_FIRST_DONE] = 1
+        for g in range(F.shape[0]):
+            FD[g] = F[g, F_RECEIVED] if F[g, F_START] >= 0 else -1
+    task = F[f, F_TASK]
+    if task >= 0:
+        TK[task, TK_LEFT] -= 1
+        if TK[task, TK_LEFT] == 0:
+            TK[task, TK_END] = now
+            G[G_END] = now
+
+
+# ---- tasks and the queue series (network.Network) ------------------------------------------
+
+
+@_jit
+def _start_task(st: Any, task: int) -> None:
+    """Network._start_task: start every flow of the task (tasks wait for none)."""
+    G, F, TK, TF = st[I_G], st[I_F], st[I_TK], st[I_TF]
+    now = G[G_NOW]
+    TK[task, TK_START] = now
+    if TK[task, TK_FLEN] == 0:
+        TK[task, TK_END] = now
+        G[G_END] = now
+        return
+    for i in range(TK[task, TK_FOFF], TK[task, TK_FOFF] + TK[task, TK_FLEN]):
+        f = TF[i]
+        F[f, F_START] = now
+        _wake(st, f)
+
+
+@_jit
+def _sample(st: Any, interval: int) -> None:
+    """Network._sample: every switch egress queue, halving the series at 1024 rows."""
+    G, H, P, SP, SM, ST = st[I_G], st[I_H], st[I_P], st[I_SP], st[I_SM], st[I_ST]
+    if not G[G_FLOWS_LEFT]:
+        return
+    row = G[G_NSAMP]
+    ST[row] = G[G_NOW]
+    for j in range(SP.shape[0]):
+        SM[row, j] = P[SP[j], P_QBYTES]
+    row += 1
+    if row >= MAX_SAMPLES:
+        half = (row + 1) // 2
+        for i in range(half):
+            ST[i] = ST[2 * i]
+            for j in range(SP.shape[0]):
+                SM[i, j] = SM[2 * i, j]
+        row = half
+        interval *= 2
+    G[G_NSAMP] = row
+    _push(G, H, G[G_NOW] + interval, EV_SAMPLE, 0, interval)
+
+
+# ---- the loop (kernel.Simulator.run, network.Network.run) -----------------------------------
+
+
+@_jit
+def _dispatch(st: Any, kind: int, idx: int, arg: int) -> None:
+    if kind == EV_DONE:
+        _done(st, idx)
+    elif kind == EV_ARRIVE:
+        _arrive(st, idx)
+    elif kind == EV_CREDIT:
+        _credit(st, idx, arg)
+    elif kind == EV_TIMER:
+        _fire(st, idx, arg)
+    elif kind == EV_TASK:
+        _start_task(st, idx)
+    else:
+        _sample(st, arg)
+
+
+@_jit
+def run_kernel(st: Any) -> int:
+    """Schedule the tasks and the first sample as Network.run does, run every event in
+    (time, sequence) order until none are left or ``G[G_LIMIT]`` ran (-1: no limit); returns
+    the error code (0: none)."""
+    G, H, F, TK = st[I_G], st[I_H], st[I_F], st[I_TK]
+    for task in range(TK.shape[0]):
+        TK[task, TK_READY] = 0
+        _push(G, H, TK[task, TK_DELAY], EV_TASK, task, 0)
+    if G[G_SAMPLE] > 0 and F.shape[0] > 0:
+        _push(G, H, 0, EV_SAMPLE, 0, G[G_SAMPLE])
+    limit = G[G_LIMIT]
+    ran = 0
+    while G[G_HSIZE] > 0 and ran != limit and G[G_ERR] == ERR_NONE:
+        t, kind, idx, arg = _pop(G, H)
+        G[G_NOW] = t
+        ran += 1
+        _dispatch(st, kind, idx, arg)
+    G[G_EVENTS] = ran
+    return int(G[G_ERR])
