@@ -102,6 +102,14 @@ Fec = Annotated[
     str | None, typer.Option(help="FEC code with --pre-fec-ber (default: the lane's, e.g. kp4).")
 ]
 Lane = Annotated[str, typer.Option(help="SerDes lane with --pre-fec-ber: 25G, 50G, 100G, 200G.")]
+Retry = Annotated[
+    bool,
+    typer.Option(
+        "--link-retry",
+        help="A packet failing its FCS is replayed by the link (IB LLR) instead of being "
+        "dropped and resent end to end.",
+    ),
+]
 Ecn = Annotated[
     str | None,
     typer.Option(
@@ -148,6 +156,7 @@ def incast(
     pre_fec_ber: PreFec = None,
     fec: Fec = None,
     lane: Lane = "100G",
+    link_retry: Retry = False,
     ecn: Ecn = None,
     rto: Rto = None,
     flow: Flow = False,
@@ -197,6 +206,7 @@ def permutation(
     pre_fec_ber: PreFec = None,
     fec: Fec = None,
     lane: Lane = "100G",
+    link_retry: Retry = False,
     ecn: Ecn = None,
     rto: Rto = None,
     flow: Flow = False,
@@ -289,6 +299,7 @@ def _run(
             cut_through=not opts["store_and_forward"],
             ber=ber,
             fec_latency_s=fec_latency,
+            link_retry=opts["link_retry"],
         )
         marking = _ecn(opts["ecn"])
         timeout = parse_time(opts["rto"]) if opts["rto"] is not None else None
@@ -498,7 +509,7 @@ def _print(
     elif errors["ber"]:
         out.print(f"links: post-FEC BER {errors['ber']:g} (independent bit errors)")
     acts = Table(show_header=True, header_style="bold", title="What the packets did")
-    cols = ("fabric", "dropped", "bad FCS", "resent", "RTOs", "pauses/ports", "paused",
+    cols = ("fabric", "dropped", "bad FCS", "replays", "resent", "RTOs", "pauses/ports", "paused",
             "ECN marks", "CNPs", "trims", "peak buf")  # fmt: skip
     for col in cols:
         acts.add_column(col, justify="right", no_wrap=True)
@@ -508,6 +519,7 @@ def _print(
             r.fabric,
             f"{c['drop_packets']:,.0f}",
             f"{c['corrupt_packets']:,.0f}",
+            f"{c['link_replays']:,.0f}",
             format_size(c["retransmitted"]),
             f"{c['timeouts']:,.0f}",
             f"{c['pause_frames']:,.0f}/{c['ports_paused']:.0f}",

@@ -94,6 +94,15 @@ def test_catalog_switch_sets_buffer_and_latency() -> None:
     assert explicit["buffer_bytes"] == 4 * 2**20
 
 
+def test_link_retry_replays_on_the_link() -> None:
+    base = ("packet", "permutation", "--radix", "4", *SMALL, "--fabric", "roce", "--json",
+            "--ber", "1e-6")  # fmt: skip
+    dropped = invoke(*base)["fabrics"][0]["counters"]
+    replayed = invoke(*base, "--link-retry")["fabrics"][0]["counters"]
+    assert dropped["retransmitted"] > 0 and dropped["link_replays"] == 0
+    assert replayed["link_replays"] > 0 and replayed["retransmitted"] == 0
+
+
 def test_same_seed_same_output() -> None:
     args = ("packet", "permutation", "--radix", "4", *SMALL, "--fabric", "uec", "--seed", "3")
     one, two = invoke(*args, "--json"), invoke(*args, "--json")

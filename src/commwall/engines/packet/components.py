@@ -156,6 +156,7 @@ class Port:
         "q_peak",
         "qbytes",
         "rate",
+        "replays",
         "sim",
         "source",
         "src",
@@ -214,6 +215,7 @@ class Port:
         self.ecn: Any = None  # EcnParams or None
         self.cut_ps = 0  # cut-through: how much earlier than the tail the far end may forward
         self.corrupt_p = 0.0
+        self.replays = False  # link-level retry instead of an FCS drop (PacketConfig.link_retry)
         self.held: Port | None = None  # ingress port of the buffered packet being sent
         self.source: Any = None  # a NIC scheduler pulling packets when the port is free
         self.max_packet = 0
@@ -303,13 +305,33 @@ class Port:
         cut = self.cut
         if cut:
             arrive -= cut if cut < ser else ser
-        if self.corrupt_p and self.net.rng.random() < self._error_p(pkt.size):
-            pkt.corrupt = True
+        if self.corrupt_p:
+            if self.net.rng.random() < self._error_p(pkt.size):
+                pkt.corrupt = True
+            tail = self.pipe[-1].due if self.pipe else 0
+            if arrive < tail:  # the pipe stays in order behind a link-level replay
+                arrive = tail
         pkt.due = arrive  # on the packet, not in a (time, packet) tuple: no allocation per hop
         self.pipe.append(pkt)
         if not self.pipe_armed:
             self.pipe_armed = True
             heappush(heap, (arrive, next(counter), self.on_arrive, None))
+
+    def _replay(self, pkt: Packet, now: int) -> None:
+        """Link-level retry (InfiniBand LLR, NVLink/PCIe replay; :mod:`commwall.phy.link`): the
+        far end NAKs the failed packet, and one cable delay later this port resends it and
+        every packet sent after it, in order (go-back-N on the link). Everything in the pipe
+        arrives a link round trip plus one serialisation later; the replay may fail again. The
+        resent bytes' serialisation is not charged to the link (its delay is)."""
+        net = self.net
+        net.c["corrupt_packets"] += 1
+        net.c["link_replays"] += 1
+        delta = 2 * self.prop + int(pkt.size * self.ppb + 0.5)
+        pkt.corrupt = net.rng.random() < self._error_p(pkt.size)
+        pkt.due = now + delta
+        for later in self.pipe:
+            later.due += delta
+        self.pipe.appendleft(pkt)
 
     def _error_p(self, size: int) -> float:
         """Probability a packet of ``size`` wire bytes has a bit error (``corrupt_p`` is a full
@@ -348,7 +370,11 @@ class Port:
         pipe = self.pipe
         receive = self.dst.receive
         while pipe and pipe[0].due <= now:
-            receive(pipe.popleft(), self)
+            pkt = pipe.popleft()
+            if pkt.corrupt and self.replays:
+                self._replay(pkt, now)
+                continue
+            receive(pkt, self)
         if pipe:
             heappush(self.heap, (pipe[0].due, next(self.counter), self.on_arrive, None))
         else:

@@ -49,6 +49,10 @@ class PacketConfig:
     """Bit error rate after FEC on every scale-out link; a packet with a bit error fails its
     FCS and is dropped at the far end (recovered end to end). :func:`phy_errors` derives it
     from a pre-FEC BER and an FEC code."""
+    link_retry: bool = False
+    """A packet that fails its FCS is replayed by the link (InfiniBand LLR, NVLink and PCIe
+    replay: one link round trip, :mod:`commwall.phy.link`) instead of being dropped and
+    recovered end to end. NVLink and PCIe hops of a cluster always replay."""
     fec_latency_s: float = 0.0
     """FEC encode + decode latency added to every scale-out hop (:func:`phy_errors`)."""
     sample_s: float = 1e-6
@@ -69,7 +73,7 @@ class PacketConfig:
             value = getattr(self, f.name)
             if f.name == "kernel":
                 continue
-            if f.name in ("cut_through",):
+            if f.name in ("cut_through", "link_retry"):
                 if not isinstance(value, bool):
                     raise TransportError(f"{f.name}={value!r}: must be true or false")
                 continue

@@ -159,6 +159,7 @@ class Network:
                 "corrupt_packets",
                 "pause_frames_sent",
                 "resume_frames_sent",
+                "link_replays",
             ),
             0,
         )
@@ -217,6 +218,7 @@ class Network:
                 port.cut_ps = int((self.wire_mtu - 64) * port.ppb)
             if fabric and cfg.ber > 0:
                 port.corrupt_p = 1.0 - (1.0 - cfg.ber) ** (8 * self.wire_mtu)
+                port.replays = cfg.link_retry
             port.freeze()
             self.ports.append(port)
         self._flow_control()
@@ -429,7 +431,8 @@ class Network:
         self.c["trimmed"] += pkt.payload
 
     def corrupted(self, pkt: Packet, in_port: Port) -> None:
-        """A packet failed its FCS check at the far end of ``in_port``."""
+        """A packet failed its FCS check at the far end of ``in_port``: dropped, recovered end to
+        end (with ``PacketConfig.link_retry`` the link replays it instead: ``Port._replay``)."""
         self.c["corrupt_packets"] += 1
         if pkt.kind == 0 and not pkt.trimmed:
             self.c["corrupted"] += pkt.payload

@@ -199,6 +199,22 @@ def test_bit_errors_are_dropped_at_the_fcs_and_resent() -> None:
     assert c["corrupt_packets"] == pytest.approx(expected, rel=0.3)
 
 
+@pytest.mark.parametrize("fabric", ["ib", "roce"])
+def test_link_level_retry_replays_instead_of_resending_end_to_end(fabric: str) -> None:
+    """IB LLR / NVLink-style replay: a corrupted packet is resent by the link it failed on, one
+    link round trip later, so the transport never notices (no end-to-end retransmission)."""
+    cfg = PacketConfig(ber=2e-7, link_retry=True)
+    r = run_packet_traffic(_leaf_spine(), [2], [6], 4_000_000, fabric, config=cfg)
+    c = r.counters
+    assert c["corrupt_packets"] > 0
+    assert c["link_replays"] == c["corrupt_packets"]
+    assert c["retransmitted"] == 0 and c["corrupted"] == 0 and c["timeouts"] == 0
+    assert c["delivered"] == 4_000_000
+    end_to_end = run_packet_traffic(_leaf_spine(), [2], [6], 4_000_000, fabric,
+                                    config=PacketConfig(ber=2e-7))  # fmt: skip
+    assert r.fct[0] < end_to_end.fct[0]  # go-back-N rewinds a window per error
+
+
 def test_pfc_headroom_that_does_not_fit_is_refused() -> None:
     with pytest.raises(TransportError, match="PFC headroom"):
         run_packet_traffic(
