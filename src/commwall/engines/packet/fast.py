@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from commwall.engines.base import InvariantError
 from commwall.engines.packet.components import FC_CREDIT
 from commwall.engines.packet.config import KERNELS
 from commwall.engines.packet.kernel import ps
@@ -316,7 +315,7 @@ def run_fast(net: Network) -> None:
     G = st[0]
     if err == k.ERR_OVERFLOW:
         net.overflow(net.nodes[int(G[k.G_ERRARG])], None)  # type: ignore[arg-type]
-    _finish(net)
+    net.finish(net.config.max_events)
 
 
 def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
@@ -373,20 +372,3 @@ def _write_flows(net: Network, k: Any, F: IntArray, SQ: npt.NDArray[np.uint8]) -
         r.expected, r.received = row[k.F_EXPECTED], row[k.F_RECEIVED]
         r.nak_for, r.since_ack = row[k.F_NAKFOR], row[k.F_SINCE]
         r.got[: r.expected] = b"\x01" * r.expected
-
-
-def _finish(net: Network) -> None:
-    """The end of :meth:`Network.run`: stalled runs fail, the time integrals close."""
-    limit = net.config.max_events
-    if net.flows_left or net.senders_left:
-        if limit is not None and net.sim.events >= limit:
-            raise InvariantError(
-                f"max_events={limit}: the run stopped with {net.flows_left} flows "
-                "undelivered; allow more events or simulate less traffic"
-            )
-        raise InvariantError(
-            f"{net.flows_left} flows undelivered and {net.senders_left} unacknowledged "
-            "with no events left (a deadlock in flow control)"
-        )
-    for port in net.ports:
-        port.finish_stats(net.sim.now)

@@ -338,6 +338,10 @@ class Network:
         finally:
             if collecting:
                 gc.enable()
+        self.finish(limit)
+
+    def finish(self, limit: int | None) -> None:
+        """The end of a run (either event loop): a stalled run fails, the time integrals close."""
         if self.flows_left or self.senders_left:
             if limit is not None and self.sim.events >= limit:
                 raise InvariantError(
