@@ -508,28 +508,7 @@ def _print(
         )
     elif errors["ber"]:
         out.print(f"links: post-FEC BER {errors['ber']:g} (independent bit errors)")
-    acts = Table(show_header=True, header_style="bold", title="What the packets did")
-    cols = ("fabric", "dropped", "bad FCS", "replays", "resent", "RTOs", "pauses/ports", "paused",
-            "ECN marks", "CNPs", "trims", "peak buf")  # fmt: skip
-    for col in cols:
-        acts.add_column(col, justify="right", no_wrap=True)
-    for r in results:
-        c = r.counters
-        acts.add_row(
-            r.fabric,
-            f"{c['drop_packets']:,.0f}",
-            f"{c['corrupt_packets']:,.0f}",
-            f"{c['link_replays']:,.0f}",
-            format_size(c["retransmitted"]),
-            f"{c['timeouts']:,.0f}",
-            f"{c['pause_frames']:,.0f}/{c['ports_paused']:.0f}",
-            format_time(c["paused_s"]),
-            f"{c['ecn_marks']:,.0f}",
-            f"{c['cnps_sent']:,.0f}",
-            f"{c['trim_packets']:,.0f}",
-            format_size(c["peak_buffer_bytes"]),
-        )
-    out.print(acts)
+    out.print(_activity_table(results))
     if top:
         for r in results:
             _print_ports(r, top)
@@ -547,6 +526,42 @@ def _print(
             mtu=cfg.mtu, cut="cut-through" if cfg.cut_through else "store-and-forward"
         )
     )
+
+
+#: Columns of "What the packets did": header, counter it reads (shown only when some fabric has
+#: it non-zero, except the first four), how it is written.
+_ACTIVITY: tuple[tuple[str, str, str], ...] = (
+    ("dropped", "drop_packets", "count"),
+    ("resent", "retransmitted", "size"),
+    ("RTOs", "timeouts", "count"),
+    ("peak buf", "peak_buffer_bytes", "size"),
+    ("bad FCS", "corrupt_packets", "count"),
+    ("replays", "link_replays", "count"),
+    ("pauses", "pause_frames", "count"),
+    ("ports paused", "ports_paused", "count"),
+    ("paused", "paused_s", "time"),
+    ("ECN marks", "ecn_marks", "count"),
+    ("CNPs", "cnps_sent", "count"),
+    ("trims", "trim_packets", "count"),
+)
+
+
+def _activity_table(results: list[Any]) -> Any:
+    """Drops, resends, pauses, marks and trims per fabric (columns nobody used are left out)."""
+    from rich.table import Table
+
+    from commwall.units import format_size, format_time
+
+    shown = [col for i, col in enumerate(_ACTIVITY)
+             if i < 4 or any(r.counters[col[1]] for r in results)]  # fmt: skip
+    table = Table(show_header=True, header_style="bold", title="What the packets did")
+    table.add_column("fabric", justify="right", no_wrap=True)
+    for header, _, _ in shown:
+        table.add_column(header, justify="right", no_wrap=True)
+    write = {"count": lambda v: f"{v:,.0f}", "size": format_size, "time": format_time}
+    for r in results:
+        table.add_row(r.fabric, *(write[kind](r.counters[key]) for _, key, kind in shown))
+    return table
 
 
 def _print_ports(r: Any, top: int) -> None:
