@@ -101,7 +101,10 @@ PreFec = Annotated[
 Fec = Annotated[
     str | None, typer.Option(help="FEC code with --pre-fec-ber (default: the lane's, e.g. kp4).")
 ]
-Lane = Annotated[str, typer.Option(help="SerDes lane with --pre-fec-ber: 25G, 50G, 100G, 200G.")]
+Lane = Annotated[
+    str | None,
+    typer.Option(help="SerDes lane with --pre-fec-ber: 25G, 50G, 100G (default), 200G."),
+]
 Retry = Annotated[
     bool,
     typer.Option(
@@ -155,7 +158,7 @@ def incast(
     ber: Ber = None,
     pre_fec_ber: PreFec = None,
     fec: Fec = None,
-    lane: Lane = "100G",
+    lane: Lane = None,
     link_retry: Retry = False,
     ecn: Ecn = None,
     rto: Rto = None,
@@ -205,7 +208,7 @@ def permutation(
     ber: Ber = None,
     pre_fec_ber: PreFec = None,
     fec: Fec = None,
-    lane: Lane = "100G",
+    lane: Lane = None,
     link_retry: Retry = False,
     ecn: Ecn = None,
     rto: Rto = None,
@@ -395,14 +398,19 @@ def _link_errors(opts: dict[str, Any], rate: float) -> tuple[float, float, dict[
     from commwall.engines.packet.config import phy_errors
 
     if opts["pre_fec_ber"] is None:
-        if opts["fec"] is not None:
-            fail("--fec needs --pre-fec-ber (the FEC's input error rate)")
+        for name, key in (("--fec", "fec"), ("--lane", "lane")):
+            if opts[key] is not None:
+                fail(f"{name} needs --pre-fec-ber (the FEC's input error rate)")
         ber = float(opts["ber"] or 0.0)
+        if opts["link_retry"] and not ber:
+            fail("--link-retry needs --ber or --pre-fec-ber (links without errors replay nothing)")
         return ber, 0.0, {"ber": ber}
     if opts["ber"] is not None:
         fail("--ber and --pre-fec-ber: give one (the post-FEC BER, or the pre-FEC BER and --fec)")
     wire = int(opts["mtu"]) + 82
-    e = phy_errors(float(opts["pre_fec_ber"]), rate, wire, fec=opts["fec"], lane=opts["lane"])
+    e = phy_errors(
+        float(opts["pre_fec_ber"]), rate, wire, fec=opts["fec"], lane=opts["lane"] or "100G"
+    )
     if e.ber >= 1e-3:
         fail(
             f"--pre-fec-ber {opts['pre_fec_ber']:g} with FEC {e.fec}: {e.packet_error:.0%} of "

@@ -135,6 +135,10 @@ def test_same_seed_same_output() -> None:
         (("incast", "--ecn", "1MB,2MB,x"), "PMAX 'x'"),
         (("incast", "--rto", "soon"), "soon"),
         (("incast", "--switch", "nope"), "unknown switch 'nope'"),
+        (("incast", "--link-retry"), "--link-retry needs --ber or --pre-fec-ber"),
+        (("incast", "--lane", "200G"), "--lane needs --pre-fec-ber"),
+        (("incast", "--rto", "1ns"), "must be at least 1e-06 s"),
+        (("incast", "--buffer", "20KB", "--fabric", "uec"), "one packet at the dynamic share"),
     ],
 )
 def test_bad_input_is_one_clear_line(args: tuple[str, ...], message: str) -> None:

@@ -27,8 +27,9 @@ Sources (``../shared/reference/transport.md``):
   the sender's response (3,840 B) + MTU at the sender; XOFF at a dynamic share α = 1/8 of the free
   shared buffer (HPCC ns-3 MMU), XON 3 KB lower (HPCC resume offset).
 * IB credits (§1.1): a link runs at full rate only if its per-VL receive buffer covers the credit
-  loop (rate × (2 × cable delay + update period)); the default gives each ingress port that plus
-  four MTUs, and never less than 64 KiB. Credit updates are batched to ``credit_period``
+  loop (rate × (2 × cable delay + update period)); the default gives each ingress port rate ×
+  (2 × cable delay + 2 × update period) plus four MTUs (a margin for batching and the far
+  switch's latency), and never less than 64 KiB. Credit updates are batched to ``credit_period``
   (1 µs, assumption; the OMNeT++ IB model's ``credMinTime`` is 4.096 µs).
 * Retransmission timeouts: RoCE/IB 4.096 µs × 2^14 ≈ 67 ms (the IB local-ACK-timeout encoding,
   IBTA vol. 1 §9.7.6.1.3; NCCL_IB_TIMEOUT sets the exponent; 14 here is an assumption, NCCL
@@ -58,6 +59,8 @@ FABRICS: Final[tuple[str, ...]] = ("ib", "roce", "roce-nopfc", "uec", "lossy")
 
 #: PFC sender response time, bytes-equivalent (Cisco Nexus 5000 PFC white paper; transport.md §2.1).
 PFC_RESPONSE_BYTES: Final = 3840
+#: Shortest retransmission timeout accepted, seconds: a few datacenter round trips.
+MIN_RTO: Final = 1e-6
 #: PFC resume offset: XON this many bytes below XOFF (HPCC ns-3 ``switch-mmu.cc``).
 PFC_RESUME_OFFSET: Final = 3000
 #: Dynamic-threshold share of the free shared buffer (HPCC ns-3 MMU; Choudhury & Hahne 1998).
@@ -152,11 +155,14 @@ def fabric_profile(
         profile = FabricProfile(
             name, 82, "none", "reno", "selective", None, False, 0, 0, False, 200e-6
         )
-    if ecn is not None:
+    if ecn is not None and profile.ecn is not None:  # only fabrics whose senders react to marks
         profile = replace(profile, ecn=ecn)
     if rto_s is not None:
-        if not (math.isfinite(rto_s) and rto_s > 0):
-            raise TransportError(f"rto={rto_s!r}: must be a positive number of seconds")
+        if not (math.isfinite(rto_s) and rto_s >= MIN_RTO):
+            raise TransportError(
+                f"rto={rto_s!r}: must be at least {MIN_RTO:g} s (a shorter timer fires before "
+                "any acknowledgement can return)"
+            )
         profile = replace(profile, rto_s=rto_s)
     return profile
 

@@ -450,6 +450,7 @@ class Node:
         "trim",
         "trim_bytes",
         "trim_queue",
+        "xoffed",
     )
 
     def __init__(
@@ -465,6 +466,7 @@ class Node:
         self.occupancy = 0
         self.peak = 0
         self.headroom = 0  # bytes reserved for PFC headroom on this node's ingress ports
+        self.xoffed: list[Port] = []  # ingress ports this node has paused (PFC XOFF sent)
         self.alpha = 0.125
         self.pick = PICK_FIXED
         self.salt = mix64((net.seed << 32) + index + 1)  # this switch's hash seed
@@ -530,6 +532,7 @@ class Node:
                 self.buffer - self.headroom - self.occupancy
             ):
                 in_port.xoff = True
+                self.xoffed.append(in_port)
                 self.net.send_pause(in_port, True)
         occupancy = self.occupancy + size
         self.occupancy = occupancy
@@ -569,11 +572,23 @@ class Node:
         if fc == FC_CREDIT:
             ip.return_credit(size)
         elif fc == FC_PFC:
-            ingress = ip.ingress - size
-            ip.ingress = ingress
-            if ip.xoff and ingress <= self.xoff_threshold() - 3000:
-                ip.xoff = False
-                self.net.send_pause(ip, False)
+            ip.ingress -= size
+            if self.xoffed:
+                self._resume()
+
+    def _resume(self) -> None:
+        """Send XON to every paused ingress port now 3 KB under the XOFF level, or empty. Every
+        departure re-checks them all (as HPCC's MMU does on dequeue): the level rises as other
+        ports drain, and a port that has drained must not stay paused."""
+        level = self.xoff_threshold() - 3000
+        still = []
+        for port in self.xoffed:
+            if port.ingress <= level or port.ingress == 0:
+                port.xoff = False
+                self.net.send_pause(port, False)
+            else:
+                still.append(port)
+        self.xoffed = still
 
     def _trim(self, pkt: Packet, out: Port) -> None:
         """Cut the payload; the header goes on at control priority (Ultra Ethernet)."""

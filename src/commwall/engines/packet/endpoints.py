@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from commwall.engines.base import InvariantError
 from commwall.engines.packet.components import ACK, CNP, DATA, NACK, Node, Packet, Port, mix64
 from commwall.engines.packet.kernel import PS_PER_S, Timer
 from commwall.transport.dcqcn import Dcqcn
@@ -27,7 +28,19 @@ from commwall.transport.reno import Reno
 if TYPE_CHECKING:
     from commwall.engines.packet.network import Network
 
-__all__ = ["Flow", "Receiver", "Scheduler", "Sender", "entropy_base", "entropy_value"]
+__all__ = [
+    "MAX_FRUITLESS_TIMEOUTS",
+    "Flow",
+    "Receiver",
+    "Scheduler",
+    "Sender",
+    "entropy_base",
+    "entropy_value",
+]
+
+#: A sender that times out this many times in a row with nothing acknowledged stops the run with
+#: an error (a timeout shorter than the round trip, a link too slow for one packet per timeout).
+MAX_FRUITLESS_TIMEOUTS = 64
 
 
 def entropy_base(seed: int, flow_index: int) -> int:
@@ -142,6 +155,7 @@ class Sender:
         "dupacks",
         "entropy_base",
         "flow",
+        "fruitless",
         "gbn",
         "header",
         "inflight",
@@ -193,6 +207,7 @@ class Sender:
         self.retx: deque[int] = deque()
         self.inflight = 0
         self.dupacks = 0
+        self.fruitless = 0  # timeouts since data was last acknowledged
         self.ready = False
         self.done = False
         self.gbn = prof.reliability == "gbn"
@@ -356,6 +371,7 @@ class Sender:
                 elif una > old:
                     self.dupacks = 0
         if newly:
+            self.fruitless = 0
             if self.nscc is not None:
                 rtt = now - pkt.sent
                 delay = max(rtt - self.flow.base_rtt, 0) / PS_PER_S
@@ -389,6 +405,13 @@ class Sender:
         if self.done:
             return
         self.net.timed_out()
+        self.fruitless += 1
+        if self.fruitless > MAX_FRUITLESS_TIMEOUTS:
+            raise InvariantError(
+                f"flow {self.flow.index} ({self.flow.src.name} → {self.flow.dst.name}) made no "
+                f"progress over {MAX_FRUITLESS_TIMEOUTS} retransmission timeouts in a row: the "
+                "timeout is shorter than a round trip, or the path cannot carry a packet"
+            )
         if self.gbn:
             for s in range(self.una, self.next_seq):
                 self._drop_outstanding(s)

@@ -42,7 +42,12 @@ from commwall.engines.packet.endpoints import (
 )
 from commwall.engines.packet.kernel import PS_PER_S, Simulator, ps
 from commwall.topology.graph import Topology
-from commwall.transport.fabric import FabricProfile, TransportError, pfc_headroom
+from commwall.transport.fabric import (
+    PFC_RESUME_OFFSET,
+    FabricProfile,
+    TransportError,
+    pfc_headroom,
+)
 
 __all__ = ["Network", "PacketGraph", "Task", "graph_from_topology"]
 
@@ -241,13 +246,21 @@ class Network:
                     reserved += credits
                 elif port.fc == FC_PFC:
                     reserved += pfc_headroom(port.rate, port.prop / PS_PER_S, self.wire_mtu)
-            node.headroom = reserved if any(p.fc == FC_PFC for p in ports) else 0
-            if reserved > node.buffer:
-                what = "credits" if any(p.fc == FC_CREDIT for p in ports) else "PFC headroom"
+            pfc = any(p.fc == FC_PFC for p in ports)
+            node.headroom = reserved if pfc else 0
+            need = reserved
+            what = "credits" if any(p.fc == FC_CREDIT for p in ports) else "PFC headroom"
+            if pfc:  # an empty buffer's XOFF level must pass one packet and the 3 KB XON offset
+                need = reserved + int((self.wire_mtu + PFC_RESUME_OFFSET) / node.alpha) + 1
+                what = "PFC headroom plus one packet over the XON offset at the dynamic share"
+            elif node.forwards and any(p.fc == FC_NONE for p in ports):
+                need = int(self.wire_mtu / node.alpha) + 1  # α × free must admit one packet
+                what = "one packet at the dynamic share"
+            if need > node.buffer:
                 raise TransportError(
                     f"buffer={node.buffer} bytes at {node.name}: its {len(ports)} ingress ports "
-                    f"need {reserved} bytes of {what}; give a larger buffer (at least "
-                    f"{reserved} bytes) or fewer ports"
+                    f"need {need} bytes ({what}); give a larger buffer (at least {need} bytes) "
+                    "or fewer ports"
                 )
 
     # ---- flows ---------------------------------------------------------------------------
@@ -521,11 +534,23 @@ class Network:
                 raise InvariantError(f"{node.name}: buffer peaked at {node.peak} > {node.buffer}")
             if node.occupancy:
                 raise InvariantError(f"{node.name}: {node.occupancy} bytes left in its buffer")
+            if node.xoffed:
+                raise InvariantError(f"{node.name}: {len(node.xoffed)} ports still paused")
         checked += ["no buffer above its size", "every buffer empty at the end"]
         end = max(self.sim.now, 1)
         for port in self.ports:
-            if port.busy_ps > end:
-                raise InvariantError(f"{port.name}: busy {port.busy_ps} ps of {end}")
+            # a port is busy exactly its bytes at line rate (each packet rounded to 1 ps), and
+            # never longer than the run: it cannot have carried more than its rate allows
+            at_rate = port.tx_bytes * port.ppb
+            if port.busy_ps > end or abs(port.busy_ps - at_rate) > port.tx_packets:
+                raise InvariantError(
+                    f"{port.name}: busy {port.busy_ps} ps for {port.tx_bytes} bytes "
+                    f"({at_rate:.0f} ps at line rate) in a run of {end} ps"
+                )
+            if port.paused or port.ingress:
+                raise InvariantError(
+                    f"{port.name}: still paused or holding {port.ingress} bytes of PFC ingress"
+                )
             if port.fc == FC_CREDIT and port.credits != port.credits_init:
                 raise InvariantError(
                     f"{port.name}: {port.credits} credits at the end, started with "

@@ -215,6 +215,39 @@ def test_link_level_retry_replays_instead_of_resending_end_to_end(fabric: str) -
     assert r.fct[0] < end_to_end.fct[0]  # go-back-N rewinds a window per error
 
 
+def test_pfc_resumes_a_port_that_drained_while_others_filled_the_buffer() -> None:
+    """XON is re-checked on every departure: a paused port whose own bytes have gone resumes
+    even when other ports still fill the shared buffer (it used to stay paused for good)."""
+    topo = with_cable_latency(fat_tree(4, link_rate=50e9), 100e-9)
+    cfg = PacketConfig(buffer=150_000)
+    r = run_packet_traffic(topo, list(range(1, 16)), [0] * 15, 256_000, "roce", config=cfg)
+    assert r.counters["pause_frames"] > 0 and r.counters["timeouts"] == 0
+    assert r.counters["delivered"] == 15 * 256_000
+    assert r.makespan < 2 * 15 * _wire(256_000, "roce") / 50e9
+
+
+@pytest.mark.parametrize(("fabric", "buffer", "message"), [
+    ("uec", 17_000, "one packet at the dynamic share"),
+    ("roce", 40_000, "PFC headroom plus one packet"),
+])  # fmt: skip
+def test_buffers_too_small_to_forward_a_packet_are_refused(
+    fabric: str, buffer: int, message: str
+) -> None:
+    with pytest.raises(TransportError, match=message):
+        run_packet_traffic(_leaf_spine(), [2], [0], 100_000, fabric,
+                           config=PacketConfig(buffer=buffer))  # fmt: skip
+
+
+def test_a_run_without_progress_stops_with_a_clear_error() -> None:
+    """A link too slow for one packet per retransmission timeout: 64 fruitless timeouts in a
+    row end the run with a message, not an endless loop."""
+    slow = with_cable_latency(leaf_spine(4, 8, link_rate=125.0), 1e-6)  # 1 kb/s
+    with pytest.raises(InvariantError, match="made no progress over 64"):
+        run_packet_traffic(slow, [2], [6], 100_000, "ib", config=PacketConfig(kernel="python"))
+    with pytest.raises(TransportError, match="rto=1e-09"):
+        run_packet_traffic(_leaf_spine(), [2], [6], 4096, "lossy", rto_s=1e-9)
+
+
 def test_pfc_headroom_that_does_not_fit_is_refused() -> None:
     with pytest.raises(TransportError, match="PFC headroom"):
         run_packet_traffic(
