@@ -1,0 +1,181 @@
+"""``commwall nccl-tests LOG...``: read nccl-tests output and set the model beside it.
+
+>>> # commwall nccl-tests all_reduce_perf.log
+>>> # commwall nccl-tests run1.log run2.log --cluster dgx-h100 --nodes 2 --json
+>>> # commwall nccl-tests job.out --op all_gather --cluster my-cluster.yaml
+
+Every run in the files is listed with its devices, NCCL version and each size's measured
+out-of-place time, algbw and busbw; with ``--cluster`` the analytic model predicts the same sizes
+on that cluster (the NCCL-like tuner's choice) and the error per size is printed. Lines that look
+like results but do not parse are reported with their file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from commwall.console import fail, friendly, out
+
+#: Sizes at or above this many bytes count towards the summary error (bandwidth-bound rows).
+LARGE = 1 << 20
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``commwall nccl-tests`` to ``app``."""
+    app.command("nccl-tests")(friendly(nccl_tests))
+
+
+def nccl_tests(
+    logs: Annotated[list[str], typer.Argument(help="nccl-tests output files.")],
+    op: Annotated[
+        str | None,
+        typer.Option(
+            help="The operation, for logs that do not name their binary (all_reduce, ...)."
+        ),
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="A preset or scenario file: predict every measured size on it."),
+    ] = None,
+    nodes: Annotated[int | None, typer.Option(min=1, help="Nodes of --cluster.")] = None,
+    gpus_per_node: Annotated[
+        int | None, typer.Option(min=1, help="Ranks per node (default: every GPU).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Read nccl-tests logs (every layout since 2017, several runs per file) and, with --cluster,
+    print measured against predicted busbw per size."""
+    from commwall.collectives.ops import parse_op
+    from commwall.io.nccl_tests import NcclTestsError, read_nccl_tests
+
+    op_name = None
+    if op is not None:
+        try:
+            op_name = parse_op(op).value
+        except ValueError as e:
+            fail(f"--op: {e}")
+    try:
+        log = read_nccl_tests(list(logs), op=op_name)
+    except NcclTestsError as e:
+        fail(str(e))
+    if not log.runs:
+        where = "; ".join(str(p) for p in log.problems[:3])
+        fail(
+            f"{', '.join(logs)}: no nccl-tests result rows found" + (f" ({where})" if where else "")
+        )
+    fabric = None
+    if cluster is not None:
+        from commwall.cluster import cluster_from_option
+
+        cl = cluster_from_option(cluster, nodes=nodes)
+        fabric = cl.world(gpus_per_node)
+    runs = [_run(r, fabric) for r in log.runs]
+    data = {
+        "cluster": None if fabric is None else cl.summary(),
+        "runs": runs,
+        "problems": [str(p) for p in log.problems],
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    _print(data)
+
+
+def _run(run: Any, fabric: Any) -> dict[str, Any]:
+    """One run as data, with predictions when ``fabric`` is given."""
+    from commwall.collectives import Unsupported, choose
+    from commwall.collectives.ops import parse_op
+
+    rows = []
+    op = parse_op(run.op) if run.op else None
+    for row in run.rows:
+        t = row.out_of_place
+        item: dict[str, Any] = {
+            "size": row.size,
+            "time_us": t.time_us,
+            "algbw_GBps": t.algbw_GBps,
+            "busbw_GBps": t.busbw_GBps,
+            "in_place_busbw_GBps": None if row.in_place is None else row.in_place.busbw_GBps,
+        }
+        if fabric is not None and op is not None and row.size > 0:
+            try:
+                best = choose(op, float(row.size), fabric).best
+            except Unsupported as e:
+                item["prediction_error"] = str(e)
+            else:
+                item["predicted_busbw_GBps"] = best.busbw / 1e9
+                item["predicted_time_us"] = best.time * 1e6
+                item["algo"] = f"{best.algo}/{best.proto.value}"
+                if t.busbw_GBps > 0:
+                    item["error"] = best.busbw / 1e9 / t.busbw_GBps - 1.0
+        rows.append(item)
+    large = [abs(r["error"]) for r in rows if "error" in r and r["size"] >= LARGE]
+    devices = sorted({d for _, _, d in run.devices})
+    return {
+        "source": f"{run.source}:{run.line}",
+        "op": run.op,
+        "ranks": run.ranks,
+        "hosts": run.hosts,
+        "devices": devices,
+        "nccl_version": run.nccl_version,
+        "avg_busbw_GBps": run.avg_busbw_GBps,
+        "model_ranks": None if fabric is None else fabric.nranks,
+        "median_abs_error_large": statistics.median(large) if large else None,
+        "rows": rows,
+    }
+
+
+def _print(d: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from commwall.units import format_size
+
+    c = d["cluster"]
+    if c:
+        out.print(
+            f"model: {c['name']}, {c['nodes']} nodes x {c['gpus_per_node']} {c['gpu']}, "
+            f"{c['nic']} ({c['fabric']}), {c['topology']}"
+        )
+    for run in d["runs"]:
+        devices = ", ".join(run["devices"]) or "devices not listed"
+        out.print(
+            f"[bold]{run['op'] or 'unknown op (give --op)'}[/] on {run['ranks']} ranks, "
+            f"{run['hosts']} host(s): {devices}; NCCL {run['nccl_version'] or '?'} "
+            f"({run['source']})"
+        )
+        if run["model_ranks"] is not None and run["model_ranks"] != run["ranks"]:
+            out.print(
+                f"  note: the model's communicator has {run['model_ranks']} ranks, the log "
+                f"{run['ranks']} (give --nodes / --gpus-per-node to match)"
+            )
+        table = Table(show_header=True, header_style="bold")
+        cols = ["size", "time (us)", "algbw GB/s", "busbw GB/s"]
+        predicted = any("predicted_busbw_GBps" in r for r in run["rows"])
+        if predicted:
+            cols += ["model busbw", "error", "model algo"]
+        for col in cols:
+            table.add_column(col, justify="right")
+        for r in run["rows"]:
+            cells = [format_size(r["size"]), f"{r['time_us']:.2f}", f"{r['algbw_GBps']:.2f}",
+                     f"{r['busbw_GBps']:.2f}"]  # fmt: skip
+            if predicted:
+                if "predicted_busbw_GBps" in r:
+                    err = f"{r['error']:+.0%}" if "error" in r else "-"
+                    cells += [f"{r['predicted_busbw_GBps']:.2f}", err, r["algo"]]
+                else:
+                    cells += ["-", "-", r.get("prediction_error", "-")[:30]]
+            table.add_row(*cells)
+        out.print(table)
+        if run["median_abs_error_large"] is not None:
+            avg = run["avg_busbw_GBps"]
+            tail = "" if avg is None else f"; the log's avg bus bandwidth {avg:g} GB/s"
+            out.print(f"median |error| at >= 1 MiB: {run['median_abs_error_large']:.1%}{tail}")
+    if d["problems"]:
+        out.print(f"[yellow]{len(d['problems'])} line(s) skipped:[/]")
+        for p in d["problems"][:10]:
+            out.print(f"  {p}")

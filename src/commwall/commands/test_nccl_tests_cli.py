@@ -1,0 +1,53 @@
+"""``commwall nccl-tests``: a log read back, set beside the model, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from commwall.cli import app
+from commwall.io.nccl_tests import SAMPLE
+
+runner = CliRunner()
+
+
+def _log(tmp_path: Path, text: str = SAMPLE, name: str = "run.log") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_log_beside_the_model(tmp_path: Path) -> None:
+    args = ["nccl-tests", _log(tmp_path), "--cluster", "dgx-h100", "--nodes", "2",
+            "--gpus-per-node", "1", "--json"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)["runs"][0]
+    assert run["op"] == "all_reduce" and run["ranks"] == run["model_ranks"] == 2
+    row = run["rows"][1]
+    assert row["busbw_GBps"] == 12.5
+    # error = predicted / measured - 1, from the model's own busbw
+    assert row["error"] == row["predicted_busbw_GBps"] / 12.5 - 1
+    assert run["median_abs_error_large"] is not None
+
+
+def test_table_without_a_cluster_and_skipped_lines(tmp_path: Path) -> None:
+    text = SAMPLE + "     4194304       1048576     float\n"
+    result = runner.invoke(app, ["nccl-tests", _log(tmp_path, text)])
+    assert result.exit_code == 0, result.output
+    assert "all_reduce on 2 ranks" in result.output and "busbw GB/s" in result.output
+    assert "1 line(s) skipped" in result.output and "run.log:" in result.output
+
+
+def test_bad_input(tmp_path: Path) -> None:
+    for args, message in (
+        (["nccl-tests", str(tmp_path / "missing.log")], "cannot read it"),
+        (["nccl-tests", _log(tmp_path, "hello\n", "empty.log")], "no nccl-tests result rows"),
+        (["nccl-tests", _log(tmp_path), "--op", "gossip"], "--op"),
+        (["nccl-tests", _log(tmp_path), "--cluster", "nope"], "nope"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert message in result.output and "Traceback" not in result.output

@@ -1,0 +1,295 @@
+"""Read the output of NVIDIA's nccl-tests (``all_reduce_perf``, ``all_gather_perf``,
+``reduce_scatter_perf``, ``alltoall_perf``, ``broadcast_perf``, ``reduce_perf``,
+``sendrecv_perf``): the header, the devices, and every size's out-of-place and in-place time,
+algbw and busbw.
+
+Layouts, told apart by the column header (or, without one, by the row's token count):
+
+* since nccl-tests 2.10: ``size count type redop root time algbw busbw #wrong time algbw busbw
+  #wrong`` (``#wrong`` may be ``N/A`` when validation is off);
+* older: ``size count type redop time algbw busbw error ...`` (``error`` a float such as
+  ``0e+00``), and the oldest ``size count type time algbw busbw error ...`` (broadcast and
+  friends printed ``root`` in place of ``redop``).
+
+One file may hold several runs (each starts at a ``# nThread`` header). The operation comes from
+``# Collective test starting: X_perf``, a command line naming ``X_perf``, or the caller.
+Lines that look like a result row but do not parse are reported with their line number and the
+reason, never raised (:attr:`NcclTestsLog.problems`); NCCL's own ``INFO`` lines and anything
+else are skipped. Format: nccl-tests ``src/common.cu`` (``PRINT`` of the header and rows) and
+``doc/PERFORMANCE.md`` (algbw = size / time; busbw = algbw × the op's factor).
+
+>>> log = parse_nccl_tests(SAMPLE)
+>>> run = log.runs[0]
+>>> run.op, run.ranks, run.nccl_version, [r.size for r in run.rows]
+('all_reduce', 2, '2.18.3', [1048576, 2097152])
+>>> run.rows[1].out_of_place.busbw_GBps, run.rows[1].in_place.time_us
+(12.5, 160.0)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+__all__ = [
+    "SAMPLE",
+    "LogProblem",
+    "NcclTestsError",
+    "NcclTestsLog",
+    "NcclTestsRow",
+    "NcclTestsRun",
+    "Timing",
+    "parse_nccl_tests",
+    "read_nccl_tests",
+]
+
+#: nccl-tests binaries and the operation each measures.
+BINARIES: Final = {
+    "all_reduce_perf": "all_reduce",
+    "all_gather_perf": "all_gather",
+    "reduce_scatter_perf": "reduce_scatter",
+    "alltoall_perf": "alltoall",
+    "broadcast_perf": "broadcast",
+    "reduce_perf": "reduce",
+    "sendrecv_perf": "sendrecv",
+}
+
+#: A small two-rank all_reduce_perf log in the current layout (for examples and tests).
+SAMPLE: Final = """\
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   1001 on      node1 device  0 [0x07] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   1002 on      node2 device  0 [0x07] NVIDIA H100 80GB HBM3
+node1:1001:1001 [0] NCCL INFO NCCL version 2.18.3+cuda12.2
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        262144     float     sum      -1    100.0   10.49   10.49      0    101.0   10.38   10.38      0
+     2097152        524288     float     sum      -1    168.0   12.48   12.50      0    160.0   13.11   13.11      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 11.62
+#
+"""
+
+_HEADER = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
+_DEVICE = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")  # fmt: skip
+_STARTING = re.compile(r"Collective test starting:\s*(\w+)")
+_BINARY = re.compile(r"\b(" + "|".join(BINARIES) + r")\b")
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_LIBRARY = re.compile(r"nccl-library=(\d+)")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
+_COLUMNS = re.compile(r"^#\s+size\s+count\s+type\b")
+_NUMBER_START = re.compile(r"^\s*\d")
+
+
+class NcclTestsError(ValueError):
+    """A log could not be read at all (no file, no result rows); the message says which."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One measurement of one size: time (µs), algbw and busbw (GB/s), and the validation
+    column: wrong values (``#wrong``) or the largest error (older ``error``); None when the run
+    did not validate (``N/A``)."""
+
+    time_us: float
+    algbw_GBps: float
+    busbw_GBps: float
+    check: float | None
+
+
+@dataclass(frozen=True)
+class NcclTestsRow:
+    """One message size: bytes, elements, data type, reduction, root and both timings."""
+
+    line: int
+    size: int
+    count: int
+    dtype: str
+    redop: str | None
+    root: int | None
+    out_of_place: Timing
+    in_place: Timing | None
+
+
+@dataclass(frozen=True)
+class LogProblem:
+    """A line that looked like a result and was not one."""
+
+    source: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}: {self.reason}"
+
+
+@dataclass
+class NcclTestsRun:
+    """One run of one binary: its header facts and its rows."""
+
+    source: str
+    line: int
+    op: str | None
+    threads: int
+    gpus_per_thread: int
+    devices: list[tuple[int, str, str]] = field(default_factory=list)  # (rank, host, device)
+    nccl_version: str | None = None
+    avg_busbw_GBps: float | None = None
+    rows: list[NcclTestsRow] = field(default_factory=list)
+
+    @property
+    def ranks(self) -> int:
+        """Ranks in the run (distinct rank numbers in ``# Using devices``; else threads × GPUs)."""
+        seen = {r for r, _, _ in self.devices}
+        return len(seen) if seen else self.threads * self.gpus_per_thread
+
+    @property
+    def hosts(self) -> int:
+        """Distinct host names among the devices (1 when none were listed)."""
+        return len({h for _, h, _ in self.devices}) or 1
+
+
+@dataclass
+class NcclTestsLog:
+    """Every run in one or more logs, and every line that did not parse."""
+
+    runs: list[NcclTestsRun]
+    problems: list[LogProblem]
+
+
+def read_nccl_tests(paths: list[str | Path], *, op: str | None = None) -> NcclTestsLog:
+    """Parse the nccl-tests logs at ``paths`` (``op`` for runs that do not name their binary;
+    else a file name such as ``all_gather_perf.log`` names it)."""
+    runs: list[NcclTestsRun] = []
+    problems: list[LogProblem] = []
+    for path in paths:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise NcclTestsError(f"{p}: cannot read it ({e.strerror or e})") from None
+        named = _BINARY.search(p.name)
+        guess = op or (BINARIES[named.group(1)] if named else None)
+        log = parse_nccl_tests(text, source=str(p), op=guess)
+        runs += log.runs
+        problems += log.problems
+    return NcclTestsLog(runs, problems)
+
+
+def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None) -> NcclTestsLog:
+    """Parse nccl-tests output ``text`` (module doc). Never raises on malformed lines."""
+    runs: list[NcclTestsRun] = []
+    problems: list[LogProblem] = []
+    run: NcclTestsRun | None = None
+    columns: list[str] | None = None
+    pending_op = op
+    version = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        if (m := _STARTING.search(line)) or (m := _BINARY.search(line)):
+            name = m.group(1)
+            pending_op = BINARIES.get(name, BINARIES.get(f"{name}_perf", pending_op))
+            if run is not None and not run.rows:
+                run.op = pending_op
+            continue
+        if (m := _VERSION.search(line)) or (m := _LIBRARY.search(line)):
+            version = m.group(1) if "." in m.group(1) else _library_version(m.group(1))
+            if run is not None:
+                run.nccl_version = version
+            continue
+        if m := _HEADER.match(line):
+            run = NcclTestsRun(source, number, pending_op, int(m.group(1)), int(m.group(2)))
+            run.nccl_version = version
+            runs.append(run)
+            columns = None
+            continue
+        if m := _DEVICE.match(line):
+            if run is not None:
+                run.devices.append((int(m.group(1)), m.group(2), m.group(3)))
+            continue
+        if _COLUMNS.match(line):
+            columns = line.lstrip("#").split()
+            continue
+        if m := _AVG.match(line):
+            if run is not None:
+                run.avg_busbw_GBps = float(m.group(1))
+            continue
+        if line.lstrip().startswith("#") or not _NUMBER_START.match(line):
+            continue  # comments, NCCL INFO lines, shell prompts
+        if run is None:  # rows with no header before them: a run of unknown shape
+            run = NcclTestsRun(source, number, pending_op, 1, 0)
+            run.nccl_version = version
+            runs.append(run)
+        row = _row(line, number, columns)
+        if isinstance(row, str):
+            problems.append(LogProblem(source, number, row))
+        else:
+            run.rows.append(row)
+    return NcclTestsLog([r for r in runs if r.rows or r.devices], problems)
+
+
+def _library_version(code: str) -> str:
+    """NCCL's integer version (``21903``) as text (``2.19.3``).
+
+    >>> _library_version("21903"), _library_version("2708")
+    ('2.19.3', '2.7.8')
+    """
+    n = int(code)
+    if n >= 10000:
+        return f"{n // 10000}.{n // 100 % 100}.{n % 100}"
+    return f"{n // 1000}.{n // 100 % 10}.{n % 100}"
+
+
+def _row(line: str, number: int, columns: list[str] | None) -> NcclTestsRow | str:
+    """One result row, or the reason it is not one."""
+    tokens = line.split()
+    lead = _lead_columns(columns, len(tokens))
+    if lead is None:
+        return f"{len(tokens)} fields: not a result row of any nccl-tests layout (truncated?)"
+    fields = dict(zip(lead, tokens, strict=False))
+    try:
+        size, count = int(fields["size"]), int(fields["count"])
+        redop = fields.get("redop")
+        root = int(fields["root"]) if "root" in fields else None
+        rest = tokens[len(lead) :]
+        out = _timing(rest[:4])
+        inp = _timing(rest[4:8]) if len(rest) >= 8 else None
+    except (ValueError, KeyError) as e:
+        return f"unreadable result row ({e})"
+    if size < 0 or count < 0:
+        return f"negative size or count ({size}, {count})"
+    if fields.get("type", "").replace("_", "").isalnum() is False:
+        return f"data type {fields.get('type')!r} is not a word"
+    return NcclTestsRow(number, size, count, fields["type"], redop, root, out, inp)
+
+
+def _lead_columns(columns: list[str] | None, n: int) -> list[str] | None:
+    """The columns before the timings, from the header, else from the token count."""
+    if columns is not None:
+        lead = columns[: columns.index("time")] if "time" in columns else None
+        if lead is not None and n in (len(lead) + 4, len(lead) + 8):
+            return lead
+    for lead in (["size", "count", "type", "redop", "root"], ["size", "count", "type", "redop"],
+                 ["size", "count", "type"]):  # fmt: skip
+        if n in (len(lead) + 8, len(lead) + 4):
+            return lead
+    return None
+
+
+def _timing(cells: list[str]) -> Timing:
+    if len(cells) != 4:
+        raise ValueError(f"{len(cells)} timing fields, need 4")
+    time_us, algbw, busbw = (float(c) for c in cells[:3])
+    for name, value in (("time", time_us), ("algbw", algbw), ("busbw", busbw)):
+        if not value >= 0 or value == float("inf"):
+            raise ValueError(f"{name}={value}")
+    check = None if cells[3] == "N/A" else float(cells[3])
+    if check is not None and not check >= 0:
+        raise ValueError(f"validation column {cells[3]!r}")
+    return Timing(time_us, algbw, busbw, check)

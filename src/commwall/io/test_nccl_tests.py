@@ -1,0 +1,140 @@
+"""nccl-tests logs: every layout, several runs per file, bad lines reported with their number,
+and no input that makes the parser crash (hypothesis)."""
+
+from __future__ import annotations
+
+import doctest
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commwall.io import nccl_tests
+from commwall.io.nccl_tests import (
+    SAMPLE,
+    NcclTestsError,
+    parse_nccl_tests,
+    read_nccl_tests,
+)
+
+# The layout before redop/root columns had a root (2017-2019 builds): size count type time ...
+OLDEST = """\
+./build/broadcast_perf -b 64K -e 128K -f 2 -g 2
+# nThread 1 nGpus 2 minBytes 65536 maxBytes 131072 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#   Rank  0 Pid  40001 on    box device  0 [0x3b] Tesla V100-PCIE-32GB
+#   Rank  1 Pid  40001 on    box device  1 [0xd8] Tesla V100-PCIE-32GB
+#
+       65536          8192   float    16.00    4.10    4.10  0e+00    15.00    4.37    4.37  0e+00
+      131072         16384   float    24.00    5.46    5.46  0e+00    23.00    5.70    5.70  0e+00
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 4.9
+"""
+
+# redop but no root column, ``error`` as a float (2019-2021 builds); two runs in one file
+TWO_RUNS = """\
+# nThread 1 nGpus 8 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+#                                                     out-of-place                       in-place
+#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum    30.00    0.00    0.00  0e+00    29.00    0.00    0.00  0e+00
+          16             4     float     sum    30.50    0.00    0.00  1e-07    29.50    0.00    0.00  0e+00
+# Avg bus bandwidth    : 0.0001
+# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903
+# Collective test starting: all_gather_perf
+# nThread 1 nGpus 8 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 0 graph: 0
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+     1048576         32768     float    none      -1    20.00   52.43   45.88    N/A    19.00   55.19   48.29    N/A
+"""
+
+
+def test_current_layout_sample() -> None:
+    run = parse_nccl_tests(SAMPLE).runs[0]
+    assert run.op == "all_reduce" and run.ranks == 2 and run.hosts == 2
+    assert run.devices[0] == (0, "node1", "NVIDIA H100 80GB HBM3")
+    assert run.nccl_version == "2.18.3" and run.avg_busbw_GBps == 11.62
+    first = run.rows[0]
+    assert (first.size, first.count, first.dtype, first.redop, first.root) == (
+        1048576, 262144, "float", "sum", -1,
+    )  # fmt: skip
+    assert first.out_of_place.busbw_GBps == 10.49 and first.out_of_place.check == 0
+    assert first.in_place is not None and first.in_place.time_us == 101.0
+
+
+def test_oldest_layout_binary_from_command_line() -> None:
+    log = parse_nccl_tests(OLDEST)
+    assert not log.problems
+    run = log.runs[0]
+    assert run.op == "broadcast" and run.ranks == 2 and run.hosts == 1
+    assert [r.size for r in run.rows] == [65536, 131072]
+    assert run.rows[0].redop is None and run.rows[0].root is None
+    assert run.rows[1].out_of_place.time_us == 24.0
+
+
+def test_several_runs_old_and_new_layouts_and_versions() -> None:
+    log = parse_nccl_tests(TWO_RUNS, op="all_reduce")
+    assert not log.problems
+    first, second = log.runs
+    assert first.op == "all_reduce" and first.ranks == 8  # 1 thread x 8 GPUs, no device list
+    assert first.rows[1].out_of_place.check == pytest.approx(1e-7)  # older: an error, not a count
+    assert second.op == "all_gather" and second.nccl_version == "2.19.3"
+    assert second.rows[0].redop == "none" and second.rows[0].root == -1
+    assert second.rows[0].out_of_place.check is None  # validation off: N/A
+
+
+def test_bad_lines_are_reported_with_their_number() -> None:
+    lines = SAMPLE.splitlines()
+    lines[12] = lines[12][:40]  # a row cut short (the job was killed)
+    lines.append(
+        "     4194304       1048576     float     sum      -1    abc   1.0   1.0   0   1.0 1.0 1.0 0"
+    )
+    log = parse_nccl_tests("\n".join(lines), source="job.out")
+    assert [r.size for r in log.runs[0].rows] == [1048576]  # the 2 MiB row was cut
+    reasons = {p.line: p.reason for p in log.problems}
+    assert set(reasons) == {13, len(lines)}
+    assert "fields" in reasons[13] and "unreadable" in reasons[len(lines)]
+    assert str(log.problems[0]).startswith("job.out:13: ")
+
+
+def test_files_name_their_op_and_missing_files_are_errors(tmp_path: Path) -> None:
+    body = SAMPLE.replace("# Collective test starting: all_reduce_perf\n", "")
+    path = tmp_path / "reduce_scatter_perf.log"
+    path.write_text(body)
+    assert read_nccl_tests([path]).runs[0].op == "reduce_scatter"
+    assert read_nccl_tests([path], op="all_gather").runs[0].op == "all_gather"
+    with pytest.raises(NcclTestsError, match="cannot read"):
+        read_nccl_tests([tmp_path / "nope.log"])
+
+
+def test_library_version_codes() -> None:
+    assert nccl_tests._library_version("22703") == "2.27.3"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_no_text_crashes_the_parser(text: str) -> None:
+    log = parse_nccl_tests(text)
+    for p in log.problems:
+        assert 1 <= p.line <= max(1, len(text.splitlines()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 120), st.text(max_size=6)), max_size=6)
+)
+def test_garbled_sample_never_crashes(edits: list[tuple[int, int, str]]) -> None:
+    lines = SAMPLE.splitlines()
+    for row, col, junk in edits:
+        if row < len(lines):
+            lines[row] = lines[row][:col] + junk + lines[row][col + len(junk) :]
+    log = parse_nccl_tests("\n".join(lines))
+    for run in log.runs:
+        for r in run.rows:
+            assert r.size >= 0 and r.out_of_place.time_us >= 0
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(nccl_tests).failed == 0
