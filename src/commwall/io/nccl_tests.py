@@ -76,14 +76,15 @@ node1:1001:1001 [0] NCCL INFO NCCL version 2.18.3+cuda12.2
 #
 """
 
-_HEADER = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
-_DEVICE = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")  # fmt: skip
+# the leading "#" is optional: logs pasted into Markdown lose it
+_HEADER = re.compile(r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
+_DEVICE = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")  # fmt: skip
 _STARTING = re.compile(r"Collective test starting:\s*(\w+)")
 _BINARY = re.compile(r"\b(" + "|".join(BINARIES) + r")\b")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _LIBRARY = re.compile(r"nccl-library=(\d+)")
-_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
-_COLUMNS = re.compile(r"^#\s+size\s+count\s+type\b")
+_AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
+_COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
 _NUMBER_START = re.compile(r"^\s*\d")
 
 

@@ -109,6 +109,28 @@ def test_files_name_their_op_and_missing_files_are_errors(tmp_path: Path) -> Non
         read_nccl_tests([tmp_path / "nope.log"])
 
 
+def test_logs_pasted_into_markdown_lose_their_hashes() -> None:
+    """Issue threads often show logs whose leading '#' Markdown ate (e.g. NVIDIA/nccl#583)."""
+    stripped = "\n".join(line[1:] if line.startswith("#") else line for line in SAMPLE.splitlines())
+    run = parse_nccl_tests(stripped).runs[0]
+    assert run.op == "all_reduce" and run.ranks == 2 and len(run.rows) == 2
+    assert run.avg_busbw_GBps == 11.62
+
+
+def test_duplicated_headers_of_a_misconfigured_launch() -> None:
+    """nccl-tests built without MPI under mpirun: every process prints its own header as rank
+    0 of a 1-rank job (NVIDIA/nccl-tests#107 shows the shape): one rank each, said plainly."""
+    header = SAMPLE.splitlines()[1]
+    text = "\n".join([
+        header, "# Using devices", "#  Rank  0 Group  0 Pid 11 on a device  0 [0x0] GPU",
+        header, "# Using devices", "#  Rank  0 Group  0 Pid 22 on b device  0 [0x0] GPU",
+        *SAMPLE.splitlines()[9:13],
+    ])  # fmt: skip
+    runs = parse_nccl_tests(text, op="all_reduce").runs
+    assert [r.ranks for r in runs] == [1, 1]
+    assert runs[0].rows == [] and len(runs[1].rows) == 2
+
+
 def test_library_version_codes() -> None:
     assert nccl_tests._library_version("22703") == "2.27.3"
 
