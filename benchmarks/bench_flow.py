@@ -18,10 +18,11 @@ import argparse
 import json
 import platform
 import resource
-import subprocess
 import sys
 import time
 from typing import Any
+
+from _child import run_child
 
 CASES: dict[str, tuple[str, float | None, float | None]] = {
     # name: (what, seconds target, GiB target)
@@ -113,15 +114,11 @@ def main() -> int:
     rows: dict[str, Any] = {}
     ok = True
     for name in args.only or list(CASES):
-        proc = subprocess.run(
-            [sys.executable, __file__, "--child", name], capture_output=True, text=True, check=False
-        )
-        if proc.returncode:
-            sys.stderr.write(proc.stderr)
-            rows[name] = {"error": proc.stderr.strip().splitlines()[-1:]}
+        figures = run_child(__file__, name)
+        if figures is None:
+            rows[name] = {"error": "the case failed (its stderr is above)"}
             ok = False
             continue
-        figures = json.loads(proc.stdout.strip().splitlines()[-1])
         what, t_max, gib_max = CASES[name]
         passed = (t_max is None or figures["seconds"] < t_max) and (
             gib_max is None or figures["peak_bytes"] < gib_max * 2**30

@@ -21,10 +21,11 @@ import argparse
 import json
 import platform
 import resource
-import subprocess
 import sys
 import time
 from typing import Any
+
+from _child import run_child
 
 FABRICS = ("ib", "roce", "roce-nopfc", "uec", "lossy")
 CASES: dict[str, tuple[str, float | None]] = {
@@ -124,18 +125,11 @@ def main() -> int:
     rows: dict[str, Any] = {}
     ok = True
     for name in args.only or list(CASES):
-        proc = subprocess.run(
-            [sys.executable, __file__, "--child", name, "--kernel", args.kernel],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode:
-            sys.stderr.write(proc.stderr)
-            rows[name] = {"error": proc.stderr.strip().splitlines()[-1:]}
+        figures = run_child(__file__, name, "--kernel", args.kernel)
+        if figures is None:
+            rows[name] = {"error": "the case failed (its stderr is above)"}
             ok = False
             continue
-        figures = json.loads(proc.stdout.strip().splitlines()[-1])
         what, t_max = CASES[name]
         fast = t_max is None or figures["seconds"] < t_max
         rate = "events_per_s" not in figures or figures["events_per_s"] >= EVENTS_PER_S

@@ -245,6 +245,7 @@ def _run(
     nodes: int | None,
 ) -> None:
     from commwall.commands.topology import KINDS, SCALE_UP_KINDS, build
+    from commwall.commands.traffic import with_switch_latency
     from commwall.engines.base import InvariantError
     from commwall.engines.flow.traffic import pattern_flows
     from commwall.engines.packet import PACKET_ROUTINGS, PacketConfig, run_packet_traffic
@@ -286,9 +287,7 @@ def _run(
         )
         buffer_bytes, latency = _switch_physics(opts)
         if latency is not None:
-            from dataclasses import replace
-
-            topo = replace(topo, params={**dict(topo.params), "switch_latency": latency})
+            topo = with_switch_latency(topo, latency)
         if opts["cable"] is not None:
             topo = with_cable_latency(topo, parse_time(opts["cable"]))
         endpoints = len(topo.endpoints())

@@ -101,7 +101,7 @@ def traffic(
         if switch_latency is not None:
             from commwall.units import parse_time
 
-            topo = _with_switch_latency(topo, parse_time(switch_latency))
+            topo = with_switch_latency(topo, parse_time(switch_latency))
         endpoints = len(topo.endpoints())
         if pattern == "matrix":
             if matrix is None:
@@ -125,7 +125,9 @@ def traffic(
     _print(data, topo)
 
 
-def _with_switch_latency(topo: Any, latency: float) -> Any:
+def with_switch_latency(topo: Any, latency: float) -> Any:
+    """``topo`` with every switch's forwarding latency set to ``latency`` seconds (the engines
+    read ``params["switch_latency"]``; ``commwall traffic`` and ``commwall packet`` share it)."""
     from dataclasses import replace
 
     return replace(topo, params={**dict(topo.params), "switch_latency": latency})

@@ -240,18 +240,6 @@ class Port:
 
     # ---- queueing ------------------------------------------------------------------------
 
-    def enqueue_data(self, pkt: Packet) -> None:
-        """Queue a forwarded data packet (already admitted to the node's buffer)."""
-        now = self.sim.now
-        self.q_area += self.qbytes * (now - self.q_last)
-        self.q_last = now
-        self.qbytes += pkt.size
-        if self.qbytes > self.q_peak:
-            self.q_peak = self.qbytes
-        self.data.append(pkt)
-        if not self.busy:
-            self.start()
-
     def enqueue_ctrl(self, pkt: Packet) -> None:
         """Queue a control packet (served first, never paused or dropped)."""
         self.ctrl.append(pkt)
@@ -416,11 +404,6 @@ class Port:
         if not paused and not self.busy:
             self.start()
 
-    def kick(self) -> None:
-        """A source behind this port has something to send."""
-        if not self.busy:
-            self.start()
-
     def finish_stats(self, now: int) -> None:
         """Close the time integrals at ``now``."""
         self.q_area += self.qbytes * (now - self.q_last)
@@ -548,7 +531,7 @@ class Node:
             if p >= 1.0 or self.net.rng.random() < p:
                 pkt.ecn = True
                 out.marks += 1
-        # Port.enqueue_data inlined (one call less per data packet per hop)
+        # queue it (inline: once per data packet per hop)
         now = out.sim.now
         out.q_area += qbytes * (now - out.q_last)
         out.q_last = now

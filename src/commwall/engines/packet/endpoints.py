@@ -135,7 +135,7 @@ class Scheduler:
             sender.ready = True
             self.ready.append(sender)
             port = self.port
-            if not port.busy:  # Port.kick inlined
+            if not port.busy:
                 port.start()
 
     def control(self, pkt: Packet) -> None:
@@ -237,11 +237,6 @@ class Sender:
         """Payload bytes of packet ``seq``."""
         return self.last if seq == self.n - 1 else self.mtu
 
-    def window(self) -> float:
-        """Bytes the sender may have in flight."""
-        cc = self.cc
-        return cc.cwnd if cc is not None else self.net.max_inflight
-
     def next_packet(self) -> Packet | None:
         """The next packet to send now, or None (blocked: a later event wakes the sender)."""
         if self.done:
@@ -260,7 +255,7 @@ class Sender:
         size = self.last if seq == self.n - 1 else self.mtu  # self.payload(seq), inlined
         inflight = self.inflight
         if inflight > 0:
-            cc = self.cc  # self.window(), inlined
+            cc = self.cc  # the window: the congestion control's, else the in-flight cap
             if inflight + size > (cc.cwnd if cc is not None else self.max_inflight):
                 return None
         now = self.sim.now
@@ -276,7 +271,7 @@ class Sender:
         wire = size + self.header
         flow = self.flow
         pkt = Packet(flow, DATA, seq, wire, size, now)
-        pkt.entropy = mix64(self.entropy_base + seq) >> 48  # entropy_value, inlined
+        pkt.entropy = entropy_value(self.entropy_base, seq)
         if self.sent_once[seq]:
             self.net.retransmitted(size)
         self.sent_once[seq] = 1
@@ -284,7 +279,7 @@ class Sender:
         if not outstanding[seq]:
             outstanding[seq] = 1
             self.inflight = inflight + size
-        self.c["sent"] += size  # Network.sent, inlined
+        self.c["sent"] += size
         if pace:
             next_time = self.next_time
             self.next_time = (now if now > next_time else next_time) + int(wire * pace)
@@ -536,6 +531,6 @@ class Receiver:
         self.got[pkt.seq] = 1
         received = self.received + 1
         self.received = received
-        self.c["delivered"] += pkt.payload  # Network.delivered, inlined
+        self.c["delivered"] += pkt.payload
         if received == self.n:
             self.net.flow_done(self.flow)

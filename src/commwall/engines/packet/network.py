@@ -37,8 +37,6 @@ from commwall.engines.packet.endpoints import (
     Receiver,
     Scheduler,
     Sender,
-    entropy_base,
-    entropy_value,
 )
 from commwall.engines.packet.kernel import PS_PER_S, Simulator, ps
 from commwall.topology.graph import Topology
@@ -323,10 +321,6 @@ class Network:
         self.tasks.append(task)
         return index
 
-    def entropy(self, flow: Flow, seq: int) -> int:
-        """The packet's entropy value: a fresh one per packet (oblivious spraying)."""
-        return entropy_value(entropy_base(self.seed, flow.index), seq)
-
     # ---- the run -------------------------------------------------------------------------
 
     def run(self, max_events: int | None = None) -> None:
@@ -462,12 +456,6 @@ class Network:
             f"{node.name}: buffer holds {node.occupancy} bytes, above its {node.buffer} "
             f"(fabric {self.profile.name}): lossless flow control failed to stop a sender"
         )
-
-    def sent(self, payload: int) -> None:
-        self.c["sent"] += payload
-
-    def delivered(self, payload: int) -> None:
-        self.c["delivered"] += payload
 
     def duplicate(self, payload: int) -> None:
         self.c["duplicate"] += payload
