@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from commwall import __version__
-from commwall.console import err, fail, friendly, out
+from commwall.console import err, fail, friendly, out, write_parquet
 
 #: Engines ``--engine`` accepts.
 ENGINES = ("analytic", "flow")
@@ -91,6 +91,10 @@ def run(
         Path | None,
         typer.Option(help="Write the step timeline as a Perfetto/Chrome trace JSON here."),
     ] = None,
+    parquet: Annotated[
+        Path | None,
+        typer.Option(help="Write the step timeline (one row per phase) as Parquet here."),
+    ] = None,
 ) -> None:
     """Simulate one training step: where the time goes and how much of it is waiting."""
     from commwall.cluster import build_cluster
@@ -116,6 +120,13 @@ def run(
         faults = analyse_faults(sc, report, cluster, failures)
     if trace is not None:
         _write_trace(trace, report.result)
+    if parquet is not None:
+        from commwall.io.parquet import phase_records
+
+        summary = {
+            k: v for k, v in report.to_dict().items() if k not in ("collectives", "timeline")
+        }
+        write_parquet(parquet, phase_records(report.result.phases), summary)
     if as_json:
         data = report.to_dict()
         if faults is not None:
@@ -201,6 +212,13 @@ def _print_report(report: Any) -> None:
         f"{c['topology']} {c['tiers']}-tier {c['switch']}, oversubscription "
         f"{c['oversubscription']:g}:1"
     )
+    if c.get("calibration"):
+        fitted = ", ".join(
+            f"{k} bandwidth x{v['bandwidth_factor']:.3g} latency {v['latency'] * 1e6:+.3g} us/step"
+            for k, v in c["calibration"].items()
+            if isinstance(v, dict)
+        )
+        out.print(f"         calibrated: {fitted}")
     out.print(
         f"job      {j['model']} ({j['params'] / 1e9:,.1f} B params), TP {j['tp']} x PP {j['pp']} "
         f"x DP {j['dp']}"
@@ -319,6 +337,9 @@ def collective(
         Path | None,
         typer.Option(help="Flow engine: write the largest size's run as a Perfetto trace here."),
     ] = None,
+    parquet: Annotated[
+        Path | None, typer.Option(help="Write the rows (one per size) as Parquet here.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
 ) -> None:
     """Predict the table nccl-tests would print for OP on a cluster you have not built yet."""
@@ -425,6 +446,8 @@ def collective(
         header["busiest_links"] = result.details.get("busiest_links")
         if engine == "packet":
             header["fabric"] = result.details["packet"]["fabric"]
+    if parquet is not None:
+        write_parquet(parquet, rows, header)
     if as_json:
         sys.stdout.write(json.dumps({**header, "rows": rows}, indent=2) + "\n")
         return

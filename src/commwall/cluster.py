@@ -16,7 +16,7 @@ Scale-out bandwidth per GPU (bytes/s) is derived, not assumed::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from commwall.catalog import (
@@ -32,7 +32,13 @@ from commwall.catalog import (
 )
 from commwall.collectives import CommFabric, Gen, Hw, gen_for_sm
 from commwall.collectives.constants import NET_OVERHEAD
-from commwall.io.scenario import ClusterSpec, ScenarioError, TopologySpec
+from commwall.io.scenario import (
+    CalibrationSpec,
+    ClusterSpec,
+    LinkCalibration,
+    ScenarioError,
+    TopologySpec,
+)
 
 if TYPE_CHECKING:
     from commwall.topology import Topology
@@ -95,6 +101,8 @@ class Cluster:
     #: A prebuilt scale-out fabric used instead of building one (e.g. with failed cables,
     #: :func:`commwall.faults.failures.cluster_with_failures`); None: built from ``topology``.
     scale_out: Topology | None = None
+    #: Per link class corrections fitted to measurements (``commwall calibrate``).
+    calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
 
     # ---- sizes ------------------------------------------------------------------------------
 
@@ -127,9 +135,21 @@ class Cluster:
         NVLink: links × NCCL's per-link constant (``topo.cc``: 18 × 20.6 GB/s on H100);
         PCIe: NCCL's x16 value for the generation (``width × speed / 80``).
         """
+        factor = self.intra_calibration.bandwidth_factor
         if self.scale_up == "nvlink":
-            return self.gpu.nvlink_links * self.nvlink.nccl_link_bandwidth
-        return self.pcie.nccl_bandwidth(16)
+            return self.gpu.nvlink_links * self.nvlink.nccl_link_bandwidth * factor
+        return self.pcie.nccl_bandwidth(16) * factor
+
+    @property
+    def intra_calibration(self) -> LinkCalibration:
+        """The fitted correction of the scale-up class (none: the model as is)."""
+        fitted = self.calibration.nvlink if self.scale_up == "nvlink" else self.calibration.pcie
+        return fitted or LinkCalibration()
+
+    @property
+    def net_calibration(self) -> LinkCalibration:
+        """The fitted correction of the scale-out network (none: the model as is)."""
+        return self.calibration.network or LinkCalibration()
 
     @property
     def nic_rate_per_gpu(self) -> float:
@@ -165,7 +185,7 @@ class Cluster:
             bw /= self.topology.oversubscription
         if not self.gpudirect_rdma:
             bw = min(bw, self.pcie.bandwidth(16) / 2.0)
-        return bw
+        return bw * self.net_calibration.bandwidth_factor
 
     @property
     def switch_hops(self) -> int:
@@ -206,6 +226,8 @@ class Cluster:
             nvls=self.scale_up == "nvlink" and self.nvswitch.nvls and self.gpu.sm >= 90,
             collnet=self.sharp,
             gdr=self.gpudirect_rdma,
+            intra_latency_adjust=self.intra_calibration.latency,
+            net_latency_adjust=self.net_calibration.latency,
         )
 
     def world(self, ranks_per_node: int | None = None) -> CommFabric:
@@ -277,6 +299,9 @@ class Cluster:
             "routing": self.routing,
             "gpudirect_rdma": self.gpudirect_rdma,
             "sharp": self.sharp,
+            "calibration": self.calibration.model_dump(exclude_none=True)
+            if self.calibration != CalibrationSpec()
+            else None,
         }
 
 
@@ -475,6 +500,7 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
         tiers=max(tiers, 1),
         routing=spec.routing,
         reference_switch_latency=reference,
+        calibration=spec.calibration,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -65,3 +66,20 @@ def friendly(func: F) -> F:
             fail(str(e))
 
     return wrapper  # type: ignore[return-value]
+
+
+def write_parquet(
+    path: Path, records: list[dict[str, Any]], metadata: dict[str, Any], option: str = "--parquet"
+) -> None:
+    """Write ``records`` as Parquet (:func:`commwall.io.parquet.write_parquet`) or exit with one
+    line naming ``option``."""
+    from commwall.io.parquet import ParquetError, flatten
+    from commwall.io.parquet import write_parquet as write
+
+    try:
+        write(path, [flatten(r) for r in records], metadata=metadata)
+    except OSError as e:
+        fail(f"{option}: cannot write {str(path)!r}: {e.strerror or e}")
+    except ParquetError as e:
+        fail(f"{option}: {e}")
+    err.print(f"{len(records)} rows written to {path} (Parquet)")

@@ -72,20 +72,21 @@ def trivial(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
 
 def step_latency(f: CommFabric, hw: Hw, algo: str, proto: Proto) -> float:
     """NCCL's per-step latency of ``hw``: scale-up ``hwLat[hw][algo][proto]``, or for the
-    network :func:`net_latency`."""
+    network :func:`net_latency`; plus the class's calibrated adjustment (never below 0)."""
     if hw is Hw.NET:
         return net_latency(f, algo, proto)
-    return HW_LAT[hw][algo][proto]
+    return max(0.0, HW_LAT[hw][algo][proto] + f.intra_latency_adjust)
 
 
 def net_latency(f: CommFabric, algo: str, proto: Proto) -> float:
     """NCCL's ``interLat`` (``tuning.cc``): ``hwLat[NET][Tree if ppn == 1 else algo][proto]``
-    plus the fabric's own latency, counted twice for Simple (the receive-side flush)."""
+    plus the fabric's own latency, counted twice for Simple (the receive-side flush), plus the
+    calibrated adjustment (never below 0)."""
     column = "tree" if f.ranks_per_domain == 1 else algo
     lat = HW_LAT[Hw.NET][column][proto] + f.net_extra_latency
     if proto is Proto.SIMPLE:
         lat += f.net_extra_latency
-    return lat
+    return max(0.0, lat + f.net_latency_adjust)
 
 
 def ll_max_bw(f: CommFabric) -> float:

@@ -50,6 +50,10 @@ class CommFabric:
     """Host CPU vendor (intel, amd, other): picks NCCL's multi-node LL cap row."""
     hbm_bw: float = 0.0
     """GPU memory bandwidth, bytes/s: a one-rank "collective" is a local copy at this rate."""
+    intra_latency_adjust: float = 0.0
+    """Fitted latency added to every scale-up step (s; ``commwall calibrate``, may be < 0)."""
+    net_latency_adjust: float = 0.0
+    """Fitted latency added to every network step (s; ``commwall calibrate``, may be < 0)."""
 
     def __post_init__(self) -> None:
         if self.n_domains < 1 or self.ranks_per_domain < 1:

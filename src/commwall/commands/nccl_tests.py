@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from commwall.console import fail, friendly, out
+from commwall.console import fail, friendly, out, write_parquet
 
 #: Sizes at or above this many bytes count towards the summary error (bandwidth-bound rows).
 LARGE = 1 << 20
@@ -45,6 +46,10 @@ def nccl_tests(
     nodes: Annotated[int | None, typer.Option(min=1, help="Nodes of --cluster.")] = None,
     gpus_per_node: Annotated[
         int | None, typer.Option(min=1, help="Ranks per node (default: every GPU).")
+    ] = None,
+    parquet: Annotated[
+        Path | None,
+        typer.Option(help="Write every row (one per run and size) as Parquet here."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
@@ -80,6 +85,14 @@ def nccl_tests(
         "runs": runs,
         "problems": [str(p) for p in log.problems],
     }
+    if parquet is not None:
+        records = [
+            {"source": r["source"], "op": r["op"], "ranks": r["ranks"], "hosts": r["hosts"],
+             "nccl_version": r["nccl_version"], **row}
+            for r in runs
+            for row in r["rows"]
+        ]  # fmt: skip
+        write_parquet(parquet, records, {"cluster": data["cluster"], "logs": list(logs)})
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return

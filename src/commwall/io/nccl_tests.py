@@ -41,6 +41,7 @@ __all__ = [
     "NcclTestsRow",
     "NcclTestsRun",
     "Timing",
+    "format_nccl_tests",
     "parse_nccl_tests",
     "read_nccl_tests",
 ]
@@ -86,6 +87,8 @@ _LIBRARY = re.compile(r"nccl-library=(\d+)")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
 _NUMBER_START = re.compile(r"^\s*\d")
+# written by `commwall measure` (torch.distributed instead of NCCL's own benchmark)
+_MEASURE = re.compile(r"^#\s*commwall measure\b.*?\bbackend\s+(\w+)")
 
 
 class NcclTestsError(ValueError):
@@ -143,6 +146,8 @@ class NcclTestsRun:
     nccl_version: str | None = None
     avg_busbw_GBps: float | None = None
     rows: list[NcclTestsRow] = field(default_factory=list)
+    #: The torch.distributed backend of a ``commwall measure`` log (None: nccl-tests itself).
+    backend: str | None = None
 
     @property
     def ranks(self) -> int:
@@ -191,8 +196,14 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
     columns: list[str] | None = None
     pending_op = op
     version = None
+    backend = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.rstrip()
+        if m := _MEASURE.match(line):
+            backend = m.group(1)
+            if run is not None and not run.rows:
+                run.backend = backend
+            continue
         if (m := _STARTING.search(line)) or (m := _BINARY.search(line)):
             name = m.group(1)
             pending_op = BINARIES.get(name, BINARIES.get(f"{name}_perf", pending_op))
@@ -206,7 +217,7 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
             continue
         if m := _HEADER.match(line):
             run = NcclTestsRun(source, number, pending_op, int(m.group(1)), int(m.group(2)))
-            run.nccl_version = version
+            run.nccl_version, run.backend = version, backend
             runs.append(run)
             columns = None
             continue
@@ -218,8 +229,15 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
             columns = line.lstrip("#").split()
             continue
         if m := _AVG.match(line):
+            try:
+                avg = float(m.group(1))
+            except ValueError:
+                problems.append(
+                    LogProblem(source, number, f"average {m.group(1)!r} is not a number")
+                )
+                continue
             if run is not None:
-                run.avg_busbw_GBps = float(m.group(1))
+                run.avg_busbw_GBps = avg
             continue
         if line.lstrip().startswith("#") or not _NUMBER_START.match(line):
             continue  # comments, NCCL INFO lines, shell prompts
@@ -233,6 +251,47 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
         else:
             run.rows.append(row)
     return NcclTestsLog([r for r in runs if r.rows or r.devices], problems)
+
+
+def format_nccl_tests(run: NcclTestsRun, *, preamble: str = "") -> str:
+    """``run`` in nccl-tests' current layout (``src/common.cu``), which :func:`parse_nccl_tests`
+    reads back: header, devices, one row per size with its out-of-place (and in-place) timing,
+    and the average bus bandwidth. ``preamble`` lines (each without its ``#``) come first.
+
+    >>> again = parse_nccl_tests(format_nccl_tests(parse_nccl_tests(SAMPLE).runs[0])).runs[0]
+    >>> [r.out_of_place.time_us for r in again.rows]
+    [100.0, 168.0]
+    """
+    lines = [f"# {p}" for p in preamble.splitlines()]
+    binary = next((b for b, o in BINARIES.items() if o == run.op), None)
+    if binary:
+        lines.append(f"# Collective test starting: {binary}")
+    lines.append(f"# nThread {run.threads} nGpus {run.gpus_per_thread}")
+    if run.nccl_version:
+        lines.append(f"# NCCL version {run.nccl_version}")
+    lines += ["#", "# Using devices"]
+    lines += [f"#  Rank {r:2d} Group  0 Pid      0 on {h:>10} device  0 [0x00] {d}"
+              for r, h, d in run.devices]  # fmt: skip
+    both = any(r.in_place is not None for r in run.rows)
+    head = f"#{'size':>11} {'count':>13} {'type':>9} {'redop':>7} {'root':>7}"
+    timing = f" {'time':>8} {'algbw':>7} {'busbw':>7} {'#wrong':>6}"
+    units = f"#{'(B)':>11} {'(elements)':>13} {'':>9} {'':>7} {'':>7}"
+    unit = f" {'(us)':>8} {'(GB/s)':>7} {'(GB/s)':>7} {'':>6}"
+    lines += ["#", head + timing + (timing if both else ""), units + unit + (unit if both else "")]
+
+    def cells(t: Timing) -> str:
+        check = "N/A" if t.check is None else f"{t.check:g}"
+        return f" {t.time_us:8.2f} {t.algbw_GBps:7.2f} {t.busbw_GBps:7.2f} {check:>6}"
+
+    for r in run.rows:
+        lead = f" {r.size:11d} {r.count:13d} {r.dtype:>9} {r.redop or 'none':>7} "
+        lead += f"{-1 if r.root is None else r.root:7d}"
+        tail = cells(r.in_place) if both and r.in_place is not None else ""
+        lines.append(lead + cells(r.out_of_place) + tail)
+    if run.avg_busbw_GBps is not None:
+        lines.append(f"# Avg bus bandwidth    : {run.avg_busbw_GBps:g}")
+    lines.append("#")
+    return "\n".join(lines) + "\n"
 
 
 def _library_version(code: str) -> str:

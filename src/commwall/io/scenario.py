@@ -50,6 +50,18 @@ def _quantity(parse: Callable[[str | float | int], float]) -> Callable[[object],
 Bytes = Annotated[float, BeforeValidator(_quantity(parse_size))]
 Seconds = Annotated[float, BeforeValidator(_quantity(parse_time))]
 
+
+def _signed_time(value: str | float | int) -> float:
+    """A time that may be negative (``"-1.5 us"``): a correction rather than a duration."""
+    if isinstance(value, str) and value.strip().startswith("-"):
+        return -parse_time(value.strip()[1:])
+    if isinstance(value, str) and value.strip().startswith("+"):
+        return parse_time(value.strip()[1:])
+    return float(value) if not isinstance(value, str) else parse_time(value)
+
+
+SignedSeconds = Annotated[float, BeforeValidator(_quantity(_signed_time))]
+
 _COUNT_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 
 
@@ -118,6 +130,43 @@ class OpticsSpec(_Strict):
     )
 
 
+class LinkCalibration(_Strict):
+    """A fitted correction to one link class of the collective model (``commwall calibrate``)."""
+
+    bandwidth_factor: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=100.0,
+        strict=False,
+        description="Multiplies the class's modelled per-rank bandwidth (1.0 = the model as is).",
+    )
+    latency: SignedSeconds = Field(
+        default=0.0,
+        ge=-1e-3,
+        le=1.0,
+        strict=False,
+        description="Added to every step over this class, seconds (may be negative; a step never "
+        "costs less than 0).",
+    )
+
+
+class CalibrationSpec(_Strict):
+    """Per link class corrections fitted to measurements; absent classes stay as modelled."""
+
+    nvlink: LinkCalibration | None = Field(
+        default=None, description="NVLink/NVSwitch steps inside a scale-up domain."
+    )
+    pcie: LinkCalibration | None = Field(
+        default=None, description="PCIe (or host shared-memory) steps inside a PCIe-only node."
+    )
+    network: LinkCalibration | None = Field(
+        default=None, description="Scale-out network steps between domains."
+    )
+    source: str = Field(
+        default="", description="What the corrections were fitted to (free text, for the record)."
+    )
+
+
 class ClusterSpec(_Strict):
     """The machine: a preset and/or parts, and how many nodes."""
 
@@ -181,6 +230,10 @@ class ClusterSpec(_Strict):
     overrides: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Per-part field overrides, e.g. {gpu: {tdp: '650 W'}, nic: {rate: '200 Gb/s'}}.",
+    )
+    calibration: CalibrationSpec = Field(
+        default_factory=CalibrationSpec,
+        description="Corrections fitted to measured collectives (`commwall calibrate nccl-tests`).",
     )
 
 

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from commwall.engines.base import PhaseResult
+from commwall.io.atomic import write_atomic
 
 __all__ = ["trace_events", "write_trace"]
 
@@ -89,29 +88,16 @@ def trace_events(
 def write_trace(path: str | Path, events: list[dict[str, Any]]) -> None:
     """Write ``events`` as a trace file at ``path``, atomically.
 
-    The JSON goes to a temporary file in the same directory, which replaces ``path`` only once it
-    is complete (``os.replace``), so a reader never sees half a trace and a failed write leaves
-    any previous file as it was. Non-finite numbers are refused (``ValueError``): JSON has none.
+    (:func:`commwall.io.atomic.write_atomic`: a reader never sees half a trace and a failed write
+    leaves any previous file as it was). Non-finite numbers are refused (``ValueError``): JSON has none.
     """
-    target = Path(path)
     document = {"traceEvents": events, "displayTimeUnit": "ns"}
-    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115  # closed below, before os.replace
-        "w",
-        encoding="utf-8",
-        dir=target.parent,
-        prefix=f".{target.name}.",
-        suffix=".tmp",
-        delete=False,
+    write_atomic(
+        path,
+        lambda handle: json.dump(
+            document, handle, ensure_ascii=False, allow_nan=False, default=_plain
+        ),
     )
-    try:
-        with handle:
-            json.dump(document, handle, ensure_ascii=False, allow_nan=False, default=_plain)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, target)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
 
 
 def _meta(name: str, tid: int, args: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,56 @@
+"""Write files atomically: a reader sees the old file or the whole new one, never half of it.
+
+The content goes to a temporary file in the target's directory (same file system), is flushed
+to disk, and only then replaces the target (``os.replace``, atomic on POSIX and Windows); a
+failed write removes the temporary file and leaves any previous target as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path to write in full; it replaces ``path`` when the block ends cleanly.
+
+    For writers that want a file name (pyarrow, numpy) rather than an open handle.
+    """
+    target = Path(path)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with tmp.open("rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_atomic(
+    path: str | Path, write: Callable[[IO[Any]], None], *, binary: bool = False
+) -> None:
+    """Call ``write(handle)`` on a temporary file that then replaces ``path`` (module doc)."""
+    with (
+        atomic_path(path) as tmp,
+        tmp.open("wb" if binary else "w", encoding=None if binary else "utf-8") as handle,
+    ):
+        write(handle)
+        handle.flush()
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+
+    def write(handle: IO[Any]) -> None:
+        handle.write(text)
+
+    write_atomic(path, write)
