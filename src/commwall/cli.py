@@ -609,3 +609,7 @@ _register_capability_commands()
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":  # python -m commwall.cli
+    main()

@@ -52,13 +52,13 @@ def _load(traces: list[str]) -> list[Any]:
 def summarize(traces: list[Any]) -> dict[str, Any]:
     """Ranks, node counts by type, GPU compute time and collectives by op/size/group."""
     from commwall.io.chakra import CommType, NodeType
-    from commwall.io.chakra_step import _check_graph, _pg_table
+    from commwall.io.chakra_step import check_graph, pg_table
 
-    members, desc = _pg_table(traces)
+    members, desc = pg_table(traces)
     ranks = []
     calls: dict[tuple[str, int, str], dict[str, Any]] = {}
     for t in traces:
-        _check_graph(t)
+        check_graph(t)
         types = Counter(n.type_name for n in t.nodes)
         compute = sum(
             n.duration_micros

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from commwall.cli import app
 
 runner = CliRunner()
-FIXTURES = Path(__file__).parents[1] / "io" / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "io" / "testdata" / "node_topology"
 
 
 def test_tables_for_an_nccl_dump() -> None:

@@ -83,6 +83,8 @@ from commwall.io.chakra import (
 __all__ = [
     "COMM_OPS",
     "OP_COMM",
+    "check_graph",
+    "pg_table",
     "schedule_to_traces",
     "traces_to_schedule",
     "write_schedule",
@@ -361,7 +363,7 @@ def _str(node: Node, name: str) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _pg_table(traces: Sequence[Trace]) -> tuple[dict[str, list[int]], dict[str, str]]:
+def pg_table(traces: Sequence[Trace]) -> tuple[dict[str, list[int]], dict[str, str]]:
     """Process-group members and descriptions from PyTorch's init node or commwall's attribute."""
     members: dict[str, list[int]] = {}
     desc: dict[str, str] = {}
@@ -429,7 +431,7 @@ def _pg_entries(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def _check_graph(t: Trace) -> list[int]:
+def check_graph(t: Trace) -> list[int]:
     """Node indices in a dependency order; raises on duplicate ids, missing deps or a cycle."""
     where = t.source or f"rank {t.rank}"
     index: dict[int, int] = {}
@@ -473,7 +475,7 @@ def _kept(n: Node) -> bool:
 class _Reader:
     def __init__(self, traces: Sequence[Trace], domain: int | None, n_gpus: int | None) -> None:
         self.traces, self.domain, self.n_gpus = traces, domain, n_gpus
-        self.pg_members, self.pg_desc = _pg_table(traces)
+        self.pg_members, self.pg_desc = pg_table(traces)
         self.calls: dict[tuple[Any, ...], _Call] = {}
         self.recorded_domain: dict[int, int | None] = {
             t.rank: _int_meta(t, "commwall_scale_up_domain") for t in traces
@@ -491,7 +493,7 @@ class _Reader:
     # ---- per rank: kept nodes, their deps through folded nodes, their call keys -------------
 
     def load(self, t: Trace) -> None:
-        order = _check_graph(t)
+        order = check_graph(t)
         index = {n.id: i for i, n in enumerate(t.nodes)}
         through: dict[int, tuple[int, ...]] = {}  # node index -> kept node indices it stands for
         kept_deps: dict[int, tuple[int, ...]] = {}

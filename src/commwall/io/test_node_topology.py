@@ -23,7 +23,7 @@ from commwall.io.node_topology import (
 from commwall.io.node_topology_paths import inter_cpu_bw, nvlink_bw, pci_bw
 from commwall.io.scenario import ClusterSpec
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent / "testdata" / "node_topology"
 H100_XML = FIXTURES / "dgx_h100_topo.xml"
 A100_XML = FIXTURES / "dgx_a100_topo.xml"
 H100_SMI = FIXTURES / "dgx_h100_nvidia_smi.txt"
