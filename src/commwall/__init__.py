@@ -1,3 +1,73 @@
 """commwall: where a distributed training step's time goes, and what a different network would change."""
 
+from __future__ import annotations
+
 __version__ = "0.1.0"
+
+
+from pathlib import Path as _Path
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
+if _TYPE_CHECKING:
+    from commwall.io.scenario import Scenario
+    from commwall.workload.simulate import StepReport
+
+
+def simulate(
+    scenario: Scenario | str | _Path | dict[str, _Any] | None = None,
+    *,
+    engine: str | None = None,
+) -> StepReport:
+    """Simulate one training step: a :class:`~commwall.io.scenario.Scenario`, a scenario file,
+    a mapping of the scenario's fields, or None for the built-in default. ``engine`` overrides
+    the scenario's (``analytic`` or ``flow``). The report's ``to_frame()`` and
+    ``timeline_frame()`` give pandas DataFrames.
+
+    >>> import commwall
+    >>> report = commwall.simulate({"cluster": {"preset": "dgx-h100", "nodes": 2},
+    ...                             "job": {"model": "llama3-8b", "tp": 8, "dp": 2}})
+    >>> round(report.step_time, 3) > 0, report.to_frame().loc[0, "gpus"]
+    (True, 16)
+    """
+    from commwall.defaults import default_scenario
+    from commwall.io.scenario import Scenario, load_scenario, parse_scenario
+    from commwall.workload.simulate import simulate as run
+
+    if scenario is None:
+        sc = default_scenario()
+    elif isinstance(scenario, Scenario):
+        sc = scenario
+    elif isinstance(scenario, dict):
+        sc = parse_scenario(scenario)
+    else:
+        sc = load_scenario(scenario)
+    if engine is not None:
+        sc = parse_scenario({**sc.model_dump(mode="json"), "simulation": {
+            **sc.simulation.model_dump(mode="json"), "engine": engine}})  # fmt: skip
+    return run(sc)
+
+
+def run_sweep(
+    spec: str | _Path | dict[str, _Any],
+    out: str | _Path | None = None,
+    *,
+    executor: str = "local",
+    jobs: int | None = None,
+    address: str | None = None,
+) -> _Any:
+    """Run a sweep spec (a file or a mapping, :mod:`commwall.sweep.spec`) into ``out`` (default:
+    a new temporary directory) and return every stored point as a pandas DataFrame, in sweep
+    order. Rerunning into the same ``out`` computes only the missing points."""
+    import tempfile
+
+    import pandas as pd
+
+    from commwall.sweep.runner import run_sweep as run
+    from commwall.sweep.spec import load_sweep, parse_sweep
+    from commwall.sweep.store import read_points
+
+    sweep = parse_sweep(spec) if isinstance(spec, dict) else load_sweep(spec)
+    target = _Path(out) if out is not None else _Path(tempfile.mkdtemp(prefix="commwall-sweep-"))
+    run(sweep, target, executor=executor, jobs=jobs, address=address)
+    return pd.DataFrame(read_points(target))

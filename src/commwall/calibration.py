@@ -215,6 +215,11 @@ def fit_calibration(
     held = _held_out(usable, holdout)
     training = [p for p, h in zip(usable, held, strict=True) if not h]
     classes = tuple(c for c in CLASSES if any(c in classes_seen(p) for p in usable))
+    if not classes:
+        raise CalibrationError(
+            "the runs cross no link class (one rank each): calibration needs runs of 2 or "
+            "more ranks"
+        )
     notes: list[str] = []
     base = CalibrationSpec(source=source)
     for p in usable:
@@ -231,22 +236,18 @@ def fit_calibration(
         ridge += [RIDGE * v * 1e-6 / LATENCY_SCALE for v in theta[1::2]]
         return np.concatenate([np.log(np.maximum(model, 1e-12)) - measured, ridge])
 
-    theta0 = np.zeros(2 * len(classes))
     lower = np.tile([math.log(_FACTOR_BOUNDS[0]), _LATENCY_BOUNDS[0] * 1e6], len(classes))
     upper = np.tile([math.log(_FACTOR_BOUNDS[1]), _LATENCY_BOUNDS[1] * 1e6], len(classes))
-    if classes:
-        theta0 = _start(classes, training, algo, proto, source, lower, upper)
-        result = least_squares(
-            residuals, theta0, bounds=(lower, upper), x_scale=np.tile([1.0, 10.0], len(classes)),
-            diff_step=1e-4, method="trf",
-        )  # fmt: skip
-        theta = result.x
-        at_bound = np.isclose(theta, lower) | np.isclose(theta, upper)
-        for k, name in enumerate(classes):
-            if at_bound[2 * k] or at_bound[2 * k + 1]:
-                notes.append(f"{name}: a fitted value sits at its bound; the model may not fit")
-    else:
-        theta = theta0
+    theta0 = _start(classes, training, algo, proto, source, lower, upper)
+    result = least_squares(
+        residuals, theta0, bounds=(lower, upper), x_scale=np.tile([1.0, 10.0], len(classes)),
+        diff_step=1e-4, method="trf",
+    )  # fmt: skip
+    theta = result.x
+    at_bound = np.isclose(theta, lower) | np.isclose(theta, upper)
+    for k, name in enumerate(classes):
+        if at_bound[2 * k] or at_bound[2 * k + 1]:
+            notes.append(f"{name}: a fitted value sits at its bound; the model may not fit")
     spec = _spec(classes, theta, source)
     fitted = []
     for p, h in zip(usable, held, strict=True):
@@ -268,7 +269,7 @@ def _held_out(points: list[Measured], holdout: int) -> list[bool]:
         index = index + 1 if run == last else 0
         last = run
         flags.append(index % holdout == 1)
-    if all(flags) or not any(not f for f in flags):
+    if all(flags):
         return [False] * len(points)
     return flags
 

@@ -103,6 +103,10 @@ class Cluster:
     scale_out: Topology | None = None
     #: Per link class corrections fitted to measurements (``commwall calibrate``).
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
+    #: comm_fabric results by communicator shape (not an init field: ``replace`` starts afresh).
+    _fabrics: dict[tuple[int, int], CommFabric] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     # ---- sizes ------------------------------------------------------------------------------
 
@@ -211,6 +215,13 @@ class Cluster:
 
     def comm_fabric(self, n_domains: int, ranks_per_domain: int) -> CommFabric:
         """The collective-model view of a communicator of ``n_domains × ranks_per_domain`` ranks."""
+        key = (n_domains, ranks_per_domain)
+        cached = self._fabrics.get(key)
+        if cached is None:
+            cached = self._fabrics[key] = self._comm_fabric(n_domains, ranks_per_domain)
+        return cached
+
+    def _comm_fabric(self, n_domains: int, ranks_per_domain: int) -> CommFabric:
         return CommFabric(
             n_domains=n_domains,
             ranks_per_domain=ranks_per_domain,

@@ -126,3 +126,18 @@ def test_fit_refuses_what_it_cannot_fit() -> None:
         fit_calibration(ok, holdout=1)
     with pytest.raises(CalibrationError, match="cannot run"):
         fit_calibration(ok, algo="collnet")
+
+
+def test_flow_engine_links_carry_the_calibrated_bandwidth() -> None:
+    """Halving the network's bandwidth doubles a bandwidth-bound all-reduce across nodes on the
+    flow engine too: the link capacities carry the factor, not only the per-chain caps."""
+    from commwall.collectives.schedule import CollectiveTask, Schedule
+    from commwall.engines.flow.engine import FlowEngine, world_group
+
+    base = build_cluster(ClusterSpec(preset="dgx-h100", nodes=4, routing="ecmp"))
+    slow = replace(base, calibration=CalibrationSpec(network=LinkCalibration(bandwidth_factor=0.5)))
+    times = []
+    for cluster in (base, slow):
+        task = CollectiveTask(Op.ALL_REDUCE, 2**30, world_group(cluster, cluster.world(1)))
+        times.append(FlowEngine().run(Schedule.single(task), cluster, "ecmp", seed=0).makespan)
+    assert times[1] / times[0] == pytest.approx(2.0, rel=0.05)

@@ -47,7 +47,10 @@ class Placement:
             )
         if self.stride == 0 or not self.bases:
             raise ValueError("placement needs a non-zero stride and at least one base")
-        if int(self.members().min()) < 0:
+        # the lowest member, without building them: the lowest base plus the most negative
+        # block offset (a negative stride walks down)
+        lowest = min(self.bases) + min(0, (self.size // self.per_block - 1) * self.stride)
+        if lowest < 0:
             raise ValueError(f"placement {self} reaches a negative rank")
 
     @property

@@ -89,14 +89,19 @@ def calibrate_nccl_tests(
     from commwall.collectives.ops import parse_op
     from commwall.io.nccl_tests import NcclTestsError, read_nccl_tests
 
-    forced_algo = forced_proto = None
-    try:
-        op_name = parse_op(op).value if op else None
-        forced_algo = parse_algo(algo) if algo else None
-        forced_proto = parse_proto(proto) if proto else None
-    except ValueError as e:
-        name = "--op" if op and "operation" in str(e) else ("--algo" if algo else "--proto")
-        fail(f"{name}: {e}")
+    op_name = forced_algo = forced_proto = None
+    for option, value in (("--op", op), ("--algo", algo), ("--proto", proto)):
+        if value is None:
+            continue
+        try:
+            if option == "--op":
+                op_name = parse_op(value).value
+            elif option == "--algo":
+                forced_algo = parse_algo(value)
+            else:
+                forced_proto = parse_proto(value)
+        except ValueError as e:
+            fail(f"{option}: {e}")
     try:
         log = read_nccl_tests(list(logs), op=op_name)
     except NcclTestsError as e:
@@ -127,7 +132,10 @@ def calibrate_nccl_tests(
     data["problems"] = [str(p) for p in log.problems]
     data["effective"] = _effective(points[0].cluster, fit.calibration)
     if out_file is not None:
-        _write_scenario(out_file, cluster, spec, fit, data["summary"])
+        try:
+            _write_scenario(out_file, cluster, spec, fit, data["summary"])
+        except OSError as e:
+            fail(f"--out: cannot write {str(out_file)!r}: {e.strerror or e}")
         data["scenario"] = str(out_file)
     if parquet is not None:
         meta = {k: data[k] for k in ("calibration", "classes", "algo", "proto", "summary")}
@@ -150,6 +158,7 @@ def _points(
     points: list[Measured] = []
     built: dict[tuple[int, int], Any] = {}
     spec: dict[str, Any] = {}
+    most = 0
     for run in runs:
         where = f"{run.source}:{run.line}"
         if run.op is None:
@@ -160,13 +169,18 @@ def _points(
         g = per_node or run.ranks // n
         key = (n, g)
         if key not in built:
+            # ranks per node is the communicator's choice, not the hardware's: the written
+            # scenario keeps the machine's nodes (the largest run's count) as they are
             if cluster is not None:
                 built[key] = cluster_from_option(cluster, nodes=n)
-                spec = {"preset": cluster, "nodes": n} | ({"gpus_per_node": g} if per_node else {})
+                if n >= most:
+                    spec, most = {"preset": cluster, "nodes": n}, n
             else:  # a `commwall measure` log: this host's ranks as one PCIe-class node per host
-                spec = {"preset": "dgx-h100", "nodes": n, "gpus_per_node": g,
+                host = {"preset": "dgx-h100", "nodes": n, "gpus_per_node": g,
                         "scale_up": "pcie", "scale_up_domain": g}  # fmt: skip
-                built[key] = build_cluster(ClusterSpec.model_validate(spec))
+                built[key] = build_cluster(ClusterSpec.model_validate(host))
+                if n * g >= most:
+                    spec, most = host, n * g
         if g > built[key].gpus_per_node:
             fail(
                 f"{where}: {g} ranks per node but the cluster's nodes have "

@@ -287,6 +287,8 @@ def export(
 
     if (scenario is None) == (not default):
         fail("give exactly one of --scenario FILE and --default")
+    if not prefix or "/" in prefix or prefix.startswith("."):
+        fail(f"--prefix: {prefix!r}; allowed: a file name (no '/', not empty, no leading '.')")
     sc = load_scenario(scenario) if scenario is not None else default_scenario()
     try:
         cl = build_cluster(sc.cluster)

@@ -11,7 +11,9 @@ read. Needs the optional extra: ``pip install 'commwall[torch]'``.
 from __future__ import annotations
 
 import json
+import os
 import platform
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -31,7 +33,8 @@ def measure_command(
         str, typer.Option(help="torch.distributed backend: gloo (CPU) or nccl (GPUs).")
     ] = "gloo",
     nprocs: Annotated[
-        int | None, typer.Option(help="Processes (ranks). Default: 4, or the cores if fewer.")
+        int | None,
+        typer.Option(min=1, help="Processes (ranks). Default: 4, or the cores if fewer."),
     ] = None,
     op: Annotated[
         str,
@@ -97,7 +100,12 @@ def measure_command(
             iters=iters, check=check, timeout_s=timeout, stat=stat, cpus=pinned,
         )  # fmt: skip
     except ValueError as e:
-        fail(f"measure: {e}")
+        fail(_option_names(str(e)))
+    if out_file is not None:  # before minutes of measuring, not after
+        parent = out_file.resolve().parent
+        if out_file.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
+            fail(f"--out: cannot write {str(out_file)!r} (no such writable directory, or a "
+                 "directory)")  # fmt: skip
     try:
         runs = measure(config)
     except MeasureError as e:
@@ -112,7 +120,10 @@ def measure_command(
     )
     text = "".join(format_nccl_tests(run, preamble=preamble) for run in runs)
     if out_file is not None:
-        write_text_atomic(out_file, text)
+        try:
+            write_text_atomic(out_file, text)
+        except OSError as e:
+            fail(f"--out: cannot write {str(out_file)!r}: {e.strerror or e}")
     if as_json:
         data = {
             "backend": config.backend,
@@ -149,3 +160,18 @@ def measure_command(
         out.print(
             f"wrote {out_file}; fit the model to it: commwall calibrate nccl-tests {out_file}"
         )
+
+
+#: MeasureConfig fields and the options that set them.
+_OPTIONS = {"backend": "--backend", "nprocs": "--nprocs", "op": "--op", "min": "--min",
+            "max": "--max", "factor": "--factor", "warmup": "--warmup", "iters": "--iters",
+            "stat": "--stat", "cpus": "--cpus", "timeout": "--timeout"}  # fmt: skip
+
+
+def _option_names(message: str) -> str:
+    """A MeasureConfig message with its field names spelled as the command's options."""
+    return re.sub(
+        r"(^|; )(\w+)(?=[: /])",
+        lambda m: m.group(1) + _OPTIONS.get(m.group(2), m.group(2)),
+        message,
+    )

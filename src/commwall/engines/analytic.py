@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from commwall.collectives.constants import Proto
 from commwall.collectives.cost import Cost
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.ops import Op
@@ -111,9 +112,15 @@ def _check_capacity(name: str, cost: Cost, fabric: CommFabric) -> None:
         )
 
 
-@lru_cache(maxsize=65536)
 def _cached_choice(task: CollectiveTask, fabric: CommFabric, policy: str) -> Cost:
+    """The tuner's choice for ``task``: memoised on what the choice depends on (not on the
+    task's placement, whose hash grows with the communicator's copies)."""
+    return _choice(task.op, task.nbytes, task.algo, task.proto, fabric, policy)
+
+
+@lru_cache(maxsize=65536)
+def _choice(
+    op: Op, nbytes: float, algo: str | None, proto: Proto | None, fabric: CommFabric, policy: str
+) -> Cost:
     # Steps repeat the same calls (per layer, per bucket): memoise the tuner.
-    return choose(
-        task.op, task.nbytes, fabric, algo=task.algo, proto=task.proto, policy=policy
-    ).best
+    return choose(op, nbytes, fabric, algo=algo, proto=proto, policy=policy).best

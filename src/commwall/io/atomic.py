@@ -29,10 +29,24 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield tmp
         with tmp.open("rb+") as handle:
             os.fsync(handle.fileno())
+        # mkstemp makes the file private (0600); give it the mode a plain open() would have
+        # (the target's own when it exists)
+        try:
+            mode = target.stat().st_mode & 0o7777
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and restoring it at once)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_atomic(

@@ -20,9 +20,12 @@ language; :func:`read_parquet` returns the records and metadata for round trips.
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from commwall.io.atomic import atomic_path
 
@@ -53,7 +56,7 @@ def write_parquet(
             columns.setdefault(key, [])
     arrays = []
     for name in columns:
-        values = [record.get(name) for record in records]
+        values = [_plain(record.get(name)) for record in records]
         arrays.append(pa.array(values, type=_column_type(name, values)))
     table = pa.Table.from_arrays(arrays, names=list(columns)) if columns else pa.table({})
     meta = {f"{_PREFIX}version": json.dumps(__version__)}
@@ -82,21 +85,39 @@ def _column_type(name: str, values: list[Any]) -> Any:
     """The Arrow type of one column, or :class:`ParquetError` naming it."""
     import pyarrow as pa
 
-    kinds = {type(v) for v in values if v is not None}
+    kinds = {_kind(v) for v in values if v is not None}
     if not kinds:
         return pa.null()
-    if kinds <= {bool}:
+    if kinds <= {"bool"}:
         return pa.bool_()
-    if kinds <= {int}:
+    if kinds <= {"int"}:
         return pa.int64()
-    if kinds <= {int, float}:
+    if kinds <= {"int", "float"}:
         return pa.float64()
-    if kinds <= {str}:
+    if kinds <= {"str"}:
         return pa.string()
-    names = ", ".join(sorted(k.__name__ for k in kinds))
+    names = ", ".join(sorted(kinds))
     raise ParquetError(
         f"column {name!r} holds {names}; allowed: numbers, text, booleans or None in one column"
     )
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python numbers (Arrow's type inference wants the plain ones)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _kind(value: Any) -> str:
+    """``bool``, ``int``, ``float``, ``str`` (numpy scalars included) or the type's name."""
+    if isinstance(value, bool | np.bool_):
+        return "bool"
+    if isinstance(value, numbers.Integral):
+        return "int"
+    if isinstance(value, numbers.Real):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    return type(value).__name__
 
 
 def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

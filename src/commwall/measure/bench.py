@@ -94,12 +94,23 @@ class MeasureConfig:
             problems.append(f"warmup {self.warmup} / iters {self.iters}: need >= 0 and >= 1")
         if self.stat not in STATS:
             problems.append(f"stat: {self.stat!r}; allowed: {', '.join(STATS)}")
-        if any(c < 0 for c in self.cpus):
-            problems.append(f"cpus: {self.cpus}; allowed: CPU numbers >= 0")
+        allowed = usable_cpus()
+        if any(c not in allowed for c in self.cpus):
+            problems.append(
+                f"cpus: {','.join(map(str, self.cpus))}; allowed: this process's CPUs "
+                f"{','.join(map(str, sorted(allowed)))}"
+            )
         if self.timeout_s <= 0:
             problems.append(f"timeout: {self.timeout_s} s; allowed: > 0")
         if problems:
             raise ValueError("; ".join(problems))
+
+
+def usable_cpus() -> set[int]:
+    """The CPUs this process may run on (its affinity mask; every CPU where there is none)."""
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
 
 
 def torch_available() -> bool:
@@ -118,7 +129,8 @@ def measurement_sizes(config: MeasureConfig, op: Op) -> list[tuple[int, int]]:
     size = config.min_bytes
     while size <= config.max_bytes:
         count = max(1, size // (TYPE_SIZE * parts))
-        out.append((count * TYPE_SIZE * parts, count))
+        if not out or out[-1][1] != count:  # small sizes may round to the same buffer
+            out.append((count * TYPE_SIZE * parts, count))
         size *= config.factor
     return out
 
@@ -307,7 +319,7 @@ def _collective(
 
     total = n * (n + 1) / 2
     if op is Op.ALL_REDUCE:
-        x = full(count, 1.0)
+        x = full(count, 0.0)  # in place: zeros stay zeros however many calls run
 
         def check() -> float:
             y = full(count, rank + 1)
@@ -356,7 +368,7 @@ def _collective(
 
         return (lambda: dist.broadcast(x, 0)), check
     if op is Op.REDUCE:
-        x = full(count, 1.0)
+        x = full(count, 0.0)
 
         def check() -> float:
             y = full(count, rank + 1)

@@ -7,8 +7,10 @@ import pytest
 from commwall.collectives.ops import Op, busbw_factor
 from commwall.io.nccl_tests import format_nccl_tests, parse_nccl_tests
 from commwall.measure import MeasureConfig, MeasureError, measure, measurement_sizes
-from commwall.measure.bench import _last_error
+from commwall.measure.bench import _last_error, usable_cpus
 
+#: a CPU this process may use (all ranks pinned to it)
+CPU = min(usable_cpus())
 needs_torch = pytest.mark.skipif(
     __import__("importlib").util.find_spec("torch") is None, reason="torch not installed"
 )
@@ -31,11 +33,17 @@ def test_sizes_follow_nccl_tests_rounding() -> None:
     ("field", "value", "message"),
     [("backend", "mpi", "backend"), ("nprocs", 0, "nprocs"), ("min_bytes", 2, "min"),
      ("max_bytes", 10, "max"), ("factor", 1, "factor"), ("iters", 0, "iters"),
-     ("stat", "max", "stat"), ("cpus", (-1,), "cpus"), ("timeout_s", 0, "timeout"), ("ops", (), "op")],
+     ("stat", "max", "stat"), ("cpus", (-1,), "cpus"), ("cpus", (4096,), "allowed: this"),
+     ("timeout_s", 0, "timeout"), ("ops", (), "op")],
 )  # fmt: skip
 def test_bad_configs_name_the_field(field: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         MeasureConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_sizes_that_round_to_the_same_buffer_are_measured_once() -> None:
+    c = MeasureConfig(nprocs=3, min_bytes=4, max_bytes=16)
+    assert measurement_sizes(c, Op.ALL_GATHER) == [(12, 1)]
 
 
 def test_sendrecv_needs_two_ranks() -> None:
@@ -54,7 +62,7 @@ def test_a_failed_rank_reports_its_last_error_line(tmp_path: object) -> None:
 
 def _small(*ops: Op, **extra: object) -> MeasureConfig:
     return MeasureConfig(ops=ops, nprocs=2, min_bytes=1024, max_bytes=8192, warmup=1, iters=3,
-                         cpus=(0,), **extra)  # type: ignore[arg-type]  # fmt: skip
+                         cpus=(CPU,), **extra)  # type: ignore[arg-type]  # fmt: skip
 
 
 @needs_torch

@@ -11,6 +11,7 @@ full domains.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from commwall.collectives.schedule import Group, Placement
@@ -43,6 +44,7 @@ def pipeline_peer_group(tp: int, dp: int, domain: int, stage: int = 0) -> Group:
     return Group("pp", 1, 2)
 
 
+@functools.lru_cache(maxsize=4096)
 def megatron_placement(size: int, stride: int, span: int, offset: int = 0) -> Placement:
     """Every copy of a ``size``-rank communicator at ``stride`` inside ranks ``[offset, offset+span)``.
 
@@ -57,5 +59,7 @@ def megatron_placement(size: int, stride: int, span: int, offset: int = 0) -> Pl
         raise ValueError(
             f"placement of {size} ranks at stride {stride} does not tile a span of {span}"
         )
-    bases = tuple(b for b in range(offset, offset + span) if (b - offset) // stride % size == 0)
+    # digit 0 of each block of size × stride ranks: its first `stride` ranks
+    block = size * stride
+    bases = tuple(offset + b + j for b in range(0, span, block) for j in range(stride))
     return Placement(size, stride, 1, bases)

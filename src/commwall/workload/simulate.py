@@ -130,6 +130,24 @@ class StepReport:
                 )
         return f"{lead}{detail}; the GPUs wait on communication {wall:.0%} of the step."
 
+    def to_frame(self) -> Any:
+        """A one-row pandas DataFrame of the step's figures (the sweep's metric columns,
+        :func:`commwall.sweep.evaluate.metrics`), with the scenario's name."""
+        import pandas as pd
+
+        from commwall.sweep.evaluate import metrics
+
+        return pd.DataFrame([{"scenario": self.scenario, **metrics(self)}])
+
+    def timeline_frame(self) -> Any:
+        """The step's timeline as a pandas DataFrame, one row per phase (name, category,
+        stream, start/end seconds, collective op, bytes, ranks, algorithm, busbw)."""
+        import pandas as pd
+
+        from commwall.io.parquet import phase_records
+
+        return pd.DataFrame(phase_records(self.result.phases))
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
         return {

@@ -241,6 +241,8 @@ class _Builder:
         self.hbm_bandwidth = cluster.gpu.hbm_bandwidth
         self.domain = cluster.scale_up_domain
         self.sent: dict[tuple[str, int, int, int], int] = {}
+        # the same call on the same stream is placed once (steps repeat it per layer/micro-batch)
+        self.placed_tasks: dict[tuple[CollectiveTask, str], CollectiveTask] = {}
 
     # ---- phases --------------------------------------------------------------------------
 
@@ -254,7 +256,14 @@ class _Builder:
         repeat: int = 1,
     ) -> int:
         if isinstance(task, CollectiveTask) and task.group.placement is None:
-            task = replace(task, group=self.placed(task.group, int(stream[1:].split(".")[0])))
+            key = (task, stream)
+            placed = self.placed_tasks.get(key)
+            if placed is None:
+                stage = int(stream[1:].split(".")[0])
+                placed = self.placed_tasks[key] = replace(
+                    task, group=self.placed(task.group, stage)
+                )
+            task = placed
         return self.schedule.add(Phase(name, task, category, stream, after, repeat))
 
     def placed(self, group: Group, stage: int) -> Group:

@@ -92,11 +92,13 @@ class FlowNetwork:
 
     @cached_property
     def scale_up_rate(self) -> float:
-        """Physical per-GPU scale-up bandwidth per direction, bytes/s."""
+        """Physical per-GPU scale-up bandwidth per direction, bytes/s (× the cluster's
+        calibrated scale-up factor, :mod:`commwall.calibration`)."""
         c = self.cluster
+        factor = c.intra_calibration.bandwidth_factor
         if c.scale_up == "nvlink":
-            return float(c.gpu.nvlink_links * c.nvlink.per_link_bandwidth)
-        return float(c.pcie.bandwidth(16))
+            return float(c.gpu.nvlink_links * c.nvlink.per_link_bandwidth) * factor
+        return float(c.pcie.bandwidth(16)) * factor
 
     def capacity(self, fabric_scale: float = 1.0) -> FloatArray:
         """Payload capacity of every real link, bytes/s. ``fabric_scale`` shrinks the
@@ -107,7 +109,8 @@ class FlowNetwork:
             t = self.topology
             scale = np.where(t.link_kind == LinkKind.ACCESS, 1.0, fabric_scale)
             # failed cables (capacity 0) carry no route; the fluid solver needs every link > 0
-            caps[: self.net_links] = np.maximum(t.link_capacity, 1.0) * eff * scale
+            net = eff * self.cluster.net_calibration.bandwidth_factor
+            caps[: self.net_links] = np.maximum(t.link_capacity, 1.0) * net * scale
         return caps
 
     def virtual_capacity(self, routes: Routes | None) -> FloatArray:
@@ -116,6 +119,7 @@ class FlowNetwork:
         if routes is None or not len(routes.virtual_capacity):
             return np.empty(0)
         eff = wire_efficiency(self.cluster.fabric, self.cluster.mtu)
+        eff *= self.cluster.net_calibration.bandwidth_factor
         return np.asarray(routes.virtual_capacity, dtype=np.float64) * eff * routes.capacity_scale
 
     def link_name(self, link: int) -> str:

@@ -98,10 +98,11 @@ def cluster_graph(cluster: Cluster) -> tuple[PacketGraph, _Layout]:
         float(cluster.gpu.nvlink_links * cluster.nvlink.per_link_bandwidth)
         if cluster.scale_up == "nvlink"
         else float(cluster.pcie.bandwidth(16))
-    )
+    ) * cluster.intra_calibration.bandwidth_factor  # calibrated classes (commwall.calibration)
     src = [base.link_src, np.stack([gpu0 + g, nvs], 1).reshape(-1)]
     dst = [base.link_dst, np.stack([nvs, gpu0 + g], 1).reshape(-1)]
-    rate = [base.link_rate, np.full(2 * n_gpus, su_rate)]
+    net_rate = base.link_rate * cluster.net_calibration.bandwidth_factor
+    rate = [net_rate, np.full(2 * n_gpus, su_rate)]
     lat = [base.link_latency, np.zeros(2 * n_gpus)]
     link_names = list(base.link_names)
     for gg in range(n_gpus):

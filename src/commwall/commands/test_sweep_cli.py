@@ -1,0 +1,71 @@
+"""``commwall sweep run|status`` and ``commwall query``: a small sweep end to end, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commwall.cli import app
+
+runner = CliRunner()
+ROOT = Path(__file__).parents[3]
+
+
+def _spec(tmp_path: Path, extra: str = "") -> Path:
+    spec = tmp_path / "nics.yaml"
+    spec.write_text(
+        f"name: nics\nbase: {ROOT / 'examples/llama3-8b-ddp-pcie.yaml'}\n"
+        "axes:\n  cluster.nics_per_node: [1, 2]\n  job.dp: [64, 63]\n" + extra
+    )
+    return spec
+
+
+def test_run_status_query_and_rerun(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    result = runner.invoke(app, ["sweep", "run", str(spec), "--out", str(out), "--jobs", "1",
+                                 "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["points"], summary["ok"], summary["invalid"]) == (4, 2, 2)
+    status = runner.invoke(app, ["sweep", "status", str(out), "--json"])
+    assert json.loads(status.stdout)["status"] == {"ok": 2, "invalid": 2}
+    sql = ('select "cluster.nics_per_node" as nics, step_time_s from points '
+           "where status = 'ok' order by nics")  # fmt: skip
+    rows = json.loads(runner.invoke(app, ["query", str(out), sql, "--json"]).stdout)
+    assert [r["nics"] for r in rows] == [1, 2] and rows[1]["step_time_s"] <= rows[0]["step_time_s"]
+    csv = runner.invoke(app, ["query", str(out), "select count(*) as n from points", "--csv"])
+    assert csv.stdout == "n\n4\n"
+    again = runner.invoke(app, ["sweep", "run", str(spec), "--out", str(out)])
+    assert again.exit_code == 0 and "4 already stored, 0 computed now" in again.output
+
+
+def test_dry_run_counts_constraint_skips(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, 'constraints:\n  - "`cluster.nics_per_node` > 1"\n')
+    result = runner.invoke(app, ["sweep", "run", str(spec), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"points": 4, "skipped": 2, "stored": 0, "todo": 2,
+                                         "axes": ["cluster.nics_per_node", "job.dp"]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["sweep", "run", "missing.yaml"], "cannot read the file"),
+     (["sweep", "run", "SPEC", "--executor", "slurm"], "executor"),
+     (["sweep", "status", "."], "not a sweep directory"),
+     (["query", ".", "select 1"], "no stored points")],
+)  # fmt: skip
+def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    args = [str(_spec(tmp_path)) if a == "SPEC" else a for a in args]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_bad_sql_names_duckdbs_complaint(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    runner.invoke(app, ["sweep", "run", str(_spec(tmp_path)), "--out", str(out), "--jobs", "1"])
+    result = runner.invoke(app, ["query", str(out), "select nope from points"])
+    assert result.exit_code == 2 and "SQL: Binder Error" in result.output

@@ -1,0 +1,236 @@
+"""Run a sweep: enumerate, skip what is infeasible or already stored, evaluate the rest on a
+local process pool or on Ray, and store every point the moment it finishes.
+
+The driver writes each finished point itself (:func:`commwall.sweep.store.write_point`, atomic),
+so workers need no shared file system (Ray nodes may be other machines) and a sweep killed at
+any moment keeps everything it finished: rerunning the same spec into the same directory skips
+the stored points (their ids are content hashes of the resolved scenario) and computes only the
+rest. Records are identical whatever the executor or the number of workers, except ``seconds``
+(the wall time a point took).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from commwall.io.atomic import write_text_atomic
+from commwall.sweep.evaluate import evaluate_point, point_id
+from commwall.sweep.spec import Point, SweepError, SweepSpec, feasible
+from commwall.sweep.store import done_ids, write_point
+
+__all__ = ["EXECUTORS", "SweepSummary", "plan", "run_sweep"]
+
+EXECUTORS: Final = ("local", "ray")
+#: Points in flight per worker on the local pool (keeps workers busy, bounds memory).
+_IN_FLIGHT_PER_WORKER: Final = 4
+
+
+@dataclass
+class SweepSummary:
+    """What a run of a sweep did."""
+
+    out: str
+    name: str
+    executor: str
+    workers: int
+    points: int = 0
+    skipped: int = 0
+    stored_before: int = 0
+    computed: int = 0
+    ok: int = 0
+    invalid: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    skipped_examples: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def points_per_second(self) -> float:
+        """Points computed per second of wall time."""
+        return self.computed / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {**self.__dict__, "points_per_second": self.points_per_second}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The points still to compute, and why the others are not."""
+
+    todo: list[Point]
+    skipped: list[tuple[Point, str]]
+    stored: int
+    total: int
+
+
+def plan(spec: SweepSpec, out: str | Path) -> Plan:
+    """Enumerate ``spec``: points failing a constraint, points already stored in ``out``, and
+    the rest (each design once, even if two axis combinations resolve to the same scenario)."""
+    stored = done_ids(out)
+    todo: list[Point] = []
+    skipped: list[tuple[Point, str]] = []
+    seen: set[str] = set()
+    already = total = 0
+    for point in spec.points():
+        total += 1
+        failed = feasible(spec, point)
+        if failed is not None:
+            skipped.append((point, failed))
+            continue
+        pid = point_id(point.config)
+        if pid in stored:
+            already += 1
+        elif pid not in seen:
+            seen.add(pid)
+            todo.append(point)
+    return Plan(todo, skipped, already, total)
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out: str | Path,
+    *,
+    executor: str = "local",
+    jobs: int | None = None,
+    address: str | None = None,
+    limit: int | None = None,
+    overwrite: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepSummary:
+    """Run ``spec`` into the directory ``out`` (module docstring).
+
+    ``jobs`` workers (default: the CPUs; 1 runs in this process); ``limit`` computes at most
+    that many new points; ``progress(done, todo)`` is called after each stored point.
+    """
+    if executor not in EXECUTORS:
+        raise SweepError([f"executor: {executor!r}; allowed: {', '.join(EXECUTORS)}"])
+    workers = jobs or os.cpu_count() or 1
+    if workers < 1:
+        raise SweepError([f"jobs: {jobs}; allowed: 1 or more"])
+    folder = Path(out)
+    _claim(folder, spec, overwrite)
+    start = time.perf_counter()
+    todo_plan = plan(spec, folder)
+    todo = todo_plan.todo[:limit] if limit is not None else todo_plan.todo
+    summary = SweepSummary(
+        str(folder), spec.name, executor, workers, points=todo_plan.total,
+        skipped=len(todo_plan.skipped), stored_before=todo_plan.stored,
+        skipped_examples=[{"axes": p.axes, "constraint": c} for p, c in todo_plan.skipped[:5]],
+    )  # fmt: skip
+    results: Iterable[dict[str, Any]]
+    if executor == "ray":
+        results = _ray(todo, workers if jobs else None, address)
+    elif workers == 1 or len(todo) <= 1:
+        results = (evaluate_point(p.index, p.config, p.axes) for p in todo)
+    else:
+        results = _pool(todo, workers)
+    try:
+        for record in results:
+            write_point(folder, record)
+            summary.computed += 1
+            status = record["status"]
+            summary.ok += status == "ok"
+            summary.invalid += status == "invalid"
+            summary.errors += status == "error"
+            if progress is not None:
+                progress(summary.computed, len(todo))
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def _claim(folder: Path, spec: SweepSpec, overwrite: bool) -> None:
+    """Make ``folder`` this sweep's: a new directory, or one holding the same spec (resume)."""
+    marker = folder / "sweep.yaml"
+    text = yaml.safe_dump(spec.source, sort_keys=True)
+    if marker.exists() and not overwrite:
+        if marker.read_text(encoding="utf-8") != text:
+            raise SweepError(
+                [
+                    f"{folder} holds another sweep (its sweep.yaml differs); give another --out, "
+                    "or --overwrite to replace its results"
+                ]
+            )
+        return
+    if folder.exists() and not folder.is_dir():
+        raise SweepError([f"--out: {folder} exists and is not a directory"])
+    folder.mkdir(parents=True, exist_ok=True)
+    if overwrite:
+        for old in (folder / "points").glob("*.parquet"):
+            old.unlink()
+    write_text_atomic(marker, text)
+
+
+def _evaluate(args: tuple[int, dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
+    return evaluate_point(*args)
+
+
+def _pool(todo: list[Point], workers: int) -> Iterator[dict[str, Any]]:
+    """Evaluate on a local process pool, yielding records as they finish."""
+    method = "fork" if sys.platform == "linux" else "spawn"
+    context = multiprocessing.get_context(method)
+    pending: set[Future[dict[str, Any]]] = set()
+    queue = iter(todo)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        try:
+            while True:
+                while len(pending) < workers * _IN_FLIGHT_PER_WORKER:
+                    point = next(queue, None)
+                    if point is None:
+                        break
+                    pending.add(pool.submit(_evaluate, (point.index, point.config, point.axes)))
+                if not pending:
+                    return
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: f.result()["index"]):
+                    yield future.result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _ray(todo: list[Point], workers: int | None, address: str | None) -> Iterator[dict[str, Any]]:
+    """Evaluate on Ray (a local instance, or the cluster at ``address``)."""
+    try:
+        import ray
+    except ImportError:
+        raise SweepError(["executor: ray is not installed; pip install 'commwall[ray]'"]) from None
+    started = not ray.is_initialized()
+    if started:
+        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                   "configure_logging": False}  # fmt: skip
+        if address:
+            options["address"] = address
+        elif workers:
+            options["num_cpus"] = workers
+        try:
+            ray.init(**options)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise SweepError(
+                [f"--address {address or '(local)'}: Ray did not start: {e}"]
+            ) from None
+    remote = ray.remote(num_cpus=1)(evaluate_point)
+    try:
+        pending = [remote.remote(p.index, p.config, p.axes) for p in todo]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=min(len(pending), 16), timeout=0.5)
+            yield from sorted(ray.get(done), key=lambda r: r["index"])
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,115 @@
+"""Running sweeps: every point stored once, resume after a kill, identical across executors."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from commwall.sweep.runner import plan, run_sweep
+from commwall.sweep.spec import SweepError, parse_sweep
+from commwall.sweep.store import done_ids, read_points
+
+ROOT = Path(__file__).parents[3]
+SPEC = {
+    "name": "pcie nics",
+    "base": "examples/llama3-8b-ddp-pcie.yaml",
+    "axes": {"cluster.nics_per_node": [1, 2, 4], "cluster.topology.oversubscription": [1, 3]},
+    "zip": [{"job.dp": [64, 32], "cluster.nodes": [8, 4]}],
+}
+
+
+def without_seconds(records: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+
+
+def test_every_point_stored_once_and_a_rerun_computes_nothing(tmp_path: Path) -> None:
+    spec = parse_sweep(SPEC, root=ROOT)
+    first = run_sweep(spec, tmp_path, jobs=1)
+    assert first.points == first.computed == 12 and first.ok == 12
+    records = read_points(tmp_path)
+    assert [r["index"] for r in records] == list(range(12))
+    assert len({r["point_id"] for r in records}) == 12
+    again = run_sweep(spec, tmp_path, jobs=2)
+    assert again.computed == 0 and again.stored_before == 12
+    # two NICs instead of one per node can only help the gradient all-reduce
+    by = {(r["cluster.nics_per_node"], r["cluster.topology.oversubscription"], r["job.dp"]): r
+          for r in records}  # fmt: skip
+    assert by[(2, 1, 64)]["step_time_s"] <= by[(1, 1, 64)]["step_time_s"]
+
+
+def test_pool_and_in_process_runs_store_identical_records(tmp_path: Path) -> None:
+    spec = parse_sweep(SPEC, root=ROOT)
+    run_sweep(spec, tmp_path / "one", jobs=1)
+    run_sweep(spec, tmp_path / "two", jobs=2)
+    assert without_seconds(read_points(tmp_path / "one")) == without_seconds(
+        read_points(tmp_path / "two")
+    )
+
+
+def test_invalid_points_are_stored_with_the_reason(tmp_path: Path) -> None:
+    spec = parse_sweep({**SPEC, "zip": [], "axes": {"job.dp": [64, 63], "cluster.mtu": [4096]},
+                        "constraints": []}, root=ROOT)  # fmt: skip
+    summary = run_sweep(spec, tmp_path, jobs=1)
+    assert (summary.ok, summary.invalid) == (1, 1)
+    bad = next(r for r in read_points(tmp_path) if r["status"] == "invalid")
+    assert "job.dp" in str(bad["error"]) and bad.get("step_time_s") is None
+
+
+def test_another_sweep_in_the_same_directory_is_refused(tmp_path: Path) -> None:
+    run_sweep(parse_sweep(SPEC, root=ROOT), tmp_path, jobs=1, limit=1)
+    other = parse_sweep({**SPEC, "name": "other"}, root=ROOT)
+    with pytest.raises(SweepError, match="holds another sweep"):
+        run_sweep(other, tmp_path, jobs=1)
+    replaced = run_sweep(other, tmp_path, jobs=1, overwrite=True, limit=2)
+    assert replaced.stored_before == 0 and len(done_ids(tmp_path)) == 2
+
+
+def test_a_killed_sweep_resumes_without_losing_or_recomputing_points(tmp_path: Path) -> None:
+    """Kill the CLI mid-sweep (SIGKILL: no clean-up), then rerun: the stored points are kept,
+    none is half-written, and only the rest is computed."""
+    spec_file = tmp_path / "s.yaml"
+    import yaml
+
+    many = {**SPEC, "base": str(ROOT / SPEC["base"]),  # type: ignore[operator]
+            "axes": {"cluster.nics_per_node": [1, 2, 4, 8],
+                     "cluster.topology.oversubscription": [1, 2, 3, 4, 5, 6]}}  # fmt: skip
+    spec_file.write_text(yaml.safe_dump(many))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", "from commwall.cli import main; main()", "sweep", "run",
+           str(spec_file), "--out", str(out), "--jobs", "1"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(done_ids(out)) < 3 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kept = done_ids(out)
+    assert 3 <= len(kept) < 48, "the kill should land mid-sweep"
+    assert all(len(r) > 5 for r in read_points(out))  # every stored file reads whole
+    spec = parse_sweep(many)
+    assert len(plan(spec, out).todo) == 48 - len(kept)
+    resumed = run_sweep(spec, out, jobs=2)
+    assert resumed.stored_before == len(kept) and resumed.computed == 48 - len(kept)
+    assert len(done_ids(out)) == 48
+    assert not [p for p in (out / "points").iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray not installed")
+def test_ray_executor_gives_the_same_records(tmp_path: Path) -> None:
+    small = {**SPEC, "zip": [], "axes": {"cluster.nics_per_node": [1, 2],
+                                         "cluster.topology.oversubscription": [1, 2]}}  # fmt: skip
+    spec = parse_sweep(small, root=ROOT)
+    summary = run_sweep(spec, tmp_path / "ray", executor="ray", jobs=2)
+    assert summary.computed == 4 and summary.executor == "ray"
+    run_sweep(spec, tmp_path / "local", jobs=1)
+    assert without_seconds(read_points(tmp_path / "ray")) == without_seconds(
+        read_points(tmp_path / "local")
+    )
