@@ -29,6 +29,7 @@ replica (all replicas behave alike on an ideal fabric):
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 
@@ -44,6 +45,7 @@ from commwall.collectives.schedule import (
 )
 from commwall.workload.job import Job
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
+from commwall.workload.models import ModelSpec
 
 #: HBM bytes touched per parameter by a mixed-precision Adam step (ours, see module docstring).
 ADAM_BYTES_PER_PARAM = 28
@@ -127,26 +129,42 @@ def _stage_tensors(job: Job, stage: int, chunk: int | None = None) -> list[tuple
     first = stage == 0 and chunk in (None, 0)
     last = stage == job.pp - 1 and chunk in (None, v - 1)
     out: list[tuple[str, int, float]] = []
-    for name, count in job.model.gradient_tensors():
-        match = _LAYER.search(name)
-        if match:
-            layer = int(match.group(1) or match.group(2))
-            owner, owner_chunk = job.layer_owner(layer)
+    owners: dict[int, tuple[int, int]] = {}
+    for name, count, layer, replicated, expert in _parsed_tensors(job.model):
+        if 0 <= layer < job.model.n_layers:
+            owner, owner_chunk = owners.get(layer) or owners.setdefault(
+                layer, job.layer_owner(layer)
+            )
             if owner != stage or chunk not in (None, owner_chunk):
                 continue
-        elif "embed" in name or "wte" in name or "wpe" in name:
+        elif layer < 0:  # embeddings
             if not first:
                 continue
-            layer = -1
-        else:  # final norm, LM head
-            if not last:
-                continue
-            layer = job.model.n_layers
-        split = 1 if "norm" in name or "ln_" in name else job.tp
-        if "experts" in name:
+        elif not last:  # final norm, LM head
+            continue
+        split = 1 if replicated else job.tp
+        if expert:
             split *= job.ep
         out.append((name, layer, count / split * job.element_bytes))
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_tensors(model: ModelSpec) -> tuple[tuple[str, int, int, bool, bool], ...]:
+    """``model``'s gradient tensors, parsed once: (name, count, layer, replicated, expert) with
+    layer −1 for embeddings and ``n_layers`` for the final norm and LM head."""
+    parsed = []
+    for name, count in model.gradient_tensors():
+        match = _LAYER.search(name)
+        if match:
+            layer = int(match.group(1) or match.group(2))
+        elif "embed" in name or "wte" in name or "wpe" in name:
+            layer = -1
+        else:
+            layer = model.n_layers
+        replicated = "norm" in name or "ln_" in name
+        parsed.append((name, count, layer, replicated, "experts" in name))
+    return tuple(parsed)
 
 
 def stage_gradient_bytes(job: Job, stage: int, chunk: int | None = None) -> list[tuple[int, float]]:
@@ -575,6 +593,10 @@ class _Builder:
 
     def optimizer(self) -> None:
         job, spec = self.job, self.spec
+        dp_streams: dict[str, list[int]] = {}
+        for i, p in enumerate(self.schedule.phases):
+            if p.stream.endswith(".dp"):
+                dp_streams.setdefault(p.stream, []).append(i)
         for s in range(job.pp):
             dense, expert = split_expert_gradients(job, s)
             dense_params = sum(b for _, b in dense) / job.element_bytes
@@ -583,9 +605,7 @@ class _Builder:
                 dense_params /= self.groups.dp.nranks
                 expert_params /= self.groups.edp.nranks
             seconds = (dense_params + expert_params) * ADAM_BYTES_PER_PARAM / self.hbm_bandwidth
-            dp_phases = tuple(
-                i for i, p in enumerate(self.schedule.phases) if p.stream == f"s{s}.dp"
-            )
+            dp_phases = tuple(dp_streams.get(f"s{s}.dp", ()))
             after = (*dp_phases, self.marks[s].last_backward_end)
             self.marks[s].optimizer = self.add(
                 f"s{s} optimizer step", ComputeTask(seconds), "optimizer", f"s{s}.compute", after
