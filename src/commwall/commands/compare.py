@@ -22,6 +22,8 @@ from rich.table import Table
 
 from commwall.console import fail, friendly, out
 
+#: Engines ``--engine`` accepts (as ``commwall run``).
+ENGINES = ("analytic", "flow")
 #: The rows of the table: (metric, better end) — ``None`` for figures with no better end.
 ROWS: tuple[tuple[str, str | None], ...] = (
     ("step_time_s", "min"),
@@ -69,8 +71,6 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON.")] = False,
 ) -> None:
     """Simulate several scenarios and set them side by side, each against the first."""
-    from commwall.cli import ENGINES
-
     if engine is not None and engine not in ENGINES:
         fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
     files: list[Path | None] = [*([None] if default else []), *(scenarios or [])]
