@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
+from commwall.commands.sweep_analysis import add_commands
 from commwall.console import err, fail, friendly, out
 
 
@@ -30,12 +31,7 @@ def register(app: typer.Typer) -> None:
     )
     sub.command("run")(friendly(sweep_run))
     sub.command("status")(friendly(sweep_status))
-    try:
-        from commwall.commands.sweep_analysis import add_commands
-    except ImportError:  # pragma: no cover - the analyses arrive in their own module
-        pass
-    else:
-        add_commands(sub)
+    add_commands(sub)  # pareto, sensitivity, best
     app.add_typer(sub, name="sweep")
     app.command("query")(friendly(query))
 
