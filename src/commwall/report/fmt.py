@@ -1,0 +1,82 @@
+"""Numbers as the report prints them (units through :mod:`commwall.units`); ``None`` is "–"."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["count", "gbps", "gbytes", "num", "pct", "seconds", "size", "usd", "value", "watts"]
+
+_NONE = "–"
+
+
+def _ok(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def num(x: Any, digits: int = 4) -> str:
+    """A plain number with ``digits`` significant digits."""
+    return f"{x:.{digits}g}" if _ok(x) else _NONE
+
+
+def count(x: Any) -> str:
+    """A whole count with thousands separators."""
+    return f"{round(x):,}" if _ok(x) else _NONE
+
+
+def pct(x: Any) -> str:
+    """A share 0–1 as a percentage."""
+    return f"{x:.1%}" if _ok(x) else _NONE
+
+
+def seconds(x: Any) -> str:
+    """A duration (ps … s)."""
+    from commwall.units import format_time
+
+    return format_time(float(x), digits=4) if _ok(x) else _NONE
+
+
+def size(x: Any) -> str:
+    """A size in bytes (binary prefixes)."""
+    from commwall.units import format_size
+
+    return format_size(float(x), digits=4) if _ok(x) else _NONE
+
+
+def gbps(x: Any) -> str:
+    """A bandwidth in bytes/s as GB/s."""
+    return f"{x / 1e9:,.4g} GB/s" if _ok(x) else _NONE
+
+
+def gbytes(x: Any) -> str:
+    """Bytes as GB."""
+    return f"{x / 1e9:,.1f} GB" if _ok(x) else _NONE
+
+
+def watts(x: Any) -> str:
+    """A power in watts (mW … MW)."""
+    from commwall.units import format_power
+
+    return format_power(float(x), digits=4) if _ok(x) else _NONE
+
+
+def usd(x: Any) -> str:
+    """US dollars, in millions above one million."""
+    if not _ok(x):
+        return _NONE
+    return f"${x / 1e6:,.2f}M" if abs(x) >= 1e6 else f"${x:,.0f}"
+
+
+def value(x: Any) -> str:
+    """Any JSON value as short text (numbers to 4 significant digits)."""
+    if x is None:
+        return _NONE
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        return num(x)
+    if isinstance(x, list | tuple):
+        return ", ".join(value(v) for v in x)
+    return str(x)
