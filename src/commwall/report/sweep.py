@@ -20,10 +20,9 @@ from commwall.report.model import Block, Chart, Lines, Note, Report, Scatter, Se
 
 __all__ = [
     "BEST_POINTS",
-    "axis_columns",
     "build_sweep_report",
+    "front_ids",
     "metric_columns",
-    "non_dominated",
 ]
 
 #: Rows of the best-points table.
@@ -41,20 +40,6 @@ _METRIC_TITLES = {
 }
 
 
-def axis_columns(records: Sequence[dict[str, Any]]) -> list[str]:
-    """The swept axes: columns named by a scenario field path (``cluster.nodes``), in the order
-    they first appear."""
-    from commwall.io.scenario import Scenario
-
-    roots = set(Scenario.model_fields)
-    seen: dict[str, None] = {}
-    for r in records:
-        for k in r:
-            if k.split(".", 1)[0] in roots:
-                seen.setdefault(k, None)
-    return list(seen)
-
-
 def metric_columns(records: Sequence[dict[str, Any]], axes: Sequence[str]) -> list[str]:
     """Numeric columns of the ``ok`` points that are neither axes nor bookkeeping, sorted."""
     skip = {*axes, "index", "seconds"}
@@ -66,17 +51,12 @@ def metric_columns(records: Sequence[dict[str, Any]], axes: Sequence[str]) -> li
     return sorted(found)
 
 
-def non_dominated(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the points no other point beats in both coordinates (both minimised),
-    sorted by the first coordinate. Of equal points the first is kept."""
-    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1], i))
-    front: list[int] = []
-    best = math.inf
-    for i in order:
-        if points[i][1] < best:
-            front.append(i)
-            best = points[i][1]
-    return front
+def front_ids(ok: Sequence[dict[str, Any]], x: str) -> set[int]:
+    """``id()`` of the points on the (``x``, step time) Pareto front, both minimised
+    (:func:`commwall.sweep.analysis.pareto_front`)."""
+    from commwall.sweep.analysis import pareto_front
+
+    return {id(r) for r in pareto_front(ok, [(x, "min"), ("step_time_s", "min")])}
 
 
 def build_sweep_report(
@@ -84,8 +64,12 @@ def build_sweep_report(
 ) -> Report:
     """The :class:`Report` of a sweep (module docstring); ``metric`` is what the sensitivity
     charts and the best-points ranking use (lower is better, except tokens/s and MFU)."""
+    from commwall.sweep.analysis import axis_columns, sweep_axes
+
     records = list(source.records)
-    axes = axis_columns(records)
+    named = sweep_axes(source.path)
+    columns = {k for r in records for k in r}
+    axes = axis_columns(records, [a for a in named if a in columns] if named else None)
     metrics = metric_columns(records, axes)
     if metric not in metrics:
         raise ReportError(
@@ -180,9 +164,7 @@ def _best(ok: list[dict[str, Any]], axes: list[str], metric: str, high: bool) ->
     if not ok:
         return Section("best", "Best points", (Note("No point simulated successfully."),))
     ranked = sorted(ok, key=lambda r: ((-r[metric] if high else r[metric]), str(r["point_id"])))
-    fronts = [
-        {id(ok[i]) for i in non_dominated(_pairs(ok, x))} for x in ("network_cost_usd", "power_w")
-    ]
+    fronts = [front_ids(ok, x) for x in ("network_cost_usd", "power_w")]
     rows = []
     for n, r in enumerate(ranked[:BEST_POINTS], 1):
         marks = [name for name, f in zip(("cost", "power"), fronts, strict=True) if id(r) in f]
@@ -213,15 +195,6 @@ def _best(ok: list[dict[str, Any]], axes: list[str], metric: str, high: bool) ->
     return Section("best", "Best points", (table,))
 
 
-def _pairs(ok: list[dict[str, Any]], x: str) -> list[tuple[float, float]]:
-    """``(x, step time)`` of every point, a missing figure as +inf (never on a front)."""
-    return [(_or_inf(r.get(x)), _or_inf(r.get("step_time_s"))) for r in ok]
-
-
-def _or_inf(v: Any) -> float:
-    return float(v) if _finite(v) else math.inf
-
-
 def _pareto(ok: list[dict[str, Any]], axes: list[str]) -> Section:
     timed = [r for r in ok if _finite(r.get("step_time_s"))]
     blocks: list[Block] = []
@@ -233,10 +206,9 @@ def _pareto(ok: list[dict[str, Any]], axes: list[str]) -> Section:
         if not rows:
             blocks.append(Note(f"No point has {x}; no Pareto front against {title}."))
             continue
-        front = non_dominated([(float(r[x]), float(r["step_time_s"])) for r in rows])
-        on = set(front)
-        rest = [r for i, r in enumerate(rows) if i not in on]
-        best = [rows[i] for i in front]
+        on = front_ids(rows, x)
+        rest = [r for r in rows if id(r) not in on]
+        best = sorted((r for r in rows if id(r) in on), key=lambda r: (r[x], r["step_time_s"]))
         series = (
             _points("dominated", rest, x, scale, axes, markers_only=True),
             _points("Pareto front", best, x, scale, axes, highlight=True),
@@ -282,7 +254,9 @@ def _sensitivity(ok: list[dict[str, Any]], axes: list[str], metric: str) -> Sect
     for n, axis in enumerate(axes):
         values = [r.get(axis) for r in ok]
         numeric = all(_finite(v) for v in values)
-        xs: list[float | str] = [_or_inf(v) if numeric else _label(v) for v in values]
+        xs: list[float | str] = [
+            float(v) if numeric and v is not None else _label(v) for v in values
+        ]
         by: dict[Any, list[float]] = {}
         for xv, r in zip(xs, ok, strict=True):
             by.setdefault(xv, []).append(float(r[metric]))

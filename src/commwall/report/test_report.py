@@ -14,7 +14,7 @@ from commwall.report.inputs import ReportError, ResultInput, load_result_json, s
 from commwall.report.model import Chart, Report
 from commwall.report.plotly_render import figure, script_json
 from commwall.report.single import timeline_bars, utilisation_grid
-from commwall.report.sweep import non_dominated
+from commwall.report.sweep import front_ids
 
 pytest.importorskip("plotly")
 
@@ -126,10 +126,13 @@ def test_sweep_report(sweep_dir: Path) -> None:
     assert "tokens/s against cluster.nodes" in _chart(by_tokens, "sensitivity-0").title
 
 
-def test_non_dominated() -> None:
-    points = [(3.0, 1.0), (1.0, 3.0), (2.0, 2.0), (2.0, 2.5), (4.0, 4.0), (1.0, 3.0)]
-    assert non_dominated(points) == [1, 2, 0]
-    assert non_dominated([]) == []
+def test_front_ids() -> None:
+    ok = [
+        {"status": "ok", "step_time_s": t, "power_w": p}
+        for t, p in [(3.0, 1.0), (1.0, 3.0), (2.0, 2.0), (3.0, 3.0)]
+    ]
+    assert front_ids(ok, "power_w") == {id(r) for r in ok[:3]}
+    assert front_ids([], "power_w") == set()
 
 
 def test_timeline_is_capped_and_covers_the_step() -> None:
