@@ -40,3 +40,16 @@ def test_readme_python_snippets_run() -> None:
             exec(compile(code, "README.md", "exec"), {})
     finally:
         os.chdir(cwd)
+
+
+def test_readme_sweep_spec_is_valid_and_its_constraint_skips() -> None:
+    import yaml
+
+    from commwall.sweep.runner import plan
+    from commwall.sweep.spec import parse_sweep
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (spec_text,) = re.findall(r"```yaml\n(name: .*?)```", text, re.S)
+    spec = parse_sweep(yaml.safe_load(spec_text), root=ROOT)
+    p = plan(spec, ROOT / "no-such-sweep-directory")
+    assert p.total == 300 and 0 < len(p.skipped) < p.total

@@ -89,8 +89,10 @@ def sweep_run(
         fail("\n".join(f"{e.origin}: {m}" for m in e.messages))
     if as_json:
         sys.stdout.write(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
-        return
-    _print_summary(summary)
+    else:
+        _print_summary(summary)
+    if summary.interrupted:
+        raise typer.Exit(130)  # 128 + SIGINT, as shells report an interrupted command
 
 
 def _run_with_progress(run: Any, sweep: Any, target: Path, *args: Any, quiet: bool) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,3 +66,17 @@ def test_bad_input_is_one_message_and_exit_2(args: tuple[str, ...], fragment: st
                                  *args])  # fmt: skip
     assert result.exit_code == 2, result.output
     assert fragment in result.output and "Traceback" not in result.output
+
+
+def test_failures_and_bit_errors_in_one_scenario(tmp_path: Path) -> None:
+    """Bit errors are counted over the fabric as built: a scenario that also fails cables used
+    to stop on the failed cables' zero line rate."""
+    from commwall.report.fixtures import FAULTS
+
+    text = FAULTS.read_text() + "  failures:\n    random_cables: {leaf-spine: 2}\n"
+    scenario = tmp_path / "both.yaml"
+    scenario.write_text(text)
+    result = runner.invoke(app, ["run", str(scenario), "--json"])
+    assert result.exit_code == 0, result.output
+    faults = json.loads(result.stdout)["faults"]
+    assert faults["failures"] is not None and faults["bit_errors"]["directed_links"] > 0

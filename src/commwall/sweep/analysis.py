@@ -140,8 +140,9 @@ def numeric_columns(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def sweep_axes(sweep: str | Path) -> list[str] | None:
-    """The axes named by ``SWEEP/sweep.yaml`` (the keys of its ``axes:`` mapping, or its list of
-    names), or ``None`` when the file is missing or names none."""
+    """The axes named by ``SWEEP/sweep.yaml`` (the keys of its ``axes:`` mapping or its list of
+    names, then its ``zip:`` groups' keys, then ``simulation.seed`` for ``seeds:``), or
+    ``None`` when the file is missing or names none."""
     import yaml
 
     path = Path(sweep) / "sweep.yaml"
@@ -151,12 +152,20 @@ def sweep_axes(sweep: str | Path) -> list[str] | None:
         return None
     except yaml.YAMLError as e:
         raise AnalysisError(f"{path}: not valid YAML: {e}") from None
-    axes = spec.get("axes") if isinstance(spec, dict) else None
-    if isinstance(axes, dict) and axes:
-        return [str(k) for k in axes]
-    if isinstance(axes, list) and axes and all(isinstance(a, str) for a in axes):
-        return list(axes)
-    return None
+    if not isinstance(spec, dict):
+        return None
+    axes = spec.get("axes")
+    names: list[str] = []
+    if isinstance(axes, dict):
+        names += [str(k) for k in axes]
+    elif isinstance(axes, list) and all(isinstance(a, str) for a in axes):
+        names += axes
+    for group in spec.get("zip") or []:  # axes that move together
+        if isinstance(group, dict):
+            names += [str(k) for k in group]
+    if spec.get("seeds"):
+        names.append("simulation.seed")
+    return names or None
 
 
 def axis_columns(

@@ -158,9 +158,10 @@ def run_sweep(
 def _claim(folder: Path, spec: SweepSpec, overwrite: bool) -> None:
     """Make ``folder`` this sweep's: a new directory, or one holding the same spec (resume)."""
     marker = folder / "sweep.yaml"
-    text = yaml.safe_dump(spec.source, sort_keys=True)
+    text = yaml.safe_dump(spec.source, sort_keys=False)  # axes keep their order
     if marker.exists() and not overwrite:
-        if marker.read_text(encoding="utf-8") != text:
+        # the same spec, whatever its keys' order (dict equality ignores order)
+        if yaml.safe_load(marker.read_text(encoding="utf-8")) != yaml.safe_load(text):
             raise SweepError(
                 [
                     f"{folder} holds another sweep (its sweep.yaml differs); give another --out, "
