@@ -156,8 +156,12 @@ def run_sweep(
 
 
 def _claim(folder: Path, spec: SweepSpec, overwrite: bool) -> None:
-    """Make ``folder`` this sweep's: a new directory, or one holding the same spec (resume)."""
+    """Make ``folder`` this sweep's: a new directory, or one holding the same spec (resume).
+    Temporary files a killed run left behind (``points/.*.tmp``) are removed: one driver
+    writes a sweep directory at a time."""
     marker = folder / "sweep.yaml"
+    for stale in (folder / "points").glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
     text = yaml.safe_dump(spec.source, sort_keys=False)  # axes keep their order
     if marker.exists() and not overwrite:
         # the same spec, whatever its keys' order (dict equality ignores order)

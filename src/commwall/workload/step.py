@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from commwall.cluster import Cluster
 from commwall.collectives.ops import Op
@@ -91,7 +93,10 @@ def job_groups(job: Job, cluster: Cluster) -> Groups:
     Expert parameters are replicated over the expert-data-parallel group of ``dp / ep`` ranks
     (Megatron-Core), which reduces their gradients instead of the whole DP group.
     """
-    d = cluster.scale_up_domain
+    return _groups(job, cluster.scale_up_domain)
+
+
+def _groups(job: Job, d: int) -> Groups:
     return Groups(
         tp=group_shape("tp", job.tp, 1, d),
         dp=group_shape("dp", job.dp, job.tp, d),
@@ -237,11 +242,11 @@ def ops_1f1b(stage: int, pp: int, m: int, v: int = 1) -> list[tuple[str, int, in
 
 
 class _Builder:
-    def __init__(self, job: Job, cluster: Cluster) -> None:
+    def __init__(self, job: Job, scale_up_domain: int, hbm_bandwidth: float) -> None:
         self.job = job
         self.spec = job.spec
         self.v = job.virtual_stages
-        self.groups = job_groups(job, cluster)
+        self.groups = _groups(job, scale_up_domain)
         self.schedule = Schedule()
         # Per micro-batch and stage; a layer gets its share, so uneven chunks cost in proportion.
         self.t_f, self.t_b = micro_batch_times(job)
@@ -256,8 +261,8 @@ class _Builder:
             moe_tokens * job.model.hidden * job.element_bytes / (job.tp if self.sp else 1)
         )
         self.marks = [StageMarks() for _ in range(job.pp)]
-        self.hbm_bandwidth = cluster.gpu.hbm_bandwidth
-        self.domain = cluster.scale_up_domain
+        self.hbm_bandwidth = hbm_bandwidth
+        self.domain = scale_up_domain
         self.sent: dict[tuple[str, int, int, int], int] = {}
         # the same call on the same stream is placed once (steps repeat it per layer/micro-batch)
         self.placed_tasks: dict[tuple[CollectiveTask, str], CollectiveTask] = {}
@@ -631,5 +636,25 @@ class _Builder:
 
 
 def build_step(job: Job, cluster: Cluster) -> StepPlan:
-    """Compile ``job`` on ``cluster`` into a step schedule."""
-    return _Builder(job, cluster).build()
+    """Compile ``job`` on ``cluster`` into a step schedule.
+
+    The schedule depends on the cluster only through its scale-up domain size and the GPU's
+    memory bandwidth, so designs that differ elsewhere (the fabric, its taper, the switches: a
+    sweep's usual axes) share one plan, built once and kept in a cache bounded by
+    :data:`PLAN_CACHE_PHASES`. The plan returned is shared: treat it as read-only.
+    """
+    key = (job, cluster.scale_up_domain, cluster.gpu.hbm_bandwidth)
+    plan = _PLANS.pop(key, None)
+    if plan is None:
+        plan = _Builder(*key).build()
+    _PLANS[key] = plan  # most recently used last
+    while (
+        len(_PLANS) > 1 and sum(len(p.schedule.phases) for p in _PLANS.values()) > PLAN_CACHE_PHASES
+    ):
+        _PLANS.pop(next(iter(_PLANS)))
+    return plan
+
+
+#: Phases the plan cache may hold in all (~0.5 KB each: ~200 MB at most).
+PLAN_CACHE_PHASES: Final = 400_000
+_PLANS: OrderedDict[tuple[Job, int, float], StepPlan] = OrderedDict()
