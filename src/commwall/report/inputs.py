@@ -10,7 +10,7 @@ communicators and the network cost by part.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,6 @@ class ResultInput:
     origin: str
     description: str = ""
     curves: tuple[CommCurves, ...] = ()
-    cost_by_part: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,28 +166,4 @@ def simulate_scenario(scenario: Any, origin: str, *, engine: str | None = None) 
         origin=origin,
         description=scenario.description,
         curves=communicator_curves(scenario, cluster, report),
-        cost_by_part=_cost_by_part(cluster),
     )
-
-
-def _cost_by_part(cluster: Any) -> dict[str, float]:
-    """Network cost by part (switches, optics, cables) as in
-    :func:`commwall.workload.simulate.fabric_summary`; empty when the parts cannot be cabled."""
-    from dataclasses import replace
-
-    from commwall.topology.bom import bill_of_materials
-    from commwall.topology.graph import TopologyError
-
-    topo = replace(cluster, scale_out=None).scale_out_topology()
-    try:
-        bom = bill_of_materials(
-            topo,
-            optics=cluster.optics,
-            switch=cluster.switch.name,
-            nic=cluster.nic.name,
-            gpu=cluster.gpu.name,
-            gpus_per_endpoint=cluster.gpus_per_node / cluster.nics_per_node,
-        )
-    except TopologyError:
-        return {}
-    return {str(k): float(v) for k, v in bom.cost_usd.items()}

@@ -24,16 +24,9 @@ class MatplotlibMissing(ImportError):
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib
+    from commwall.mpl import pyplot
 
-        matplotlib.use("Agg")  # files only: no display on servers or in CI
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise MatplotlibMissing(
-            "--png needs matplotlib: pip install 'commwall[plot]' (or pip install matplotlib)"
-        ) from None
-    return plt
+    return pyplot("--png", MatplotlibMissing)
 
 
 def write_pngs(report: Report, folder: str | Path, *, dpi: int = 150) -> list[Path]:

@@ -59,7 +59,7 @@ def build_result_report(source: ResultInput, *, generated: str | None = None) ->
         _timeline(d),
         _collectives(d, source.curves),
         _fabric(d),
-        _power(d, source.cost_by_part),
+        _power(d),
         _memory(d),
     ]
     if d.get("faults"):
@@ -473,8 +473,9 @@ def _link_blocks(t: dict[str, Any]) -> list[Block]:
 # ---- power, cost, memory -----------------------------------------------------------------
 
 
-def _power(d: dict[str, Any], cost_by_part: dict[str, float]) -> Section:
+def _power(d: dict[str, Any]) -> Section:
     f = d["fabric"]
+    cost_by_part = {k: float(v) for k, v in (f.get("network_cost_usd_by_part") or {}).items()}
     blocks: list[Block] = []
     power = {k: float(v) for k, v in (f.get("power_w") or {}).items()}
     if power:
@@ -510,8 +511,8 @@ def _power(d: dict[str, Any], cost_by_part: dict[str, float]) -> Section:
         blocks.append(
             Note(
                 f"Network cost (switches, optics, cables; estimate): "
-                f"{fmt.usd(f['network_cost_usd_estimate'])}. The split by part needs the "
-                "scenario rather than its result JSON."
+                f"{fmt.usd(f['network_cost_usd_estimate'])} (a result saved before the split "
+                "by part was recorded)."
             )
         )
     if not blocks:

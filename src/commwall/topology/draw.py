@@ -24,16 +24,9 @@ class DrawError(TopologyError):
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib
+    from commwall.mpl import pyplot
 
-        matplotlib.use("Agg")  # files only: no display on servers or in CI
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise DrawError(
-            "--draw needs matplotlib: pip install 'commwall[plot]' (or pip install matplotlib)"
-        ) from None
-    return plt
+    return pyplot("--draw", DrawError)
 
 
 def _positions(topo: Topology) -> tuple[np.ndarray, np.ndarray]:

@@ -329,6 +329,7 @@ def fabric_summary(cluster: Cluster) -> dict[str, Any]:
         network_power_w=bom.network_power_w,
         total_power_w=bom.total_power_w,
         network_cost_usd_estimate=sum(bom.cost_usd.values()),
+        network_cost_usd_by_part={str(k): float(v) for k, v in bom.cost_usd.items()},
     )
     return summary
 
