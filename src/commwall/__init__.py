@@ -69,5 +69,7 @@ def run_sweep(
 
     sweep = parse_sweep(spec) if isinstance(spec, dict) else load_sweep(spec)
     target = _Path(out) if out is not None else _Path(tempfile.mkdtemp(prefix="commwall-sweep-"))
-    run(sweep, target, executor=executor, jobs=jobs, address=address)
+    summary = run(sweep, target, executor=executor, jobs=jobs, address=address)
+    if summary.interrupted:  # every finished point is stored in `out`: rerun to continue
+        raise KeyboardInterrupt(f"sweep interrupted; {summary.computed} points stored in {target}")
     return pd.DataFrame(read_points(target))

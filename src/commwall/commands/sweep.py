@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape as esc
 
 from commwall.commands.sweep_analysis import add_commands
 from commwall.console import err, fail, friendly, out
@@ -72,15 +73,15 @@ def sweep_run(
         sweep = load_sweep(spec)
         if dry_run:
             p = plan(sweep, target)
-            data = {"points": p.total, "skipped": len(p.skipped), "stored": p.stored,
-                    "todo": len(p.todo), "axes": sweep.axis_names}  # fmt: skip
+            data = {"points": p.total, "skipped": len(p.skipped), "duplicates": p.duplicates,
+                    "stored": p.stored, "todo": len(p.todo), "axes": sweep.axis_names}  # fmt: skip
             if as_json:
                 sys.stdout.write(json.dumps(data, indent=2) + "\n")
             else:
                 out.print(
-                    f"{sweep.name}: {p.total:,} points over {len(sweep.axis_names)} axes; "
-                    f"{len(p.skipped):,} fail a constraint, {p.stored:,} already in {target}, "
-                    f"{len(p.todo):,} to compute"
+                    f"{esc(sweep.name)}: {p.total:,} points over {len(sweep.axis_names)} axes; "
+                    f"{len(p.skipped):,} fail a constraint, {p.duplicates:,} repeat a design, "
+                    f"{p.stored:,} already in {esc(str(target))}, {len(p.todo):,} to compute"
                 )
             return
         summary = _run_with_progress(run_sweep, sweep, target, executor, jobs, address, limit,
@@ -123,16 +124,18 @@ def _run_with_progress(run: Any, sweep: Any, target: Path, *args: Any, quiet: bo
 
 def _print_summary(s: Any) -> None:
     out.print(
-        f"[bold]{s.name}[/]: {s.points:,} points; {s.skipped:,} skipped by constraints, "
-        f"{s.stored_before:,} already stored, {s.computed:,} computed now "
+        f"[bold]{esc(s.name)}[/]: {s.points:,} points; {s.skipped:,} skipped by constraints, "
+        f"{s.duplicates:,} repeating a design, {s.stored_before:,} already stored, "
+        f"{s.computed:,} computed now "
         f"({s.ok:,} ok, {s.invalid:,} invalid, {s.errors:,} errors) in {s.seconds:.1f} s "
         f"({s.points_per_second:.1f} points/s, {s.executor}, {s.workers} workers)"
     )
     for example in s.skipped_examples[:3]:
-        out.print(f"  skipped {example['axes']}: fails {example['constraint']}")
+        out.print(f"  skipped {esc(str(example['axes']))}: fails {esc(example['constraint'])}")
     if s.interrupted:
         out.print("[yellow]interrupted:[/] every finished point is stored; rerun to continue")
-    out.print(f'results: {s.out} (commwall sweep status {s.out}; commwall query {s.out} "...")')
+    where = esc(s.out)
+    out.print(f'results: {where} (commwall sweep status {where}; commwall query {where} "...")')
 
 
 def sweep_status(
@@ -149,7 +152,10 @@ def sweep_status(
 
     if not (sweep_dir / "sweep.yaml").is_file():
         fail(f"{sweep_dir}: not a sweep directory (no sweep.yaml); run commwall sweep run first")
-    points = read_points(sweep_dir)
+    try:
+        points = read_points(sweep_dir)
+    except Exception as e:  # a damaged point file: pyarrow's own error types
+        fail(f"{sweep_dir}: cannot read the stored points: {str(e).splitlines()[0]}")
     status = Counter(p["status"] for p in points)
     reasons = Counter(str(p["error"]).split(";")[0] for p in points if p["status"] != "ok")
     import yaml
@@ -160,7 +166,7 @@ def sweep_status(
                            origin=str(sweep_dir / "sweep.yaml"))  # fmt: skip
         remaining = len(plan(spec, sweep_dir).todo)
     except SweepError as e:
-        err.print(f"note: the stored spec no longer validates: {e.messages[0]}")
+        err.print(f"note: the stored spec no longer validates: {esc(e.messages[0])}")
     data = {"stored": len(points), "status": dict(status), "remaining": remaining,
             "invalid_reasons": dict(reasons.most_common(10))}  # fmt: skip
     if as_json:
@@ -168,9 +174,11 @@ def sweep_status(
         return
     parts = ", ".join(f"{n:,} {k}" for k, n in sorted(status.items()))
     left = "" if remaining is None else f"; {remaining:,} still to compute"
-    out.print(f"{sweep_dir}: {len(points):,} points stored ({parts or 'none'}){left}")
+    out.print(
+        f"{esc(str(sweep_dir))}: {len(points):,} points stored ({esc(parts or 'none')}){left}"
+    )
     for reason, n in reasons.most_common(5):
-        out.print(f"  {n:,} x {reason}")
+        out.print(f"  {n:,} x {esc(reason)}")
 
 
 def query(
@@ -203,7 +211,7 @@ def query(
 
     table = Table(show_header=True, header_style="bold")
     for column in columns:
-        table.add_column(column)
+        table.add_column(esc(column))
     for row in rows[:limit]:
         table.add_row(*(_cell(v) for v in row))
     out.print(table)
@@ -214,4 +222,4 @@ def query(
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
-    return "" if value is None else str(value)
+    return "" if value is None else esc(str(value))

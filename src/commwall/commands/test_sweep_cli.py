@@ -46,8 +46,8 @@ def test_dry_run_counts_constraint_skips(tmp_path: Path) -> None:
     spec = _spec(tmp_path, 'constraints:\n  - "`cluster.nics_per_node` > 1"\n')
     result = runner.invoke(app, ["sweep", "run", str(spec), "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"points": 4, "skipped": 2, "stored": 0, "todo": 2,
-                                         "axes": ["cluster.nics_per_node", "job.dp"]}  # fmt: skip
+    assert json.loads(result.stdout) == {"points": 4, "skipped": 2, "duplicates": 0, "stored": 0,
+                                         "todo": 2, "axes": ["cluster.nics_per_node", "job.dp"]}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -69,3 +69,29 @@ def test_bad_sql_names_duckdbs_complaint(tmp_path: Path) -> None:
     runner.invoke(app, ["sweep", "run", str(_spec(tmp_path)), "--out", str(out), "--jobs", "1"])
     result = runner.invoke(app, ["query", str(out), "select nope from points"])
     assert result.exit_code == 2 and "SQL: Binder Error" in result.output
+
+
+def test_query_is_read_only(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    runner.invoke(app, ["sweep", "run", str(_spec(tmp_path)), "--out", str(out), "--jobs", "1"])
+    target = tmp_path / "written.csv"
+    for sql in (
+        f"copy (select 1) to '{target}'",
+        "select * from read_csv('/etc/hostname')",
+        f"attach '{tmp_path / 'x.duckdb'}' as d",
+        "set enable_external_access = true",
+        " ",
+    ):
+        result = runner.invoke(app, ["query", str(out), sql])
+        assert result.exit_code == 2 and "Traceback" not in result.output, (sql, result.output)
+    assert not target.exists()
+
+
+def test_markup_in_names_is_printed_as_text(tmp_path: Path) -> None:
+    spec = tmp_path / "m.yaml"
+    spec.write_text(f"name: 'fabric [/bold] [red]x[/red]'\nbase: {ROOT / 'examples/llama3-8b-ddp-pcie.yaml'}\n"
+                    "axes:\n  cluster.nics_per_node: [1]\n")  # fmt: skip
+    result = runner.invoke(app, ["sweep", "run", str(spec), "--out", str(tmp_path / "o"),
+                                 "--jobs", "1"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "fabric [/bold] [red]x[/red]" in result.output

@@ -71,7 +71,7 @@ def build_sweep_report(
     columns = {k for r in records for k in r}
     axes = axis_columns(records, [a for a in named if a in columns] if named else None)
     metrics = metric_columns(records, axes)
-    if metric not in metrics:
+    if metrics and metric not in metrics:  # (no ok point at all: the failures still report)
         raise ReportError(
             f"--metric: {metric!r} is not a numeric column of {source.path}; allowed: "
             + ", ".join(metrics)
@@ -85,13 +85,25 @@ def build_sweep_report(
         _failures(records),
     ]
     return Report(
-        title=f"Sweep {source.path.name or source.path}",
+        title=f"Sweep {_sweep_name(source.path) or source.path.name or source.path}",
         subtitle=_subtitle(source, records, axes),
         key_numbers=_key_numbers(records, ok),
         sections=tuple(sections),
         kind="sweep",
         generated=generated,
     )
+
+
+def _sweep_name(folder: Any) -> str | None:
+    """The ``name`` in the sweep's ``sweep.yaml`` (None when there is none)."""
+    import yaml
+
+    try:
+        spec = yaml.safe_load((folder / "sweep.yaml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    name = spec.get("name") if isinstance(spec, dict) else None
+    return str(name) if name else None
 
 
 def _finite(x: Any) -> bool:

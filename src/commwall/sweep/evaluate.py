@@ -22,13 +22,26 @@ import time
 import traceback
 from typing import Any
 
-__all__ = ["evaluate_point", "metrics", "point_id"]
+__all__ = ["design_id", "evaluate_point", "metrics", "point_id"]
 
 
 def point_id(config: dict[str, Any]) -> str:
     """16 hex digits of SHA-256 over ``config`` as canonical JSON (sorted keys, no spaces)."""
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def design_id(config: dict[str, Any]) -> str:
+    """The id of the design ``config`` describes: :func:`point_id` of the scenario as validated
+    (defaults filled in, units read: ``1`` and ``1.0``, ``"400 Gb/s"`` and ``"50 GB/s"`` are one
+    design), or of ``config`` itself when it does not validate."""
+    from commwall.io.scenario import ScenarioError, parse_scenario
+
+    try:
+        resolved = parse_scenario(config).model_dump(mode="json")
+    except ScenarioError:
+        resolved = config
+    return point_id(resolved)
 
 
 def metrics(report: Any) -> dict[str, Any]:
@@ -80,7 +93,7 @@ def evaluate_point(index: int, config: dict[str, Any], axes: dict[str, Any]) -> 
 
     start = time.perf_counter()
     record: dict[str, Any] = {
-        "point_id": point_id(config),
+        "point_id": design_id(config),
         "index": index,
         "status": "ok",
         "error": None,
@@ -89,6 +102,7 @@ def evaluate_point(index: int, config: dict[str, Any], axes: dict[str, Any]) -> 
     }
     try:
         scenario = parse_scenario(config, f"point {index}")
+        record["config"] = json.dumps(scenario.model_dump(mode="json"), sort_keys=True)
         report = simulate(scenario, build_cluster(scenario.cluster))
     except ScenarioError as e:
         record.update(status="invalid", error="; ".join(e.messages))
@@ -100,5 +114,5 @@ def evaluate_point(index: int, config: dict[str, Any], axes: dict[str, Any]) -> 
     else:
         record.update(metrics(report))
     record["seconds"] = time.perf_counter() - start
-    record["config"] = json.dumps(config, sort_keys=True, default=str)
+    record.setdefault("config", json.dumps(config, sort_keys=True, default=str))
     return record

@@ -17,6 +17,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -24,7 +26,7 @@ from typing import Any, Final
 import yaml
 
 from commwall.io.atomic import write_text_atomic
-from commwall.sweep.evaluate import evaluate_point, point_id
+from commwall.sweep.evaluate import design_id, evaluate_point
 from commwall.sweep.spec import Point, SweepError, SweepSpec, feasible
 from commwall.sweep.store import done_ids, write_point
 
@@ -45,6 +47,7 @@ class SweepSummary:
     workers: int
     points: int = 0
     skipped: int = 0
+    duplicates: int = 0
     stored_before: int = 0
     computed: int = 0
     ok: int = 0
@@ -72,6 +75,8 @@ class Plan:
     skipped: list[tuple[Point, str]]
     stored: int
     total: int
+    duplicates: int = 0
+    """Axis combinations that resolve to a design already in the sweep (computed once)."""
 
 
 def plan(spec: SweepSpec, out: str | Path) -> Plan:
@@ -81,20 +86,23 @@ def plan(spec: SweepSpec, out: str | Path) -> Plan:
     todo: list[Point] = []
     skipped: list[tuple[Point, str]] = []
     seen: set[str] = set()
-    already = total = 0
+    already = total = duplicates = 0
     for point in spec.points():
         total += 1
         failed = feasible(spec, point)
         if failed is not None:
             skipped.append((point, failed))
             continue
-        pid = point_id(point.config)
+        pid = design_id(point.config)
+        if pid in seen:
+            duplicates += 1
+            continue
+        seen.add(pid)
         if pid in stored:
             already += 1
-        elif pid not in seen:
-            seen.add(pid)
+        else:
             todo.append(point)
-    return Plan(todo, skipped, already, total)
+    return Plan(todo, skipped, already, total, duplicates)
 
 
 def run_sweep(
@@ -119,13 +127,28 @@ def run_sweep(
     if workers < 1:
         raise SweepError([f"jobs: {jobs}; allowed: 1 or more"])
     folder = Path(out)
-    _claim(folder, spec, overwrite)
+    with _locked(folder):
+        _claim(folder, spec, overwrite)
+        return _run(spec, folder, executor, jobs, workers, address, limit, progress)
+
+
+def _run(
+    spec: SweepSpec,
+    folder: Path,
+    executor: str,
+    jobs: int | None,
+    workers: int,
+    address: str | None,
+    limit: int | None,
+    progress: Callable[[int, int], None] | None,
+) -> SweepSummary:
     start = time.perf_counter()
     todo_plan = plan(spec, folder)
     todo = todo_plan.todo[:limit] if limit is not None else todo_plan.todo
     summary = SweepSummary(
         str(folder), spec.name, executor, workers, points=todo_plan.total,
-        skipped=len(todo_plan.skipped), stored_before=todo_plan.stored,
+        skipped=len(todo_plan.skipped), duplicates=todo_plan.duplicates,
+        stored_before=todo_plan.stored,
         skipped_examples=[{"axes": p.axes, "constraint": c} for p, c in todo_plan.skipped[:5]],
     )  # fmt: skip
     results: Iterable[dict[str, Any]]
@@ -147,12 +170,51 @@ def run_sweep(
                 progress(summary.computed, len(todo))
     except KeyboardInterrupt:
         summary.interrupted = True
+    except BrokenProcessPool:
+        raise SweepError(
+            [
+                f"a worker died (out of memory?) after {summary.computed:,} points; every "
+                "finished point is stored: rerun to continue, with fewer --jobs"
+            ]
+        ) from None
     finally:
         close = getattr(results, "close", None)
         if close is not None:
             close()
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Hold ``SWEEP/.lock`` exclusively for the run: one driver writes a sweep at a time."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = (folder / ".lock").open("a+")
+    except OSError as e:
+        raise SweepError([f"--out: cannot use {str(folder)!r}: {e.strerror or e}"]) from None
+    with handle:
+        try:
+            import fcntl
+        except ImportError:  # no flock (Windows): one writer is the user's to ensure
+            yield
+            return
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise SweepError(
+                [f"--out: {folder} is being written by {holder}; wait for it or use another --out"]
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"commwall sweep run (pid {os.getpid()})")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _claim(folder: Path, spec: SweepSpec, overwrite: bool) -> None:
@@ -164,8 +226,10 @@ def _claim(folder: Path, spec: SweepSpec, overwrite: bool) -> None:
         stale.unlink(missing_ok=True)
     text = yaml.safe_dump(spec.source, sort_keys=False)  # axes keep their order
     if marker.exists() and not overwrite:
-        # the same spec, whatever its keys' order (dict equality ignores order)
-        if yaml.safe_load(marker.read_text(encoding="utf-8")) != yaml.safe_load(text):
+        # the same spec: equal as data, and its axes in the same order (the order decides the
+        # points' indices and, sampled, which points are drawn)
+        stored = yaml.safe_load(marker.read_text(encoding="utf-8"))
+        if stored != yaml.safe_load(text) or _axis_order(stored) != _axis_order(spec.source):
             raise SweepError(
                 [
                     f"{folder} holds another sweep (its sweep.yaml differs); give another --out, "
@@ -173,13 +237,24 @@ def _claim(folder: Path, spec: SweepSpec, overwrite: bool) -> None:
                 ]
             )
         return
-    if folder.exists() and not folder.is_dir():
-        raise SweepError([f"--out: {folder} exists and is not a directory"])
-    folder.mkdir(parents=True, exist_ok=True)
-    if overwrite:
-        for old in (folder / "points").glob("*.parquet"):
-            old.unlink()
-    write_text_atomic(marker, text)
+    try:
+        if overwrite:
+            for old in (folder / "points").glob("*.parquet"):
+                old.unlink()
+        write_text_atomic(marker, text)
+    except OSError as e:
+        raise SweepError([f"--out: cannot write {str(folder)!r}: {e.strerror or e}"]) from None
+
+
+def _axis_order(source: Any) -> list[Any]:
+    """The axes' names in order, and the zip groups in order (a group's own key order does
+    not move any point)."""
+    if not isinstance(source, dict):
+        return []
+    axes = source.get("axes")
+    zips = source.get("zip") or []
+    return [list(axes or {}) if isinstance(axes, dict) else axes,
+            [sorted(g) if isinstance(g, dict) else g for g in zips]]  # fmt: skip
 
 
 def _evaluate(args: tuple[int, dict[str, Any], dict[str, Any]]) -> dict[str, Any]:

@@ -103,15 +103,14 @@ class SweepSpec:
         """Points the sweep enumerates (before constraints)."""
         return min(self.samples, self.grid_size) if self.sampling == "random" else self.grid_size
 
+    def _sample(self, sizes: list[int]) -> list[tuple[int, ...]]:
+        return _sample_indices(self, sizes)
+
     def points(self) -> Iterator[Point]:
         """Every point in sweep order (constraints not applied: see :func:`feasible`)."""
         sizes = [len(values) for _, values in self.axes]
         if self.sampling == "random":
-            rng = np.random.default_rng(self.seed)
-            flat = rng.choice(self.grid_size, size=self.size, replace=False)
-            combos: Iterator[tuple[int, ...]] = (
-                tuple(int(i) for i in np.unravel_index(int(k), sizes)) for k in flat
-            )
+            combos: Iterator[tuple[int, ...]] = iter(self._sample(sizes))
         else:
             combos = itertools.product(*(range(n) for n in sizes))
         for index, combo in enumerate(combos):
@@ -122,6 +121,19 @@ class SweepSpec:
                     axes[path] = value
                     _set(config, path, value)
             yield Point(index, axes, config)
+
+
+def _sample_indices(spec: SweepSpec, sizes: list[int]) -> list[tuple[int, ...]]:
+    """``spec.size`` distinct grid points drawn with the spec's seed: by flat index where
+    numpy can hold the grid's size, else axis by axis, redrawing repeats."""
+    rng = np.random.default_rng(spec.seed)
+    if spec.grid_size < 2**62:
+        flat = rng.choice(spec.grid_size, size=spec.size, replace=False)
+        return [tuple(int(i) for i in np.unravel_index(int(k), sizes)) for k in flat]
+    seen: dict[tuple[int, ...], None] = {}
+    while len(seen) < spec.size:
+        seen.setdefault(tuple(int(rng.integers(n)) for n in sizes), None)
+    return list(seen)
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
@@ -232,10 +244,17 @@ def feasible(spec: SweepSpec, point: Point) -> str | None:
     Constraints read any field of the resolved scenario by its path (``commwall.sweep.expr``)."""
     if not spec.constraints:
         return None
+    from commwall.sweep.expr import ExprError
+
     names = _flat(point.config)
-    for constraint in spec.constraints:
-        if not _compiled(constraint).test(names):
-            return constraint
+    for i, constraint in enumerate(spec.constraints):
+        try:
+            if not _compiled(constraint).test(names):
+                return constraint
+        except ExprError as e:
+            raise SweepError(
+                [f"constraints[{i}] ({constraint}): {e} at the point {point.axes}"]
+            ) from None
     return None
 
 
@@ -298,11 +317,26 @@ def _base(base: object, root: Path, errors: list[str]) -> dict[str, Any]:
     return scenario.model_dump(mode="json")
 
 
+#: Most values one axis may have.
+MAX_AXIS_VALUES: Final = 100_000
+
+
 def _values(where: str, spec: object, errors: list[str]) -> list[Any]:
-    """An axis's values from a list, ``{range: [a, b, step]}`` or ``{geometric: [a, b, f]}``."""
+    """An axis's values from a list, ``{range: [a, b, step]}`` or ``{geometric: [a, b, f]}``;
+    each a single value (number, text, true/false or null), as a field takes it."""
     if isinstance(spec, list):
         if not spec:
             errors.append(f"{where}: no values")
+        for value in spec:
+            if not (value is None or isinstance(value, str | int | float | bool)):
+                errors.append(
+                    f"{where}: {value!r} is a {type(value).__name__}; allowed: single values "
+                    "(numbers, text, true/false, null): sweep a nested field by its own path"
+                )
+                return []
+        if len(spec) > MAX_AXIS_VALUES:
+            errors.append(f"{where}: {len(spec):,} values; allowed: at most {MAX_AXIS_VALUES:,}")
+            return []
         return spec
     if isinstance(spec, Mapping) and len(spec) == 1:
         (kind, args), = spec.items()  # fmt: skip
@@ -318,28 +352,30 @@ def _values(where: str, spec: object, errors: list[str]) -> list[Any]:
 
 
 def _expand(where: str, kind: str, a: float, b: float, step: float, errors: list[str]) -> list[Any]:
-    values: list[Any] = []
+    """The values of a range or geometric axis, counted before they are made."""
+    if not all(math.isfinite(x) for x in (a, b, step)):
+        errors.append(f"{where}: {kind} [{a}, {b}, {step}] needs finite numbers")
+        return []
     if kind == "range":
         if step <= 0 or b < a:
             errors.append(f"{where}: range [{a}, {b}, {step}] needs step > 0 and stop >= start")
             return []
         n = math.floor((b - a) / step + 1e-9) + 1
-        values = [a + i * step for i in range(n)]
     else:
         if a <= 0 or step <= 1 or b < a:
             errors.append(
                 f"{where}: geometric [{a}, {b}, {step}] needs start > 0, factor > 1, stop >= start"
             )
             return []
-        x = a
-        while x <= b * (1 + 1e-9):
-            values.append(x)
-            x *= step
-    if len(values) > 100_000:
-        errors.append(f"{where}: {len(values):,} values; allowed: at most 100,000 per axis")
+        n = math.floor(math.log(b / a) / math.log(step) + 1e-9) + 1
+    if n > MAX_AXIS_VALUES:
+        errors.append(f"{where}: {n:,} values; allowed: at most {MAX_AXIS_VALUES:,} per axis")
         return []
+    values = (
+        [a + i * step for i in range(n)] if kind == "range" else [a * step**i for i in range(n)]
+    )
     if all(isinstance(v, int) for v in (a, b, step)):
-        return [int(v) for v in values]
+        return [round(v) for v in values]
     return [float(v) for v in values]
 
 
@@ -347,6 +383,12 @@ def _check_path(path: str, where: str, errors: list[str]) -> bool:
     """Whether ``path`` can name a field of a scenario (walks the pydantic models)."""
     model: Any = Scenario
     parts = path.split(".")
+    if parts[0] == "faults":
+        errors.append(
+            f"{where}: sweep points simulate the step only, not the faults section; run "
+            "commwall faults ... for fault studies"
+        )
+        return False
     for depth, part in enumerate(parts):
         fields = getattr(model, "model_fields", None)
         if fields is None:  # a free-form mapping (overrides, empirical lists): anything goes
@@ -393,4 +435,7 @@ def _set(config: dict[str, Any], path: str, value: Any) -> None:
             child = {}
             node[part] = child
         node = child
-    node[parts[-1]] = value
+    if value is None:  # null: back to the field's default
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value

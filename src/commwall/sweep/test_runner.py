@@ -79,8 +79,8 @@ def test_a_killed_sweep_resumes_without_losing_or_recomputing_points(tmp_path: P
 
     many = {**SPEC, "base": str(ROOT / SPEC["base"]),  # type: ignore[operator]
             "axes": {"cluster.nics_per_node": [1, 2, 4, 8],
-                     "cluster.topology.oversubscription": [1, 2, 3, 4, 5, 6]}}  # fmt: skip
-    spec_file.write_text(yaml.safe_dump(many))
+                     "cluster.topology.oversubscription": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}  # fmt: skip
+    spec_file.write_text(yaml.safe_dump(many, sort_keys=False))
     out = tmp_path / "out"
     cmd = [sys.executable, "-c", "from commwall.cli import main; main()", "sweep", "run",
            str(spec_file), "--out", str(out), "--jobs", "1"]  # fmt: skip
@@ -88,17 +88,17 @@ def test_a_killed_sweep_resumes_without_losing_or_recomputing_points(tmp_path: P
                             start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 120
     while len(done_ids(out)) < 3 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
+        time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     kept = done_ids(out)
-    assert 3 <= len(kept) < 48, "the kill should land mid-sweep"
+    assert 3 <= len(kept) < 80, "the kill should land mid-sweep"
     assert all(len(r) > 5 for r in read_points(out))  # every stored file reads whole
     spec = parse_sweep(many)
-    assert len(plan(spec, out).todo) == 48 - len(kept)
+    assert len(plan(spec, out).todo) == 80 - len(kept)
     resumed = run_sweep(spec, out, jobs=2)
-    assert resumed.stored_before == len(kept) and resumed.computed == 48 - len(kept)
-    assert len(done_ids(out)) == 48
+    assert resumed.stored_before == len(kept) and resumed.computed == 80 - len(kept)
+    assert len(done_ids(out)) == 80
     assert not [p for p in (out / "points").iterdir() if p.name.startswith(".")]
 
 
@@ -113,3 +113,36 @@ def test_ray_executor_gives_the_same_records(tmp_path: Path) -> None:
     assert without_seconds(read_points(tmp_path / "ray")) == without_seconds(
         read_points(tmp_path / "local")
     )
+
+
+def test_one_design_reached_twice_is_computed_once_and_counted(tmp_path: Path) -> None:
+    """Oversubscription 1 and 1.0 (and a repeated value) are one design: one id, one point."""
+    same = {**SPEC, "zip": [], "axes": {"cluster.topology.oversubscription": [1, 1.0, 2, 2]}}
+    summary = run_sweep(parse_sweep(same, root=ROOT), tmp_path, jobs=1)
+    assert (summary.points, summary.duplicates, summary.computed) == (4, 2, 2)
+
+
+def test_a_sweep_directory_has_one_writer_at_a_time(tmp_path: Path) -> None:
+    import fcntl
+
+    spec = parse_sweep(SPEC, root=ROOT)
+    tmp_path.mkdir(exist_ok=True)
+    with (tmp_path / ".lock").open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(SweepError, match="is being written by"):
+            run_sweep(spec, tmp_path, jobs=1)
+    assert run_sweep(spec, tmp_path, jobs=1, limit=1).computed == 1
+
+
+def test_reordered_axes_are_another_sweep(tmp_path: Path) -> None:
+    spec = parse_sweep(SPEC, root=ROOT)
+    run_sweep(spec, tmp_path, jobs=1, limit=1)
+    axes = dict(reversed(list(SPEC["axes"].items())))  # type: ignore[attr-defined]
+    with pytest.raises(SweepError, match="holds another sweep"):
+        run_sweep(parse_sweep({**SPEC, "axes": axes}, root=ROOT), tmp_path, jobs=1)
+
+
+def test_constraints_that_cannot_be_evaluated_are_one_clear_error(tmp_path: Path) -> None:
+    bad = parse_sweep({**SPEC, "constraints": ["`cluster.nodes` / 0 > 1"]}, root=ROOT)
+    with pytest.raises(SweepError, match=r"constraints\[0\].*division by zero"):
+        run_sweep(bad, tmp_path, jobs=1)

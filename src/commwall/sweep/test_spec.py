@@ -64,7 +64,13 @@ def test_random_sampling_is_seeded_and_distinct() -> None:
      ({"sampling": "random"}, "samples"),
      ({"seeds": [-1]}, "seeds"),
      ({"bogus": 1}, "bogus: unknown key"),
-     ({"base": "missing.yaml"}, "cannot read the file")],
+     ({"base": "missing.yaml"}, "cannot read the file"),
+     ({"axes": {"cluster.nodes": {"range": [1, 10**12, 1]}}}, "at most 100,000"),
+     ({"axes": {"cluster.nodes": {"geometric": [1, float("inf"), 2]}}}, "finite"),
+     ({"axes": {"cluster.nodes": {"range": [float("nan"), 3, 1]}}}, "finite"),
+     ({"axes": {"job.dp": [64, [1]]}}, "is a list; allowed: single values"),
+     ({"axes": {"cluster.overrides": [{}]}}, "is a dict"),
+     ({"axes": {"faults.stragglers.jitter": [0.01]}}, "not the faults section")],
 )  # fmt: skip
 def test_bad_specs_name_the_field(fields: dict[str, object], message: str) -> None:
     with pytest.raises(SweepError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -89,3 +95,17 @@ def test_load_reads_relative_bases_and_reports_yaml_errors(tmp_path: Path) -> No
     bad.write_text("axes: [\n")
     with pytest.raises(SweepError, match="YAML syntax error at line"):
         load_sweep(bad)
+
+
+def test_null_restores_a_fields_default() -> None:
+    s = spec(set={"job.seq_len": None, "job.dp": None}, axes={"cluster.nodes": [8]})
+    (point,) = s.points()
+    assert "seq_len" not in point.config["job"] and "dp" not in point.config["job"]
+
+
+def test_random_sampling_over_a_grid_beyond_64_bits() -> None:
+    axes = {f"cluster.{k}": list(range(1, 100_001)) for k in
+            ("nodes", "nics_per_node", "gpus_per_node", "scale_up_domain")}  # fmt: skip
+    axes["cluster.mtu"] = list(range(256, 100_256))
+    s = spec(axes=axes, sampling="random", samples=5, seed=1)
+    assert s.grid_size > 2**64 and len({tuple(p.axes.values()) for p in s.points()}) == 5

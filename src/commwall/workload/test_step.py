@@ -16,6 +16,7 @@ from commwall.collectives import Op, busbw_factor
 from commwall.collectives.schedule import CollectiveTask, Group
 from commwall.engines import AnalyticEngine
 from commwall.io.scenario import parse_scenario
+from commwall.workload import step as step_module
 from commwall.workload.job import HALF_BYTES, Job, resolve_job
 from commwall.workload.memory import memory_per_gpu, params_per_gpu
 from commwall.workload.simulate import CATEGORIES, StepReport, simulate
@@ -439,9 +440,32 @@ def test_memory_report_is_the_memory_model() -> None:
 
 def test_simulate_is_deterministic() -> None:
     s = scenario({"tp": 8, "pp": 4, "zero_stage": 1, "global_batch": 64})
-    a, b = simulate(s).to_dict(), simulate(s).to_dict()
-    assert a == b
+    step_module._PLANS.clear()
+    a = simulate(s).to_dict()
+    step_module._PLANS.clear()  # built again from scratch, not served from the plan cache
+    b = simulate(s).to_dict()
+    assert a == b == simulate(s).to_dict()
     assert math.isfinite(a["step_time_s"]) and a["step_time_s"] > 0
+
+
+def test_plan_cache_keys_on_what_the_plan_depends_on() -> None:
+    """Designs that differ only off the step share a plan; the domain, the HBM bandwidth and the
+    job do not; the cache stays within its phase budget."""
+    from dataclasses import replace
+
+    job, cluster = resolved({"tp": 2, "pp": 4, "global_batch": 64})
+    plan = build_step(job, cluster)
+    assert build_step(job, replace(cluster, routing="ecmp", mtu=2048)) is plan
+    gpu = cluster.gpu.model_copy(update={"hbm_bandwidth": cluster.gpu.hbm_bandwidth * 2})
+    faster = replace(cluster, gpu=gpu)
+    other = build_step(job, faster)
+    assert other is not plan
+    assert [p.task for p in other.schedule.phases if p.category != "optimizer"] == [
+        p.task for p in plan.schedule.phases if p.category != "optimizer"
+    ]
+    assert build_step(replace(job, micro_batches=job.micro_batches // 2), cluster) is not plan
+    total = sum(len(p.schedule.phases) for p in step_module._PLANS.values())
+    assert total <= step_module.PLAN_CACHE_PHASES or len(step_module._PLANS) == 1
 
 
 def test_step_plan_marks_point_at_real_phases() -> None:
