@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any, Final
 
@@ -263,8 +263,16 @@ def _evaluate(args: tuple[int, dict[str, Any], dict[str, Any]]) -> dict[str, Any
 
 def _pool(todo: list[Point], workers: int) -> Iterator[dict[str, Any]]:
     """Evaluate on a local process pool, yielding records as they finish."""
-    method = "fork" if sys.platform == "linux" else "spawn"
-    context = multiprocessing.get_context(method)
+    # forkserver, not fork: the driver runs threads (the progress bar), and forking a
+    # threaded process can copy a held lock into the child; the server preloads the simulator
+    # once so each worker starts warm
+    context: BaseContext
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        server = multiprocessing.get_context("forkserver")
+        server.set_forkserver_preload(["commwall.sweep.evaluate", "commwall.workload.simulate"])
+        context = server
+    else:
+        context = multiprocessing.get_context("spawn")
     pending: set[Future[dict[str, Any]]] = set()
     queue = iter(todo)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
