@@ -8,6 +8,7 @@ and cost, memory per GPU, and the ``faults`` section's distributions when the sc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -158,9 +159,14 @@ def timeline_bars(
     per_stream: dict[str, list[tuple[float, float, str, str, int]]] = {s: [] for s in streams}
     for p in sorted(phases, key=lambda p: (float(p["start_s"]), float(p["end_s"]))):
         per_stream[str(p["stream"])].append(
-            (float(p["start_s"]), float(p["end_s"]), str(p["category"]), str(p["name"]),
-             int(p.get("repeat") or 1))
-        )  # fmt: skip
+            (
+                float(p["start_s"]),
+                float(p["end_s"]),
+                str(p["category"]),
+                str(p["name"]),
+                int(p.get("repeat") or 1),
+            )
+        )
     makespan = max((float(p["end_s"]) for p in phases), default=0.0)
     slot = 0.0
     while True:
@@ -480,31 +486,27 @@ def _power(d: dict[str, Any]) -> Section:
     power = {k: float(v) for k, v in (f.get("power_w") or {}).items()}
     if power:
         blocks.append(
-            Chart(
-                id="power",
-                title=f"Power by part: {fmt.watts(f.get('total_power_w'))} in all",
-                body=Bar(
-                    labels=tuple(power),
-                    values=tuple(v / 1e3 for v in power.values()),
-                    groups=tuple("GPUs" if k == "gpus" else "network" for k in power),
-                    text=tuple(fmt.watts(v) for v in power.values()),
-                ),
-                x_title="kW",
-                height=300,
+            _bar_chart(
+                "power",
+                f"Power by part: {fmt.watts(f.get('total_power_w'))} in all",
+                power,
+                fmt.watts,
+                "kW",
+                300,
+                per=1e3,
+                groups=tuple("GPUs" if k == "gpus" else "network" for k in power),
             )
         )
     if cost_by_part:
         blocks.append(
-            Chart(
-                id="cost",
-                title="Network cost by part (estimate)",
-                body=Bar(
-                    labels=tuple(cost_by_part),
-                    values=tuple(v / 1e6 for v in cost_by_part.values()),
-                    text=tuple(fmt.usd(v) for v in cost_by_part.values()),
-                ),
-                x_title="million USD",
-                height=260,
+            _bar_chart(
+                "cost",
+                "Network cost by part (estimate)",
+                cost_by_part,
+                fmt.usd,
+                "million USD",
+                260,
+                per=1e6,
             )
         )
     elif f.get("network_cost_usd_estimate") is not None:
@@ -579,16 +581,13 @@ def _faults(f: dict[str, Any]) -> Section:
         contrib = s.get("contributions_s") or {}
         if contrib:
             blocks.append(
-                Chart(
-                    id="faults-contributions",
-                    title="What each source of variability adds to the mean step",
-                    body=Bar(
-                        labels=tuple(contrib),
-                        values=tuple(float(v) for v in contrib.values()),
-                        text=tuple(fmt.seconds(v) for v in contrib.values()),
-                    ),
-                    x_title="seconds",
-                    height=260,
+                _bar_chart(
+                    "faults-contributions",
+                    "What each source of variability adds to the mean step",
+                    contrib,
+                    fmt.seconds,
+                    "seconds",
+                    260,
                 )
             )
     g = f.get("goodput")
@@ -596,16 +595,13 @@ def _faults(f: dict[str, Any]) -> Section:
         causes = g.get("interruptions_per_hour_by_cause") or {}
         if causes:
             blocks.append(
-                Chart(
-                    id="faults-interruptions",
-                    title=f"Interruptions per hour by cause (MTBF {fmt.num(g.get('mtbf_hours'))} h)",
-                    body=Bar(
-                        labels=tuple(causes),
-                        values=tuple(float(v) for v in causes.values()),
-                        text=tuple(fmt.num(v) for v in causes.values()),
-                    ),
-                    x_title="interruptions per hour",
-                    height=300,
+                _bar_chart(
+                    "faults-interruptions",
+                    f"Interruptions per hour by cause (MTBF {fmt.num(g.get('mtbf_hours'))} h)",
+                    causes,
+                    fmt.num,
+                    "interruptions per hour",
+                    300,
                 )
             )
         if isinstance(g.get("goodput"), dict):
@@ -653,3 +649,29 @@ def _scalar_table(title: str, data: dict[str, Any]) -> Table:
         else:
             rows.append((k, fmt.value(v)))
     return Table(("figure", "value"), tuple(rows), caption=title)
+
+
+def _bar_chart(
+    chart_id: str,
+    title: str,
+    values: dict[str, Any],
+    text: Callable[[Any], str],
+    x_title: str,
+    height: int,
+    *,
+    per: float = 1.0,
+    groups: tuple[str, ...] = (),
+) -> Chart:
+    """A bar per entry of ``values`` (drawn in units of ``per``), labelled ``text(value)``."""
+    return Chart(
+        id=chart_id,
+        title=title,
+        body=Bar(
+            labels=tuple(values),
+            values=tuple(float(v) / per for v in values.values()),
+            groups=groups,
+            text=tuple(text(v) for v in values.values()),
+        ),
+        x_title=x_title,
+        height=height,
+    )

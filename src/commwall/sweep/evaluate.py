@@ -46,16 +46,16 @@ def design_id(config: dict[str, Any]) -> str:
 
 def metrics(report: Any) -> dict[str, Any]:
     """The flat figures of one simulated step (module docstring)."""
-    d = report.to_dict()
-    c, f, mem = d["cluster"], d["fabric"], d["memory_bytes"]
+    # read off the report, not report.to_dict(): that serialises every phase of the timeline
+    c, f = report.cluster, report.fabric
     out: dict[str, Any] = {
-        "step_time_s": d["step_time_s"],
-        "comm_wait_s": d["comm_wait_s"],
-        "comm_wait_share": d["comm_wait_share"],
-        "tokens_per_s": d["tokens_per_s"],
-        "mfu": d["mfu"],
+        "step_time_s": report.step_time,
+        "comm_wait_s": report.comm_wait,
+        "comm_wait_share": report.comm_wait_share,
+        "tokens_per_s": report.tokens_per_second,
+        "mfu": report.mfu,
     }
-    out.update({f"breakdown.{k}_s": float(v) for k, v in d["breakdown_s"].items()})
+    out.update({f"breakdown.{k}_s": float(v) for k, v in report.breakdown.items()})
     out.update(
         {
             "gpus": c["gpus"],
@@ -75,10 +75,10 @@ def metrics(report: Any) -> dict[str, Any]:
             "power_w": float(f["total_power_w"]),
             "network_power_w": float(f["network_power_w"]),
             "network_cost_usd": float(f["network_cost_usd_estimate"]),
-            "memory_per_gpu_bytes": float(mem["total"]),
-            "fits_in_memory": bool(mem["fits"]),
-            "bottleneck": d["bottleneck"],
-            "engine": d["timeline"]["engine"],
+            "memory_per_gpu_bytes": float(report.memory.total),
+            "fits_in_memory": bool(report.fits_in_memory),
+            "bottleneck": report.bottleneck(),
+            "engine": report.result.engine,
         }
     )
     return out
@@ -93,7 +93,7 @@ def evaluate_point(index: int, config: dict[str, Any], axes: dict[str, Any]) -> 
 
     start = time.perf_counter()
     record: dict[str, Any] = {
-        "point_id": design_id(config),
+        "point_id": point_id(config),  # replaced by the validated scenario's id below
         "index": index,
         "status": "ok",
         "error": None,
@@ -102,7 +102,9 @@ def evaluate_point(index: int, config: dict[str, Any], axes: dict[str, Any]) -> 
     }
     try:
         scenario = parse_scenario(config, f"point {index}")
-        record["config"] = json.dumps(scenario.model_dump(mode="json"), sort_keys=True)
+        resolved = scenario.model_dump(mode="json")  # validated once: its id and its config
+        record["point_id"] = point_id(resolved)
+        record["config"] = json.dumps(resolved, sort_keys=True)
         report = simulate(scenario, build_cluster(scenario.cluster))
     except ScenarioError as e:
         record.update(status="invalid", error="; ".join(e.messages))
