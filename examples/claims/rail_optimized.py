@@ -10,13 +10,15 @@ scalable units of 32 nodes), on commwall's flow engine, two ways to cable the sa
   rail leaf i of that SU; the SUs' leaves meet at the spines.
 * **fat-tree** (node-local cabling): all 8 NICs of a node on one leaf, so 4 nodes share a leaf.
 
-A 1 GiB all-reduce over all 512 GPUs, ring (NCCL's 32 channels, each visiting the 64 nodes in
-order) and hierarchical (reduce-scatter in the node, 8 per-rail rings across nodes, all-gather):
+An 8 GiB all-reduce over all 512 GPUs, ring (NCCL's 16 channels, two per NIC, each visiting the
+64 nodes in order) and hierarchical (reduce-scatter in the node, 8 per-rail rings across nodes, all-gather):
 the bytes every link class carries, the switches an inter-node hop crosses and the bus bandwidth
 under ECMP over several seeds. A ring hop from node i to node i+1 on rail r stays on one leaf
 unless i and i+1 are under different leaves: per channel that happens B = nodes / nodes per leaf
 times (2 SU boundaries rail-optimized, 16 leaf boundaries fat-tree), so the leaf-spine cables
-carry 2 (up and down) x B x 2(p-1)/p x 1 GiB in all, whatever the channel count.
+carry 2 (up and down) x B x 2(p-1)/p x 8 GiB in all, whatever the channel count. (8 GiB, not 1:
+a 1 GiB ring over 512 ranks spends most of its 1,022 steps waiting on per-step latency, at about a
+third of the link rate, so no layout's links are full enough to collide; 8 GiB is link-bound.)
 
 And where the rail does not help by itself: expert-parallel all-to-all, 1 GiB per GPU in 8
 concurrent groups of 8 nodes (EP 64, four groups per SU, the whole cluster busy), where GPU i of
@@ -53,6 +55,8 @@ CLAIM = (
 )
 PRESET = "dgx-h100"
 NODES = 64
+#: The all-reduce's size (link-bound, see the module doc) and the all-to-all's per GPU.
+AR_SIZE = 8 * 2**30
 SIZE = 2**30
 KINDS = ("rail-optimized", "fat-tree")
 ALGOS = ("ring", "hierarchical")
@@ -162,7 +166,7 @@ def ring_hops(cl: Cluster) -> tuple[int, float]:
 
 
 def world_task(cl: Cluster, op: Op, algo: str | None) -> CollectiveTask:
-    return CollectiveTask(op, SIZE, world_group(cl, cl.world()), algo, Proto.SIMPLE)
+    return CollectiveTask(op, AR_SIZE, world_group(cl, cl.world()), algo, Proto.SIMPLE)
 
 
 def ep_task(cl: Cluster) -> CollectiveTask:
@@ -181,7 +185,7 @@ def ring_channels(cl: Cluster) -> tuple[int, float]:
     """NCCL ring channels of the all-reduce and each one's rate cap (bytes/s)."""
     task = world_task(cl, Op.ALL_REDUCE, "ring")
     cost = AnalyticEngine("all").cost(task, cl)
-    plan = compile_collective(task.op, SIZE, group_members(task.group, cl), cl, cost)
+    plan = compile_collective(task.op, AR_SIZE, group_members(task.group, cl), cl, cost)
     chains = plan.stages[0].chains
     return len(chains), float(chains[0].rate)
 
@@ -252,6 +256,10 @@ def numbers() -> Numbers:
 
 def gb(x: float) -> str:
     return f"{x / 1e9:,.1f} GB"
+
+
+def slowed_seeds(r: AllReduceRow) -> str:
+    return f"slowed on {r.slowed_seeds} of {len(SEEDS)} seeds" if r.slowed_seeds else "not slowed"
 
 
 def slowed(x: float) -> str:
@@ -359,12 +367,14 @@ def main() -> None:
                 f"uplink's {fmt(n.uplink, 'B/s')}. The fat tree sends all {n.channels} channels "
                 f"out of a leaf at every {npl['fat-tree']}th node; {overfill} hashed onto one "
                 "uplink overfill it.",
-                "the hierarchical all-reduce's inter-node rings are many thin flows that hash "
-                "evenly: neither layout is slowed, though the fat tree still carries "
+                "the hierarchical all-reduce's inter-node rings run one per rail, two channels "
+                "each (NCCL's two per NIC): on the rail layout they never leave a rail leaf but "
+                f"at the SU boundaries ({slowed_seeds(hier_r)}); on the fat tree they share "
+                f"leaf uplinks ({slowed_seeds(hier_f)}), and it carries "
                 f"{hier_f.bytes_by_class['leaf-spine'] / hier_r.bytes_by_class['leaf-spine']:.0f}x "
                 "the spine bytes.",
                 f"latency: a hop that leaves its leaf crosses 3 switches instead of 1 "
-                f"({fmt(2 * n.switch_latency, 's')} more), negligible against a 1 GiB collective.",
+                f"({fmt(2 * n.switch_latency, 's')} more), negligible against an 8 GiB collective.",
                 f"EP all-to-all without PXN: the rail leaves' uplinks run at "
                 f"{a_rail.spine_share:.1%} of the NICs' traffic on average (the fat tree's at "
                 f"{a_fat.spine_share:.0%}), close enough to full that ECMP's uneven hashing "
@@ -375,7 +385,9 @@ def main() -> None:
         )
     )
     print()
-    print(f"1 GiB all-reduce over {n.gpus} GPUs: bytes per link class, busbw (ECMP, mean of seeds)")
+    print(
+        f"{AR_SIZE >> 30} GiB all-reduce over {n.gpus} GPUs: bytes per link class, busbw (ECMP, mean of seeds)"
+    )
     print(
         table(
             ("layout / algorithm", "NVLink", "NIC-leaf", "leaf-spine", "busbw", "time"),
@@ -393,7 +405,7 @@ def main() -> None:
         )
     )
     print()
-    print(f"1 GiB {ep}, {EP_NODES * n.rails} GPUs per group:")
+    print(f"{SIZE >> 30} GiB {ep}, {EP_NODES * n.rails} GPUs per group:")
     print(
         table(
             ("layout / routing", "NVLink", "NIC-leaf", "leaf-spine", "over spine", "busbw"),

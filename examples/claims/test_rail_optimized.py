@@ -13,7 +13,8 @@ CAT = load_catalog()
 PRESET = CAT.preset(claim.PRESET)
 NIC = CAT.nic(PRESET.nic)
 SWITCH = CAT.switch(PRESET.switch)
-N = claim.SIZE
+N = claim.AR_SIZE  # the all-reduce's bytes
+N_A2A = claim.SIZE  # the all-to-all's, per GPU
 NODES = claim.NODES
 G = PRESET.gpus_per_node  # GPUs (and NICs, one per GPU) per node
 P = NODES * G  # ranks of the all-reduce
@@ -77,8 +78,9 @@ def test_ring_channels_and_why_the_rail_cannot_collide(n: claim.Numbers) -> None
     assert n.channels * n.channel_rate * cost.bw_time == pytest.approx(2 * (P - 1) / P * N)
     assert n.uplink == pytest.approx(NIC.rate * wire_efficiency(cl.fabric, cl.mtu))
     per_rail = n.channels // G
+    assert n.channels == 2 * G  # two channels per NIC (NCCL)
     assert per_rail * n.channel_rate <= n.uplink  # an SU boundary cannot overfill any uplink
-    assert 5 * n.channel_rate > n.uplink  # five fat-tree channels on one uplink do
+    assert 3 * n.channel_rate > n.uplink  # three fat-tree channels on one uplink do
 
 
 def contention_free_busbw(kind: str, algo: str) -> float:
@@ -103,9 +105,11 @@ def test_fat_tree_ring_loses_to_ecmp_collisions_only(n: claim.Numbers) -> None:
     assert r.slowed_seeds >= len(claim.SEEDS) // 2
     assert max(r.busbw) <= free * (1 + 1e-9)
     assert r.busbw_mean < n.ar("rail-optimized", "ring").busbw_mean
-    # the hierarchical rings' many thin flows do not collide on either layout
+    # the hierarchical rail rings (two channels per NIC) collide on the fat tree's uplinks too,
+    # never on the rail layout (test_rail_optimized_never_slowed)
     h = n.ar("fat-tree", "hierarchical")
-    assert h.busbw_mean == pytest.approx(contention_free_busbw("fat-tree", "hierarchical"))
+    assert h.busbw_mean <= contention_free_busbw("fat-tree", "hierarchical") * (1 + 1e-9)
+    assert h.busbw_mean < n.ar("rail-optimized", "hierarchical").busbw_mean
 
 
 class TestExpertParallelAllToAll:
@@ -117,7 +121,7 @@ class TestExpertParallelAllToAll:
     q = nodes * G
 
     def net(self) -> float:
-        return self.groups * (self.nodes - 1) * G * N  # one direction
+        return self.groups * (self.nodes - 1) * G * N_A2A  # one direction
 
     def test_groups_fit_in_a_scalable_unit(self) -> None:
         assert SU % self.nodes == 0 and self.groups * self.nodes <= NODES
@@ -142,8 +146,8 @@ class TestExpertParallelAllToAll:
         assert r.slowdown <= claim.SLOWED
         # NVLink: the G-1 node-local peers, plus one NVLink hop at the sender for every remote
         # peer on another rail, each crossing a GPU's out and in port
-        local = 2 * self.groups * (G - 1) * N
-        pxn = 2 * self.groups * (self.nodes - 1) * (G - 1) * N
+        local = 2 * self.groups * (G - 1) * N_A2A
+        pxn = 2 * self.groups * (self.nodes - 1) * (G - 1) * N_A2A
         assert n.a2a("rail-optimized", "ecmp").bytes_by_class["scale-up"] == pytest.approx(local)
         assert r.bytes_by_class["scale-up"] == pytest.approx(local + pxn)
 

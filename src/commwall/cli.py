@@ -311,6 +311,14 @@ def collective(
         typer.Option("--gdr/--no-gdr", help="GPUDirect RDMA (else bounce through host memory)."),
     ] = None,
     explain: Annotated[bool, typer.Option(help="Say why each row's algorithm won.")] = False,
+    gpus_per_process: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="GPUs one nccl-tests process drives (nccl-tests -g): its serial kernel "
+            "launches bound small sizes from below.",
+        ),
+    ] = 1,
     engine: Annotated[
         str,
         typer.Option(
@@ -347,7 +355,8 @@ def collective(
 
     from commwall.collectives import choose, parse_algo, parse_op, parse_proto
     from commwall.collectives.constants import Proto
-    from commwall.collectives.ops import REDUCING_OPS, Op, busbw_factor, element_count
+    from commwall.collectives.nccl import nccl_tests_time
+    from commwall.collectives.ops import REDUCING_OPS, Op, busbw_factor, nccl_tests_row
     from commwall.io.scenario import ScenarioError
     from commwall.units import parse_size
 
@@ -392,32 +401,39 @@ def collective(
         flow = FlowEngine(policy)
         group = world_group(cl, fabric)
     rows: list[dict[str, Any]] = []
+    notes: list[str] = []  # what an engine ran other than NCCL's choice, and why
     size = lo
     result = None
     while size <= hi:
+        asked = size
+        # nccl-tests runs (and prints) the per-rank-aligned size for AG/RS/alltoall.
+        size, count = nccl_tests_row(operation, int(asked), fabric.nranks)
         choice = choose(operation, size, fabric, algo=algo_name, proto=proto_value, policy=policy)
         best = choice.best
         extra: dict[str, Any] = {}
-        seconds = best.time
+        seconds = nccl_tests_time(best.time, gpus_per_process)
         if flow is not None:
             from commwall.collectives.schedule import CollectiveTask, Schedule
 
             task = CollectiveTask(operation, size, group, algo_name, proto_value)
             result = flow.run(Schedule.single(task), cl, routing, seed=seed)
-            seconds = result.makespan
+            seconds = nccl_tests_time(result.makespan, gpus_per_process)
             extra = {
                 "analytic_time_us": best.time * 1e6,
-                "slowdown_vs_analytic": seconds / best.time if best.time > 0 else 1.0,
+                "slowdown_vs_analytic": result.makespan / best.time if best.time > 0 else 1.0,
             }
             if engine == "packet":
                 ran = result.phases[0]
                 extra.update(_packet_extra(result))
                 best = replace(best, algo=ran.algo or best.algo, proto=Proto(ran.proto or "Simple"))
+                for note in result.details.get("substitutions", []):
+                    if note not in notes:
+                        notes.append(note)
         algbw = size / seconds if seconds > 0 else 0.0
         rows.append(
             {
                 "size": int(size),
-                "count": element_count(size),
+                "count": count,
                 "type": "float",
                 "redop": "sum" if operation in REDUCING_OPS else "none",
                 "root": 0 if operation in (Op.BROADCAST, Op.REDUCE) else -1,
@@ -430,7 +446,7 @@ def collective(
                 **extra,
             }
         )
-        size *= factor
+        size = asked * factor
     if trace is not None and result is not None:
         _write_trace(trace, result)
     header: dict[str, Any] = {
@@ -440,6 +456,8 @@ def collective(
         "domains": fabric.n_domains,
         "ranks_per_domain": fabric.ranks_per_domain,
         "engine": engine,
+        "gpus_per_process": gpus_per_process,
+        "notes": notes,
     }
     if result is not None:
         header["routing"] = result.details.get("routing")
@@ -538,6 +556,8 @@ def _print_nccl_table(header: dict[str, Any], rows: list[dict[str, Any]], explai
                 print(f"#   {line}")
     avg = sum(r["busbw_GBps"] for r in rows) / len(rows)
     print(f"# Avg bus bandwidth    : {avg:g}")
+    for note in header.get("notes", []):
+        print(f"# note: {note}")
 
 
 # ---- catalog and schema --------------------------------------------------------------------------

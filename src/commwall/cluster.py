@@ -32,6 +32,7 @@ from commwall.catalog import (
 )
 from commwall.collectives import CommFabric, Gen, Hw, gen_for_sm
 from commwall.collectives.constants import NET_OVERHEAD
+from commwall.collectives.nccl import nvls_channels, pow2_up
 from commwall.io.scenario import (
     CalibrationSpec,
     ClusterSpec,
@@ -204,12 +205,31 @@ class Cluster:
             extra += HOST_BOUNCE_LATENCY
         return max(0.0, extra)
 
-    @property
-    def channels(self) -> int:
-        """NCCL collective channels (ours: typical INFO-log values; only per-channel caps use it)."""
-        if self.scale_up == "pcie":
-            return 2
-        return 32 if self.gpu.sm >= 90 else 16
+    def channels(self, n_domains: int = 1, ranks_per_domain: int | None = None) -> int:
+        """NCCL ring/tree channels ("coll channels") of a communicator of this shape.
+
+        One scale-up domain: what NCCL's search finds on the node's links, as its INFO logs show
+        — 24 on 8 H100s (NCCL 2.28: "24 coll channels, 24 collnet channels, 16 nvls channels")
+        and on 8 A100s ("Channel xx/24", nccl-tests#100), 32 on 8 B200s (nccl#1646); "the number
+        of NCCL channels is directly related to" the 18 NVLinks per Hopper GPU (AddyLaddy,
+        nccl#1429). PCIe-only nodes: 2 (L40S logs). Across domains: two channels per NIC the
+        domain's ranks drive ("two channels per NIC makes the NIC utilization closer to peak",
+        sjeaugey, nccl#438; 16 on two 8 × 400G H100 nodes in nccl#1538, DeepEP#106), never more
+        than inside one domain.
+        """
+        if self.scale_up != "nvlink":
+            one = 2
+        elif self.gpu.sm >= 100:
+            one = 32
+        elif self.gpu.sm >= 80:
+            one = 24
+        else:
+            one = 12
+        if n_domains <= 1:
+            return one
+        g = self.gpus_per_node if ranks_per_domain is None else ranks_per_domain
+        nics = max(1, math.ceil(g * self.nics_per_node / self.gpus_per_node))
+        return max(2, min(one, 2 * nics))
 
     # ---- communicators -----------------------------------------------------------------------
 
@@ -229,7 +249,12 @@ class Cluster:
             intra_hw=self.intra_hw,
             net_bw_per_rank=self.net_bw_per_gpu,
             gen=self.gen,
-            channels=self.channels,
+            channels=(channels := self.channels(n_domains, ranks_per_domain)),
+            nvls_channels=nvls_channels(self.gpu.sm, n_domains),
+            p2p_channels=pow2_up(channels),
+            nvlink_links=max(1, self.gpu.nvlink_links),
+            nics_per_rank=max(1, self.nics_per_node // self.gpus_per_node),
+            nic_gbps=self.nic.rate / 1e9,
             net_extra_latency=self.net_extra_latency,
             net_overhead=NET_OVERHEAD[self.cpu],
             cpu=self.cpu,
@@ -238,6 +263,7 @@ class Cluster:
             collnet=self.sharp,
             gdr=self.gpudirect_rdma,
             intra_latency_adjust=self.intra_calibration.latency,
+            intra_bw_factor=self.intra_calibration.bandwidth_factor,
             net_latency_adjust=self.net_calibration.latency,
         )
 

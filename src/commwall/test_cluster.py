@@ -207,7 +207,7 @@ def test_pcie_scale_up_uses_nccl_pcie_x16_value() -> None:
     gen4 = cluster(preset="dgx-a100", nodes=2, scale_up="pcie")
     assert gen4.intra_bw == pytest.approx(24 * GB)
     assert gen5.scale_up_domain == gen5.gpus_per_node == 8
-    assert gen5.channels == 2
+    assert gen5.channels() == 2 and gen5.channels(2) == 2
     assert not gen5.world().nvls  # no NVSwitch, no NVLink SHARP
 
 
@@ -252,8 +252,11 @@ def test_comm_fabric_carries_the_cluster_numbers() -> None:
     assert f.collnet  # SHARP on a Quantum switch
     assert not f.nvls  # A100's NVSwitch2 has no NVLink SHARP
     assert f.net_overhead == NET_OVERHEAD["amd"]
-    assert f.channels == c.channels == 16
-    assert cluster(preset="dgx-h100", nodes=1).channels == 32
+    # Across domains two channels per NIC the ranks drive: 4 of 8 GPUs use 4 of 8 NICs.
+    assert f.channels == c.channels(2, 4) == 8
+    assert c.channels(2, 8) == 16 and c.channels() == 24  # DGX A100 logs: 24 in one node
+    assert cluster(preset="dgx-h100", nodes=1).channels() == 24
+    assert cluster(preset="dgx-b200", nodes=1).channels() == 32
 
 
 def test_summary_reports_the_derived_numbers() -> None:

@@ -1,8 +1,17 @@
 """The result type of every collective cost model, and helpers the algorithms share.
 
-A :class:`Cost` is an α–β answer: a fixed ``latency`` (launch, per-step hardware latencies) plus a
-``bw_time`` proportional to the message size. Both come from closed forms, so the same numbers can
-be re-derived by hand (the tests do).
+A :class:`Cost` carries two answers:
+
+* ``latency + bw_time`` — the time the collective takes, from NCCL's launch plan priced by
+  :mod:`commwall.collectives.pipeline` (channels used at this size, chunks and slices, per-slice
+  synchronisation, network windows, pipeline fill). ``latency`` is the part contention cannot
+  slow (launch, fills, per-step latencies), ``bw_time`` the bandwidth-bound part.
+* ``tuner_time`` — what NCCL's own tuning model (``tuning.cc``: ``lat + S/algBw``) predicts. NCCL
+  picks the algorithm and protocol with the lowest of these, so :func:`~commwall.collectives.tuner.choose`
+  does too; it is not the time the collective takes (NCCL's model is a selection heuristic and
+  is optimistic between 1 and 256 MiB).
+
+Both come from closed forms, so the same numbers can be re-derived by hand (the tests do).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from commwall.collectives.constants import (
     LL_EFFICIENCY,
     LL_MAX_BW,
     PER_CH_MAX_RING_LL128_BW,
+    PER_CH_MAX_TREE_BW,
     Gen,
     Hw,
     Proto,
@@ -23,7 +33,9 @@ from commwall.collectives.constants import (
     per_node_column,
 )
 from commwall.collectives.fabric import CommFabric
+from commwall.collectives.nccl import NCCL_STEPS
 from commwall.collectives.ops import Op, busbw_factor
+from commwall.collectives.pipeline import Hop
 
 
 class Unsupported(Exception):
@@ -47,11 +59,23 @@ class Cost:
     bw_time: float
     steps: int
     bottleneck: str
+    tuner_time: float | None = None
+    """NCCL's tuning-model estimate (seconds) used to choose; None: same as :attr:`time`."""
+    channels: int = 0
+    """Channels (SMs) the collective runs on at this size (0: not an NCCL kernel)."""
+    estimated: bool = False
+    """True for a tuner-only answer (``estimate=True``): ``latency + bw_time`` is NCCL's estimate,
+    not the time the collective takes."""
 
     @property
     def time(self) -> float:
         """Total predicted time, seconds."""
         return self.latency + self.bw_time
+
+    @property
+    def selection_time(self) -> float:
+        """The time NCCL's tuner compares algorithms by (:attr:`tuner_time`, else :attr:`time`)."""
+        return self.time if self.tuner_time is None else self.tuner_time
 
     @property
     def algbw(self) -> float:
@@ -67,7 +91,26 @@ class Cost:
 def trivial(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
     """A communicator of one rank: NCCL copies the buffer locally (read + write through HBM)."""
     copy = 2.0 * nbytes / f.hbm_bw if f.hbm_bw > 0 else 0.0
-    return Cost(op, "local", proto, nbytes, 1, 0.0, copy, 0, "hbm")
+    return Cost(op, "local", proto, nbytes, 1, 0.0, copy, 0, "hbm", channels=1)
+
+
+def estimate_cost(
+    op: Op,
+    algo: str,
+    proto: Proto,
+    nbytes: float,
+    f: CommFabric,
+    latency: float,
+    bw_time: float,
+    steps: int,
+    bottleneck: str,
+) -> Cost:
+    """A tuner-only :class:`Cost` (NCCL's ``latency + S/algBw``) for :func:`~commwall.collectives.tuner.choose`
+    to rank candidates without pricing every one's launch plan."""
+    return Cost(
+        op, algo, proto, nbytes, f.nranks, latency, bw_time, steps, bottleneck,
+        latency + bw_time, 0, True,
+    )  # fmt: skip
 
 
 def step_latency(f: CommFabric, hw: Hw, algo: str, proto: Proto) -> float:
@@ -82,20 +125,28 @@ def net_latency(f: CommFabric, algo: str, proto: Proto) -> float:
     """NCCL's ``interLat`` (``tuning.cc``): ``hwLat[NET][Tree if ppn == 1 else algo][proto]``
     plus the fabric's own latency, counted twice for Simple (the receive-side flush), plus the
     calibrated adjustment (never below 0)."""
-    column = "tree" if f.ranks_per_domain == 1 else algo
-    lat = HW_LAT[Hw.NET][column][proto] + f.net_extra_latency
-    if proto is Proto.SIMPLE:
-        lat += f.net_extra_latency
-    return max(0.0, lat + f.net_latency_adjust)
+
+    def compute() -> float:
+        column = "tree" if f.ranks_per_domain == 1 else algo
+        lat = HW_LAT[Hw.NET][column][proto] + f.net_extra_latency
+        if proto is Proto.SIMPLE:
+            lat += f.net_extra_latency
+        return max(0.0, lat + f.net_latency_adjust)
+
+    return f.memo(("net_latency", algo, proto), compute)
 
 
 def ll_max_bw(f: CommFabric) -> float:
     """NCCL's LL bandwidth cap (``llMaxBws``): by GPU generation inside one node, by CPU
     vendor across nodes (row 0 Intel/other, row 1 AMD; ``tuning.cc``)."""
-    col = per_node_column(f.n_domains)
-    cpu_row = Gen.AMPERE if f.cpu == "amd" else Gen.VOLTA
-    row = f.gen if f.n_domains == 1 else cpu_row
-    return gbps(LL_MAX_BW[row][col])
+
+    def compute() -> float:
+        col = per_node_column(f.n_domains)
+        cpu_row = Gen.AMPERE if f.cpu == "amd" else Gen.VOLTA
+        row = f.gen if f.n_domains == 1 else cpu_row
+        return gbps(LL_MAX_BW[row][col])
+
+    return f.memo("ll_max_bw", compute)
 
 
 def require_ll128(f: CommFabric) -> None:
@@ -128,6 +179,43 @@ def ring_proto_bw(f: CommFabric, proto: Proto, bw: float) -> float:
             LL128_RING_EFFICIENCY * bw, f.channels * gbps(PER_CH_MAX_RING_LL128_BW[f.gen][col])
         )
     return min(ll_max_bw(f), LL_EFFICIENCY * bw)
+
+
+def sm_channel_bw(f: CommFabric, proto: Proto) -> float:
+    """Most one channel (one SM's thread block) moves with ``proto``, bytes/s.
+
+    NCCL's per-channel caps (``tuning.cc``, one-node column): LL128 ``perChMaxRingLL128Bw``,
+    Simple ``perChMaxTreeBw`` (the cap NCCL measured for a full block copying with Simple). LL
+    is limited by its line rate instead (:func:`ring_proto_bw`).
+    """
+    if proto is Proto.LL128:
+        return gbps(PER_CH_MAX_RING_LL128_BW[f.gen][0])
+    return gbps(PER_CH_MAX_TREE_BW[f.gen][0])
+
+
+def slice_overhead(f: CommFabric, algo: str, proto: Proto) -> float:
+    """GPU time per slice beyond its data (:mod:`commwall.collectives.pipeline`): NCCL's per-step
+    latency of ``proto`` inside the node minus that of LL, which has no fence and no separate
+    flag (``hwLat``, ``tuning.cc``; the difference is ours)."""
+    table = HW_LAT[f.intra_hw][algo]
+    return max(0.0, table[proto] - table[Proto.LL])
+
+
+def intra_hop(f: CommFabric, algo: str, proto: Proto, rate: float, count: int) -> Hop:
+    """The scale-up hop class of ``algo`` (:class:`~commwall.collectives.pipeline.Hop`)."""
+    latency = max(0.0, HW_LAT[f.intra_hw][algo][Proto.LL] + f.intra_latency_adjust)
+    window = NCCL_STEPS // (2 if proto is Proto.SIMPLE and algo == "ring" else 1)
+    streaming = proto is not Proto.SIMPLE
+    return Hop(latency, slice_overhead(f, algo, proto), rate, window, count, streaming)
+
+
+def net_hop(f: CommFabric, algo: str, proto: Proto, rate: float, count: int, *, window: int) -> Hop:
+    """The network hop class: NCCL's per-step network latency (:func:`net_latency`) and the GPU's
+    per-slice overhead; ``window`` slices in flight per connection."""
+    return Hop(
+        net_latency(f, algo, proto), slice_overhead(f, algo, proto), rate, window, count,
+        proto is not Proto.SIMPLE,
+    )  # fmt: skip
 
 
 def require(condition: bool, reason: str) -> None:

@@ -1,22 +1,58 @@
-"""Direct algorithms: every rank talks to every peer at once.
+"""Direct algorithms: every rank talks to its peers with point-to-point sends.
 
-Used by NCCL for all-to-all and send/recv (grouped point-to-point), and as the "one-shot"
-all-reduce (a direct reduce-scatter then a direct all-gather) that inference libraries use for
-small messages. One all-pairs step with chunk ``c`` per peer moves, per rank and direction,
-``(g−1)·c`` bytes over scale-up and ``(p−g)·c`` over the network, concurrently::
+NCCL runs all-to-all and send/recv as grouped ``ncclSend``/``ncclRecv`` (its p2p kernel); the
+"one-shot" all-reduce (a direct reduce-scatter then a direct all-gather) that inference libraries
+use for small messages is the same pattern with a reduction.
 
-    T_step = α + max((g−1)·c / B_intra, (p−g)·c / B_net)
+**How NCCL moves one send** (``enqueue.cc`` ``addP2pToPlan``, :mod:`commwall.collectives.nccl`):
+over as many channels as its size asks for (:func:`~commwall.collectives.nccl.p2p_channels`:
+four of a node's 32 p2p channels for a 32 MiB send inside an H100 node, doubling each time a
+channel's part passes 16 MiB), in chunks of 512 KiB over NVLink and 128 KiB across nodes,
+Simple protocol unless the send is at most 16 KiB per channel (then LL). Each channel is half
+of an SM's thread block (the other half receives), so it copies at half NCCL's per-channel Simple
+cap (:func:`~commwall.collectives.cost.sm_channel_bw`) — 19 GB/s on Hopper, which is why
+``sendrecv_perf`` inside a node climbs in steps of 4, 8, 16 channels and only reaches the NVLink
+rate at 512 MiB.
 
-α is NCCL's ring per-step latency of the slowest class crossed (the peers are served in
-parallel, so it is paid once per step).
+**Time**: a chunk crosses a pipeline (:func:`~commwall.collectives.pipeline.chain_time`): inside a
+node the sender's copy into the peer and the receiver's copy out; across nodes the sender's copy
+into its FIFO, the network (NCCL's per-step network latency, a window of ``NCCL_STEPS`` chunks),
+and the receiver's copy out. All peers of an all-to-all run at once: scale-up and network parts
+are concurrent, each bounded by its links and by the channels serving it; a rank's network
+traffic goes through its own NIC (an all-to-all "cannot aggregate the bandwidth of multiple
+NICs", sjeaugey, nccl-tests#267).
+
+The tuner estimate (NCCL has no tuning model for p2p) is the α–β form the module always had:
+``α + max((g−1)·c / B_intra, (p−g)·c / B_net)`` per all-pairs step, α being NCCL's ring per-step
+latency of the slowest class crossed.
 """
 
 from __future__ import annotations
 
-from commwall.collectives.constants import Hw, Proto
-from commwall.collectives.cost import Cost, base_latency, ring_proto_bw, step_latency, trivial
+import math
+
+from commwall.collectives.constants import Gen, Hw, Proto
+from commwall.collectives.cost import (
+    Cost,
+    Unsupported,
+    base_latency,
+    estimate_cost,
+    net_latency,
+    ring_proto_bw,
+    sm_channel_bw,
+    step_latency,
+    trivial,
+)
 from commwall.collectives.fabric import CommFabric
+from commwall.collectives.nccl import (
+    NCCL_STEPS,
+    P2P_LL_THRESHOLD,
+    p2p_channels,
+    p2p_channels_per_peer,
+    p2p_chunk,
+)
 from commwall.collectives.ops import Op
+from commwall.collectives.pipeline import Hop, chain_time
 
 
 def _all_pairs(f: CommFabric, proto: Proto, chunk: float) -> tuple[float, float, str]:
@@ -29,25 +65,152 @@ def _all_pairs(f: CommFabric, proto: Proto, chunk: float) -> tuple[float, float,
     return step_latency(f, hw, "ring", proto), max(intra, net), bottleneck
 
 
-def direct(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
+def _tuner(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> tuple[float, float, str]:
+    """The α–β estimate (module doc): (latency, bandwidth time, bottleneck)."""
+    base = base_latency("ring", proto)
+    p = f.nranks
+    if op is Op.SENDRECV:
+        hw = Hw.NET if f.n_domains > 1 else f.intra_hw
+        bw = f.net_bw_per_rank if hw is Hw.NET else f.intra_bw
+        latency = base + step_latency(f, hw, "ring", proto)
+        return latency, nbytes / ring_proto_bw(f, proto, bw), hw.value
+    if op in (Op.BROADCAST, Op.REDUCE):
+        lat, bw_time, bottleneck = _all_pairs(f, proto, nbytes)
+        return base + lat, bw_time, bottleneck
+    lat, bw_time, bottleneck = _all_pairs(f, proto, nbytes / p)
+    steps = 2 if op is Op.ALL_REDUCE else 1
+    return base + steps * lat, steps * bw_time, bottleneck
+
+
+def p2p_limits(f: CommFabric, *, network: bool) -> tuple[int, int]:
+    """NCCL's (nChannelsMin, nChannelsMax) for this communicator's p2p operations: across
+    domains every peer gets the network's count (NCCL keeps the minimum over peers)."""
+    return f.memo(("p2p_limits", network), lambda: _p2p_limits(f, network))
+
+
+def _p2p_limits(f: CommFabric, network: bool) -> tuple[int, int]:
+    net = p2p_channels_per_peer(
+        nvlink_links=f.nvlink_links, network=True, nics=f.nics_per_rank, nic_gbps=f.nic_gbps,
+        p2p_channels=f.p2p_channels, nranks=f.nranks, n_domains=f.n_domains,
+    )  # fmt: skip
+    local = p2p_channels_per_peer(
+        nvlink_links=f.nvlink_links if f.intra_hw is Hw.NVLINK else 1, network=False,
+        nics=f.nics_per_rank, nic_gbps=f.nic_gbps, p2p_channels=f.p2p_channels,
+        nranks=f.nranks, n_domains=f.n_domains,
+    )  # fmt: skip
+    if f.n_domains > 1:
+        return net
+    return local if not network else net
+
+
+def _p2p_hops(
+    f: CommFabric, proto: Proto, nbytes: float, *, network: bool, peers: int, link_bw: float
+) -> tuple[list[Hop], float, int, int]:
+    """The pipeline one send of ``nbytes`` to each of ``peers`` peers crosses: (hops, chunk,
+    chunks per channel, channels per peer)."""
+    low, high = p2p_limits(f, network=network)
+    nvlink = f.intra_hw is Hw.NVLINK
+    grace = f.gen is Gen.BLACKWELL and f.cpu == "other"
+    chunk = float(p2p_chunk(nbytes, network=network, nvlink=nvlink, grace_blackwell=grace))
+    nc = p2p_channels(
+        nbytes, min_channels=low, max_channels=high, network=network, chunk=int(chunk)
+    )
+    nc = max(1, min(nc, f.p2p_channels // max(1, min(peers, f.p2p_channels))))
+    total_channels = nc * peers
+    copy_rate = sm_channel_bw(f, Proto.SIMPLE) / 2.0  # half a block sends, half receives
+    wire_rate = link_bw / total_channels
+    if proto is Proto.LL:
+        copy_rate /= 2.0  # half of every LL line is flags
+        wire_rate /= 2.0
+    # The send and receive halves of a p2p block are separate warp groups: one half's fence
+    # overlaps the other's copy, so a p2p chunk pays no per-slice overhead (measured p2p
+    # channels inside H100 and A100 nodes move at half the SM's Simple rate, no less).
+    overhead = 0.0
+    streaming = proto is not Proto.SIMPLE
+    per_channel_bytes = nbytes / nc
+    chunk = min(chunk, per_channel_bytes) if per_channel_bytes > 0 else chunk
+    items = max(1, math.ceil(per_channel_bytes / chunk - 1e-12)) if chunk > 0 else 1
+    if network:
+        # copy into the FIFO, the NIC's RDMA write, copy out of the receiver's FIFO
+        copy = Hop(0.0, overhead, copy_rate, NCCL_STEPS, 2, streaming)
+        wire = Hop(net_latency(f, "ring", proto), 0.0, wire_rate, NCCL_STEPS, 1, streaming)
+        return [copy, wire], chunk, items, nc
+    # the sender's SM writes into the peer over NVLink/PCIe; the receiver's copies out
+    latency = max(0.0, step_latency(f, f.intra_hw, "ring", Proto.LL))
+    link = Hop(latency, overhead, min(copy_rate, wire_rate), NCCL_STEPS, 1, streaming)
+    return [link, Hop(0.0, overhead, copy_rate, NCCL_STEPS, 1, streaming)], chunk, items, nc
+
+
+def _p2p_time(
+    f: CommFabric, proto: Proto, nbytes: float, *, network: bool, peers: int, link_bw: float
+) -> tuple[float, float, int]:
+    """``(fill, bandwidth time, channels)`` of ``peers`` concurrent sends of ``nbytes``."""
+    hops, chunk, items, nc = _p2p_hops(
+        f, proto, nbytes, network=network, peers=peers, link_bw=link_bw
+    )
+    fill, stream = chain_time(items=items, slice_bytes=chunk, path=hops, base=0.0)
+    # never faster than the links allow, however the chunks fall
+    return fill, max(stream, peers * nbytes / link_bw), nc * peers
+
+
+def _protocol_ok(nbytes: float, f: CommFabric, proto: Proto, *, network: bool, peers: int) -> None:
+    """NCCL's p2p runs LL when a send is at most 16 KiB per channel, else Simple; never LL128."""
+    if proto is Proto.LL128:
+        raise Unsupported("NCCL's p2p kernel runs LL or Simple, not LL128")
+    low, high = p2p_limits(f, network=network)
+    chunk = p2p_chunk(nbytes, network=network, nvlink=f.intra_hw is Hw.NVLINK)
+    nc = p2p_channels(nbytes, min_channels=low, max_channels=high, network=network, chunk=chunk)
+    small = nbytes <= nc * P2P_LL_THRESHOLD
+    if small and proto is Proto.SIMPLE:
+        raise Unsupported(
+            f"NCCL sends {nbytes:.0f} B per peer with LL (<= {P2P_LL_THRESHOLD} B per channel)"
+        )
+    if not small and proto is Proto.LL:
+        raise Unsupported(
+            f"NCCL sends {nbytes:.0f} B per peer with Simple (> {P2P_LL_THRESHOLD} B per channel)"
+        )
+
+
+def direct(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = False) -> Cost:
     """Direct all-to-all, all-gather, reduce-scatter, one-shot all-reduce, broadcast, reduce, send/recv."""
     p = f.nranks
     if p == 1:
         return trivial(op, nbytes, f, proto)
+    g = f.ranks_per_domain
+    lat, bw_time, bottleneck = _tuner(op, nbytes, f, proto)
+    if estimate:
+        _protocol_ok(
+            nbytes if op is Op.SENDRECV else (nbytes if op in (Op.BROADCAST, Op.REDUCE) else nbytes / p),
+            f, proto, network=f.n_domains > 1, peers=1 if op is Op.SENDRECV else p - 1,
+        )  # fmt: skip
+        return estimate_cost(op, "direct", proto, nbytes, f, lat, bw_time, 1, bottleneck)
+    tuner_time = lat + bw_time
     base = base_latency("ring", proto)
     if op is Op.SENDRECV:
-        # nccl-tests sendrecv: rank r sends to r+1; the domain boundary ranks cross the network.
-        hw = Hw.NET if f.n_domains > 1 else f.intra_hw
-        bw = f.net_bw_per_rank if hw is Hw.NET else f.intra_bw
-        latency = base + step_latency(f, hw, "ring", proto)
-        bw_time = nbytes / ring_proto_bw(f, proto, bw)
-        return Cost(op, "direct", proto, nbytes, p, latency, bw_time, 1, hw.value)
-    if op in (Op.BROADCAST, Op.REDUCE):
-        # The root exchanges the whole buffer with every peer.
-        lat, bw_time, bottleneck = _all_pairs(f, proto, nbytes)
-        return Cost(op, "direct", proto, nbytes, p, base + lat, bw_time, 1, bottleneck)
-    lat, bw_time, bottleneck = _all_pairs(f, proto, nbytes / p)
+        network = f.n_domains > 1  # the ranks at a domain boundary send over the network
+        _protocol_ok(nbytes, f, proto, network=network, peers=1)
+        link = f.net_bw_per_rank if network else f.intra_bw
+        fill, stream, nc = _p2p_time(f, proto, nbytes, network=network, peers=1, link_bw=link)
+        return Cost(
+            op, "direct", proto, nbytes, p, base + fill, stream, 1, bottleneck, tuner_time, nc
+        )
+    per_peer = nbytes if op in (Op.BROADCAST, Op.REDUCE) else nbytes / p
+    net_peers, intra_peers = p - g, g - 1
+    _protocol_ok(per_peer, f, proto, network=net_peers > 0, peers=p - 1)
+    parts: list[tuple[float, float, int]] = []
+    if intra_peers > 0:
+        parts.append(
+            _p2p_time(f, proto, per_peer, network=False, peers=intra_peers, link_bw=f.intra_bw)
+        )
+    if net_peers > 0:
+        parts.append(
+            _p2p_time(f, proto, per_peer, network=True, peers=net_peers, link_bw=f.net_bw_per_rank)
+        )
     steps = 2 if op is Op.ALL_REDUCE else 1
+    fill = max(part[0] for part in parts)
+    stream = max(part[1] for part in parts)
+    nc = min(f.p2p_channels, sum(part[2] for part in parts))
     return Cost(
-        op, "direct", proto, nbytes, p, base + steps * lat, steps * bw_time, steps, bottleneck
-    )
+        op, "direct", proto, nbytes, p, base + steps * fill, steps * stream, steps, bottleneck,
+        tuner_time, nc,
+    )  # fmt: skip

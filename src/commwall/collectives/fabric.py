@@ -10,9 +10,13 @@ GPU on DGX-class nodes) and ``intra_bw`` of scale-up bandwidth.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from commwall.collectives.constants import NVLS_EFFICIENCY, Gen, Hw
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,18 @@ class CommFabric:
     gen: Gen
     """GPU generation row of NCCL's tables."""
     channels: int = 16
-    """NCCL channels of the collective graph (only the per-channel caps use it)."""
+    """NCCL channels of the ring/tree graph for this communicator ("coll channels" in NCCL's INFO
+    log): per-channel caps, the share of a link each channel gets, and how a message is cut."""
+    nvls_channels: int = 16
+    """NVLS channels (``nvls.cc``: 16 on Hopper, 24/32 on Blackwell)."""
+    p2p_channels: int = 32
+    """p2p channels (``p2pnChannels``: the coll channels rounded up to a power of two)."""
+    nvlink_links: int = 18
+    """NVLinks per GPU: NCCL gives a p2p peer two channels per NVLink of the path."""
+    nics_per_rank: int = 1
+    """NICs a rank drives across nodes (NCCL gives a network peer at least one channel per NIC)."""
+    nic_gbps: float = 50.0
+    """NIC speed as NCCL counts it (``speed_Mbps / 8000`` GB/s; 400G → 50)."""
     net_extra_latency: float = 0.0
     """Fabric latency per network step beyond what NCCL's NET constants assume (s)."""
     net_overhead: float = 1e-6
@@ -47,11 +62,16 @@ class CommFabric:
     gdr: bool = True
     """GPUDirect RDMA: the NIC reads GPU memory directly (else a bounce through host memory)."""
     cpu: str = "intel"
-    """Host CPU vendor (intel, amd, other): picks NCCL's multi-node LL cap row."""
+    """Host CPU vendor (intel, amd, other): picks NCCL's multi-node LL cap row; ``other`` on
+    Blackwell means a Grace host (NCCL doubles the network p2p chunk there)."""
     hbm_bw: float = 0.0
     """GPU memory bandwidth, bytes/s: a one-rank "collective" is a local copy at this rate."""
     intra_latency_adjust: float = 0.0
     """Fitted latency added to every scale-up step (s; ``commwall calibrate``, may be < 0)."""
+    intra_bw_factor: float = 1.0
+    """Fitted scale-up bandwidth factor already applied to ``intra_bw`` (``commwall
+    calibrate``): NCCL's topology search sees the hardware, ``intra_bw / intra_bw_factor``, and
+    its result is scaled by the factor like every other scale-up rate."""
     net_latency_adjust: float = 0.0
     """Fitted latency added to every network step (s; ``commwall calibrate``, may be < 0)."""
 
@@ -69,8 +89,18 @@ class CommFabric:
             raise ValueError(
                 f"net_bw_per_rank must be > 0 B/s across domains, got {self.net_bw_per_rank}"
             )
-        if self.channels < 1:
-            raise ValueError(f"channels must be >= 1, got {self.channels}")
+        for name in ("channels", "nvls_channels", "p2p_channels", "nvlink_links", "nics_per_rank"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+    def memo(self, key: object, compute: Callable[[], T]) -> T:
+        """``compute()`` once per fabric and ``key`` (the cost models derive the same per-fabric
+        figures for every size; a frozen dataclass keeps them in its instance dict)."""
+        store: dict[object, Any] = self.__dict__.setdefault("_memo", {})
+        if key not in store:
+            store[key] = compute()
+        value: T = store[key]
+        return value
 
     @property
     def nranks(self) -> int:

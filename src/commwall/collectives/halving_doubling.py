@@ -23,8 +23,8 @@ import numpy as np
 from commwall.collectives.constants import Hw, Proto
 from commwall.collectives.cost import (
     Cost,
+    Unsupported,
     base_latency,
-    require,
     ring_proto_bw,
     step_latency,
     trivial,
@@ -83,9 +83,12 @@ def halving_doubling_steps(op: Op, nbytes: float, f: CommFabric) -> list[tuple[f
     return steps
 
 
-def halving_doubling(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
+def halving_doubling(
+    op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = False
+) -> Cost:
     """Rabenseifner all-reduce (and its halves for RS/AG; scatter+allgather broadcast)."""
-    require(op in _SUPPORTED, f"halving-doubling does not implement {op.value}")
+    if op not in _SUPPORTED:
+        raise Unsupported(f"halving-doubling does not implement {op.value}")
     p = f.nranks
     if p == 1:
         return trivial(op, nbytes, f, proto)

@@ -10,22 +10,23 @@ time is the sum of three ring costs, each with its own launch latency.
 from __future__ import annotations
 
 from commwall.collectives.constants import Proto
-from commwall.collectives.cost import Cost, require, trivial
+from commwall.collectives.cost import Cost, Unsupported, trivial
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.ops import Op
 from commwall.collectives.ring import ring
 
 
-def hierarchical(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
+def hierarchical(
+    op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = False
+) -> Cost:
     """Two-level all-reduce / reduce-scatter / all-gather."""
-    require(
-        op in (Op.ALL_REDUCE, Op.REDUCE_SCATTER, Op.ALL_GATHER),
-        f"hierarchical does not implement {op.value}",
-    )
+    if op not in (Op.ALL_REDUCE, Op.REDUCE_SCATTER, Op.ALL_GATHER):
+        raise Unsupported(f"hierarchical does not implement {op.value}")
     p, g, n_dom = f.nranks, f.ranks_per_domain, f.n_domains
     if p == 1:
         return trivial(op, nbytes, f, proto)
-    require(n_dom > 1 and g > 1, "hierarchical needs several domains with several ranks each")
+    if not (n_dom > 1 and g > 1):
+        raise Unsupported("hierarchical needs several domains with several ranks each")
     local = f.sub(n_domains=1)
     rail = f.sub(ranks_per_domain=1)
     if op is Op.ALL_REDUCE:
@@ -55,4 +56,6 @@ def hierarchical(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
         sum(c.bw_time for c in parts),
         sum(c.steps for c in parts),
         slowest.bottleneck,
+        sum(c.selection_time for c in parts),
+        max(c.channels for c in parts),
     )

@@ -98,6 +98,35 @@ def busbw(op: Op, nranks: int, nbytes: float, seconds: float) -> float:
     return algbw(nbytes, seconds) * busbw_factor(op, nranks)
 
 
+#: Operations whose nccl-tests ``count`` is per rank: ``size / (type size x ranks)``.
+PER_RANK_COUNT_OPS = frozenset({Op.ALL_GATHER, Op.REDUCE_SCATTER, Op.ALLTOALL})
+
+
 def element_count(nbytes: float, type_size: int = 4) -> int:
-    """The ``count`` column nccl-tests prints for a row of ``nbytes``: elements of ``type_size`` bytes."""
+    """Elements of ``type_size`` bytes in ``nbytes``."""
     return int(nbytes // type_size)
+
+
+def nccl_tests_row(op: Op, nbytes: int, nranks: int, type_size: int = 4) -> tuple[int, int]:
+    """The ``(size, count)`` columns nccl-tests prints when asked for ``nbytes`` (``-b``).
+
+    all_gather, reduce_scatter and alltoall split the buffer per rank and align each rank's part
+    down to 16 bytes (``(count/nranks) & ~(16/eltSize - 1)``), so their size can come out smaller
+    than asked and ``count`` is per rank; the others print ``nbytes / type size`` (nccl-tests
+    v2.19.6 ``src/*.cu`` ``GetCollByteCount``, ``src/common.cu`` ``setupArgs``).
+
+    >>> nccl_tests_row(Op.ALL_GATHER, 1048576, 8)
+    (1048576, 32768)
+    >>> nccl_tests_row(Op.ALL_GATHER, 64, 8)  # 2 floats per rank round down to 0
+    (0, 0)
+    >>> nccl_tests_row(Op.ALL_REDUCE, 1048576, 8)
+    (1048576, 262144)
+    """
+    if nranks < 1 or type_size < 1:
+        raise ValueError(f"nranks and type_size must be >= 1, got {nranks}, {type_size}")
+    count = int(nbytes) // type_size
+    if op not in PER_RANK_COUNT_OPS:
+        return count * type_size, count
+    align = max(1, 16 // type_size)
+    per_rank = (count // nranks) // align * align
+    return per_rank * nranks * type_size, per_rank

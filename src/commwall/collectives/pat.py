@@ -8,13 +8,14 @@ steps at small sizes. NCCL enables it only with exactly one GPU per node, Simple
     T   = lat + S / (0.75·B_net)
 
 NCCL converts no algBw for non-ring all-gather/reduce-scatter, so the bandwidth term is the full
-``S`` over 0.75 of the per-rank network bandwidth.
+``S`` over 0.75 of the per-rank network bandwidth. That is the tuner's estimate; the time charges
+the same latency and the ``(N−1)/N·S`` bytes each rank really sends at its NIC's rate.
 """
 
 from __future__ import annotations
 
 from commwall.collectives.constants import PAT_EFFICIENCY, Hw, Proto
-from commwall.collectives.cost import Cost, base_latency, require, step_latency
+from commwall.collectives.cost import Cost, Unsupported, base_latency, step_latency
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.ops import Op
 
@@ -22,15 +23,16 @@ from commwall.collectives.ops import Op
 PAT_PER_RANK_LAT = 2.8e-6
 
 
-def pat(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
+def pat(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = False) -> Cost:
     """PAT all-gather / reduce-scatter at one rank per node."""
-    require(
-        op in (Op.ALL_GATHER, Op.REDUCE_SCATTER),
-        f"PAT implements all_gather and reduce_scatter only, not {op.value}",
-    )
-    require(f.ranks_per_domain == 1, "PAT runs with exactly one GPU per node")
-    require(f.n_domains > 1, "PAT needs several nodes")
-    require(proto is Proto.SIMPLE, "PAT runs the Simple protocol only")
+    if op not in (Op.ALL_GATHER, Op.REDUCE_SCATTER):
+        raise Unsupported(f"PAT implements all_gather and reduce_scatter only, not {op.value}")
+    if not (f.ranks_per_domain == 1):
+        raise Unsupported("PAT runs with exactly one GPU per node")
+    if not (f.n_domains > 1):
+        raise Unsupported("PAT needs several nodes")
+    if proto is not Proto.SIMPLE:
+        raise Unsupported("PAT runs the Simple protocol only")
     n = f.n_domains
     depth = n.bit_length() - 1  # NCCL's log2i: floor
     latency = (
@@ -38,5 +40,20 @@ def pat(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
         + depth * step_latency(f, Hw.NET, "pat", proto) / 3.5
         + PAT_PER_RANK_LAT * n
     )
-    bw_time = nbytes / (PAT_EFFICIENCY * f.net_bw_per_rank)
-    return Cost(op, "pat", proto, nbytes, n, latency, bw_time, max(1, depth), Hw.NET.value)
+    tuner_time = latency + nbytes / (PAT_EFFICIENCY * f.net_bw_per_rank)
+    # Time: each rank sends (and receives) the other ranks' shards once over its NIC; the
+    # 0.75 above is NCCL's selection penalty, not a loss of wire rate.
+    bw_time = (n - 1) / n * nbytes / f.net_bw_per_rank
+    return Cost(
+        op,
+        "pat",
+        proto,
+        nbytes,
+        n,
+        latency,
+        bw_time,
+        max(1, depth),
+        Hw.NET.value,
+        tuner_time,
+        f.channels,
+    )

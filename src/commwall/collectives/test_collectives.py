@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from commwall.collectives import (
     ALGORITHMS,
     CommFabric,
+    Cost,
     Gen,
     Hw,
     Op,
@@ -31,6 +32,7 @@ H100_NVLINK = 18 * 20.6e9  # NCCL: 18 links × SM90_NVLINK_BW (topo.h v2.30)
 
 
 def h100(n_domains: int = 1, g: int = 8, net: float = 47.5e9, **kw: object) -> CommFabric:
+    kw.setdefault("channels", 32)
     return CommFabric(
         n_domains,
         g,
@@ -38,7 +40,6 @@ def h100(n_domains: int = 1, g: int = 8, net: float = 47.5e9, **kw: object) -> C
         Hw.NVLINK,
         net,
         Gen.HOPPER,
-        channels=32,
         nvls=True,
         **kw,  # type: ignore[arg-type]
     )
@@ -63,42 +64,66 @@ def test_parse_names() -> None:
         parse_algo("butterfly")
 
 
-def test_ring_allreduce_equals_nccl_closed_form_single_node() -> None:
+def tuner(op: Op, s: float, f: CommFabric, algo: str, proto: Proto) -> Cost:
+    """NCCL's own estimate (what it picks by)."""
+    return evaluate(op, s, f, algo, proto, estimate=True)
+
+
+def test_ring_tuner_equals_nccl_closed_form_single_node() -> None:
     f = h100()
     s = 2**30
     for proto, eff in ((Proto.SIMPLE, 1.0), (Proto.LL128, 0.92)):
-        c = evaluate(Op.ALL_REDUCE, s, f, "ring", proto)
+        c = tuner(Op.ALL_REDUCE, s, f, "ring", proto)
         p = 8
         lat = BASE_LAT["ring"][proto] + 2 * (p - 1) * HW_LAT[Hw.NVLINK]["ring"][proto]
-        assert c.latency == pytest.approx(lat)
+        assert c.estimated and c.latency == pytest.approx(lat)
         assert c.bw_time == pytest.approx(2 * (p - 1) / p * s / (eff * H100_NVLINK))
-    # Simple: busbw tends to the link bandwidth (Patarasuk–Yuan bound met).
+        assert evaluate(Op.ALL_REDUCE, s, f, "ring", proto).tuner_time == pytest.approx(c.time)
+
+
+def test_ring_time_is_the_pipeline_by_hand() -> None:
+    # 64 MiB on 8 H100, Simple, 24 channels: one loop, chunk S/(24·8), two slices; a step takes
+    # two slices of (o + slice/b), o = hwLat Simple − LL = 2.8 µs, b = 370.8/24 GB/s.
+    f = h100(channels=24)
+    s = 64 * 2**20
+    c = evaluate(Op.ALL_REDUCE, s, f, "ring", Proto.SIMPLE)
+    chunk = s / (24 * 8)
+    ts = 2.8e-6 + chunk / 2 / (H100_NVLINK / 24)
+    assert c.bw_time == pytest.approx(14 * 2 * ts)
+    assert c.latency == pytest.approx(BASE_LAT["ring"][Proto.SIMPLE])
+    assert c.channels == 24
+    # large: busbw tends to the link, less the per-slice fences (1 MiB slices).
     big = evaluate(Op.ALL_REDUCE, 2**36, f, "ring", Proto.SIMPLE)
-    assert big.busbw == pytest.approx(H100_NVLINK, rel=1e-3)
+    slice_time = 2**20 / (H100_NVLINK / 24)
+    assert big.busbw == pytest.approx(H100_NVLINK * slice_time / (slice_time + 2.8e-6), rel=1e-3)
 
 
-def test_ring_multinode_latency_counts_network_steps() -> None:
+def test_ring_steps_are_paced_by_the_slowest_hop() -> None:
+    # A tiny LL all-reduce on 4 domains: every one of the 2(p−1) steps waits on the network hop
+    # (sjeaugey, nccl-tests#123: 2(n−1) × max_latency), not on the average hop.
     f = h100(n_domains=4)
     c = evaluate(Op.ALL_REDUCE, 8, f, "ring", Proto.LL)
-    p, n = 32, 4
-    n_inter = 2 * (n - 1)
+    steps = 2 * 31
+    assert c.time == pytest.approx(BASE_LAT["ring"][Proto.LL] + steps * 2.7e-6, rel=1e-3)
+    nccl = tuner(Op.ALL_REDUCE, 8, f, "ring", Proto.LL)  # NCCL sums per class instead
     intra = max(HW_LAT[Hw.NVLINK]["ring"][Proto.LL], 1 * US)  # NET overhead floor, Intel = 1 µs
-    expected = BASE_LAT["ring"][Proto.LL] + (2 * (p - 1) - n_inter) * intra + n_inter * 2.7 * US
-    assert c.latency == pytest.approx(expected)
+    assert nccl.latency == pytest.approx(BASE_LAT["ring"][Proto.LL] + 56 * intra + 6 * 2.7 * US)
 
 
 def test_ring_bandwidth_bound_by_domain_nics() -> None:
     # 8 × 25 GB/s NICs (200 GB/s per node) below NVLink: the ring's busbw is the node's NIC total.
     f = h100(n_domains=4, net=25e9)
+    assert tuner(Op.ALL_REDUCE, 2**36, f, "ring", Proto.SIMPLE).busbw == pytest.approx(
+        8 * 25e9, rel=2e-3
+    )
     c = evaluate(Op.ALL_REDUCE, 2**36, f, "ring", Proto.SIMPLE)
-    assert c.busbw == pytest.approx(8 * 25e9, rel=2e-3)
-    assert c.bottleneck == "net"
+    assert c.bottleneck == "net" and 0.9 * 8 * 25e9 < c.busbw < 8 * 25e9
 
 
-def test_tree_closed_form_and_correction() -> None:
+def test_tree_tuner_closed_form_and_correction() -> None:
     f = h100(n_domains=16)
     s = 2**30
-    c = evaluate(Op.ALL_REDUCE, s, f, "tree", Proto.SIMPLE)
+    c = tuner(Op.ALL_REDUCE, s, f, "tree", Proto.SIMPLE)
     lat = BASE_LAT["tree"][Proto.SIMPLE] + 2 * (7 * 4.0 * US + 4 * 14.0 * US)
     assert c.latency == pytest.approx(lat)
     raw = min(H100_NVLINK, 2 * 8 * 47.5e9 / 2)
@@ -120,18 +145,30 @@ def test_tree_protocols_match_tuning_cc_by_hand() -> None:
         Proto.LL128: min(base * 120 / 128, 32 * 29.0e9),
     }
     for proto, bus in expect.items():
-        c = evaluate(Op.ALL_REDUCE, s, f, "tree", proto)
+        c = tuner(Op.ALL_REDUCE, s, f, "tree", proto)
         assert c.bw_time == pytest.approx(2 * s / bus), proto
     amd = h100(n_domains=32, cpu="amd")  # llMaxBw row 1 (AMD) at >= 3 nodes: 19.0 GB/s
-    assert evaluate(Op.ALL_REDUCE, s, amd, "tree", Proto.LL).bw_time == pytest.approx(
-        2 * s / 19.0e9
-    )
+    assert tuner(Op.ALL_REDUCE, s, amd, "tree", Proto.LL).bw_time == pytest.approx(2 * s / 19.0e9)
+
+
+def test_tree_across_three_domains_runs_at_one_sms_network_rate() -> None:
+    # PR nccl#645 / nccl#1649: a tree channel moves ~12 GB/s of busBw; with 16 channels a tree
+    # over 4+ nodes reaches ~190 GB/s busbw (Together AI: 195 on B200), not NCCL's 341.
+    f = h100(n_domains=4, channels=16)
+    c = evaluate(Op.ALL_REDUCE, 2**34, f, "tree", Proto.SIMPLE)
+    # 512 KiB chunks at 6 GB/s per channel, each with the 3.4 µs Simple tree overhead; nccl-tests
+    # busbw is 2(n−1)/n·S/T where NCCL's tree busBw is 2S/T
+    chunk = 512 * 1024
+    per_chunk = (chunk / 6e9) / (chunk / 6e9 + 3.4e-6)
+    assert c.busbw == pytest.approx(16 * 12e9 * per_chunk * 31 / 32, rel=0.01)
+    two = evaluate(Op.ALL_REDUCE, 2**34, h100(n_domains=2, channels=16), "tree", Proto.SIMPLE)
+    assert two.busbw > 280e9  # two domains: each NIC carries S once (nccl-tests#196)
 
 
 def test_ll_cap_uses_gpu_row_in_one_node_cpu_row_across_nodes() -> None:
-    one = evaluate(Op.ALL_REDUCE, 2**30, h100(), "ring", Proto.LL)
+    one = tuner(Op.ALL_REDUCE, 2**30, h100(), "ring", Proto.LL)
     assert one.bw_time == pytest.approx(2 * 7 / 8 * 2**30 / 141.0e9)  # Hopper, 1 node
-    two = evaluate(Op.ALL_REDUCE, 2**30, h100(n_domains=2), "ring", Proto.LL)
+    two = tuner(Op.ALL_REDUCE, 2**30, h100(n_domains=2), "ring", Proto.LL)
     assert two.bw_time == pytest.approx(2 * 15 / 16 * 2**30 / 39.0e9)  # Intel row, 2 nodes
 
 
@@ -151,7 +188,7 @@ def test_one_rank_is_a_local_copy() -> None:
 def test_two_node_tree_crosses_the_network_once() -> None:
     # N = 2: each domain's NICs carry S per direction, so busbw can exceed the NIC total (nccl#812).
     f = h100(n_domains=2, net=12.5e9)  # 100 GB/s per node
-    c = evaluate(Op.ALL_REDUCE, 2**34, f, "tree", Proto.SIMPLE)
+    c = tuner(Op.ALL_REDUCE, 2**34, f, "tree", Proto.SIMPLE)
     assert c.busbw > 8 * 12.5e9 * 1.5
 
 
@@ -190,12 +227,31 @@ def test_halving_doubling_keeps_big_steps_on_nvlink() -> None:
 def test_direct_alltoall_splits_nvlink_and_network() -> None:
     f = h100(n_domains=4)
     s = 2**30
-    c = evaluate(Op.ALLTOALL, s, f, "direct", Proto.SIMPLE)
+    c = tuner(Op.ALLTOALL, s, f, "direct", Proto.SIMPLE)
     p = 32
     intra = 7 * s / p / H100_NVLINK
     net = 24 * s / p / 47.5e9
     assert c.bw_time == pytest.approx(max(intra, net))
     assert c.bottleneck == "net"
+    # time: a rank's network share through its own NIC bounds it (nccl-tests#267)
+    real = evaluate(Op.ALLTOALL, s, f, "direct", Proto.SIMPLE)
+    assert real.bw_time >= net and real.bw_time == pytest.approx(net, rel=0.05)
+
+
+def test_sendrecv_inside_a_node_climbs_with_nccls_p2p_channels() -> None:
+    # addP2pToPlan: 4 channels up to 64 MiB, doubling each time a part passes 16 MiB; each p2p
+    # channel copies at half NCCL's per-channel Simple cap (38.7 / 2 GB/s on Hopper).
+    f = h100(channels=24)
+    got = {}
+    for mib in (32, 64, 128, 256, 1024):
+        c = evaluate(Op.SENDRECV, mib * 2**20, f, "direct", Proto.SIMPLE)
+        got[mib] = c.channels
+        if mib <= 256:
+            assert c.busbw < c.channels * 19.35e9
+    assert got == {32: 4, 64: 4, 128: 8, 256: 16, 1024: 32}
+    assert evaluate(Op.SENDRECV, 2**30, f, "direct", Proto.SIMPLE).busbw > 300e9
+    with pytest.raises(Unsupported, match="LL"):  # 4 KiB: NCCL's p2p runs LL
+        evaluate(Op.SENDRECV, 4096, f, "direct", Proto.SIMPLE)
 
 
 def test_hierarchical_is_sum_of_three_rings() -> None:
@@ -208,25 +264,15 @@ def test_hierarchical_is_sum_of_three_rings() -> None:
     assert c.time == pytest.approx(rs.time + ar.time + ag.time)
 
 
-def test_nvls_follows_nccls_rank_independent_busbw() -> None:
-    from commwall.collectives.in_network import NVLS_GRAPH_FRACTION
-
+def test_nvls_tuner_uses_the_search_graph() -> None:
+    # NCCL chooses NVLS by 2·nCh·bwIntra·eff·(nCh−1)/nCh: 8 heads at the search speed 40 GB/s
+    # on DGX H100 ("NVLS P5 nCh 8 bw 40", nccl#1197) → 476 GB/s, rank-independent.
     f = h100()
     s = 2**33
-    c = evaluate(Op.ALL_REDUCE, s, f, "nvls", Proto.SIMPLE)
-    bus = 2 * H100_NVLINK * 0.85 * NVLS_GRAPH_FRACTION  # tuning.cc: 2·bwIntra·nvlsEfficiency
-    assert bus == pytest.approx(480e9)  # calibrated on DGX H100 (nccl-tests#212)
-    assert c.bw_time == pytest.approx(2 * 7 / 8 * s / bus)  # algBw = busBw·n/(2(n−1))
+    c = tuner(Op.ALL_REDUCE, s, f, "nvls", Proto.SIMPLE)
+    bus = 2 * 8 * 40e9 * 0.85 * 7 / 8
+    assert c.bw_time == pytest.approx(2 * 7 / 8 * s / bus)
     assert c.latency == pytest.approx(25 * US)
-    big = CommFabric(1, 72, 18 * 40.1e9, Hw.NVLINK, 0.0, Gen.BLACKWELL, nvls=True)
-    bus72 = evaluate(Op.ALL_REDUCE, s, big, "nvls", Proto.SIMPLE)
-    small = evaluate(Op.ALL_REDUCE, s, big.sub(ranks_per_domain=8), "nvls", Proto.SIMPLE)
-    # busbw of the bandwidth term does not depend on the rank count (measured: 840 vs 835 GB/s)
-    assert busbw_factor(Op.ALL_REDUCE, 72) * s / bus72.bw_time == pytest.approx(
-        busbw_factor(Op.ALL_REDUCE, 8) * s / small.bw_time
-    )
-    ag = evaluate(Op.ALL_GATHER, s, f, "nvls", Proto.SIMPLE)  # busBw ×(ppn−1)/ppn, algBw ×n/(n−1)
-    assert ag.bw_time == pytest.approx(s / (H100_NVLINK * 0.85 * NVLS_GRAPH_FRACTION))
     with pytest.raises(Unsupported, match="Simple"):
         evaluate(Op.ALL_REDUCE, s, f, "nvls", Proto.LL)
     no_nvls = CommFabric(1, 8, 240e9, Hw.NVLINK, 0.0, Gen.AMPERE)
@@ -234,12 +280,42 @@ def test_nvls_follows_nccls_rank_independent_busbw() -> None:
         evaluate(Op.ALL_REDUCE, s, no_nvls, "nvls", Proto.SIMPLE)
 
 
+def test_nvls_time_follows_the_bytes_up_to_the_tuners_busbw() -> None:
+    # All-reduce moves S(1 + 1/n) through each GPU's NVLink at nvlsEfficiency (sjeaugey,
+    # nccl#1083): 280 GB/s algbw on 8 H100, 252 on 4; NCCL's rank-independent busbw caps it:
+    # 2 · 8 heads · 40 GB/s · 0.85 · 7/8 = 476 GB/s (nccl-tests#212: ~480 peak) = 272 GB/s algbw;
+    # on 4 GPUs 2 · 4 · 60 · 0.85 · 3/4 = 306 GB/s busbw = 204 GB/s algbw.
+    s = 2**36
+    for g, tuner_algbw in ((8, 476e9 / 1.75), (4, 306e9 / 1.5)):
+        c = evaluate(Op.ALL_REDUCE, s, h100(g=g), "nvls", Proto.SIMPLE)
+        volume = 0.85 * H100_NVLINK / (1 + 1 / g)
+        assert s / c.bw_time == pytest.approx(min(volume, tuner_algbw), rel=1e-6)
+        assert c.channels == 16  # NVLS_NCHANNELS_SM90
+    # 8 vs 72 GB200 (0.74 efficiency): the volume would let 72 GPUs reach 1.2x the busbw of 8;
+    # the tuner's cap holds them to 1.1x (918 vs 831 GB/s; measured: 835 vs 840, flat)
+    gb200 = dict(intra_bw=18 * 40.1e9, intra_hw=Hw.NVLINK, net_bw_per_rank=0.0, nvls=True)
+    busbw = []
+    for g in (8, 72):
+        f = CommFabric(1, g, gen=Gen.BLACKWELL, **gb200)  # type: ignore[arg-type]
+        c = evaluate(Op.ALL_REDUCE, s, f, "nvls", Proto.SIMPLE)
+        busbw.append(2 * (g - 1) / g * s / c.bw_time)
+    assert busbw[1] == pytest.approx(917.6e9) and busbw[0] < busbw[1] < 1.11 * busbw[0]
+    # 16 MiB: 32 KiB chunks, loops of 16 ch × 8 heads, two loops of pipeline fill
+    mid = evaluate(Op.ALL_REDUCE, 16 * 2**20, h100(), "nvls", Proto.SIMPLE)
+    loop = 16 * 8 * 32768 / (476e9 / 1.75)
+    assert mid.latency == pytest.approx(25 * US + 2 * loop)
+
+
 def test_nvls_tree_is_bounded_by_nvls_and_the_domain_nics() -> None:
     s = 2**34
     three = evaluate(Op.ALL_REDUCE, s, h100(n_domains=8), "nvls_tree", Proto.SIMPLE)
-    assert three.bw_time == pytest.approx(2 * 63 / 64 * s / (8 * 47.5e9))  # NIC-bound
+    # every rank's S/8 shard crosses its NIC twice per direction (interior in one tree)
+    assert s / three.bw_time == pytest.approx(8 * 47.5e9 / 2, rel=1e-3)
     two = evaluate(Op.ALL_REDUCE, s, h100(n_domains=2), "nvls_tree", Proto.SIMPLE)
-    assert two.bw_time == pytest.approx(2 * 15 / 16 * s / 480e9)  # two domains: NVLS-bound
+    assert s / two.bw_time == pytest.approx(476e9 / 1.75, rel=1e-3)  # NVLS in the node binds
+    assert tuner(Op.ALL_REDUCE, s, h100(n_domains=8), "nvls_tree", Proto.SIMPLE).bw_time == (
+        pytest.approx(2 * 63 / 64 * s / (8 * 47.5e9))
+    )
 
 
 def test_nvls_tree_on_blackwell_x86_takes_the_tree_correction() -> None:
@@ -247,8 +323,8 @@ def test_nvls_tree_on_blackwell_x86_takes_the_tree_correction() -> None:
     intel = CommFabric(4, 8, gen=Gen.BLACKWELL, cpu="intel", **b200)  # type: ignore[arg-type]
     grace = CommFabric(4, 8, gen=Gen.BLACKWELL, cpu="other", **b200)  # type: ignore[arg-type]
     s = 2**26  # index log2(2^26 / 64) = 20 → Simple factor 0.8
-    a = evaluate(Op.ALL_REDUCE, s, intel, "nvls_tree", Proto.SIMPLE)
-    b = evaluate(Op.ALL_REDUCE, s, grace, "nvls_tree", Proto.SIMPLE)
+    a = tuner(Op.ALL_REDUCE, s, intel, "nvls_tree", Proto.SIMPLE)
+    b = tuner(Op.ALL_REDUCE, s, grace, "nvls_tree", Proto.SIMPLE)
     assert a.bw_time == pytest.approx(b.bw_time / 0.8)
 
 
@@ -256,7 +332,7 @@ def test_collnet_halves_network_volume() -> None:
     f = h100(n_domains=16, net=25e9, collnet=True)
     s = 2**34
     sharp = evaluate(Op.ALL_REDUCE, s, f, "collnet", Proto.SIMPLE)
-    ring_cost = evaluate(Op.ALL_REDUCE, s, f, "ring", Proto.SIMPLE)
+    ring_cost = tuner(Op.ALL_REDUCE, s, f, "ring", Proto.SIMPLE)
     # The ring moves 2(p−1)/p·S through the node NICs, SHARP S/g per rank at 0.9 efficiency.
     assert ring_cost.bw_time / sharp.bw_time == pytest.approx(2 * 127 / 128 * 0.9, rel=1e-6)
 
@@ -266,7 +342,8 @@ def test_pat_only_one_gpu_per_node() -> None:
     c = evaluate(Op.ALL_GATHER, 2**20, f, "pat", Proto.SIMPLE)
     # tuning.cc by hand: 8 + log2i(64)·14/3.5 + 2.8·64 µs; S/(0.75·bw), no algBw conversion.
     assert c.latency == pytest.approx((8 + 6 * 14 / 3.5 + 2.8 * 64) * US)
-    assert c.bw_time == pytest.approx(2**20 / (0.75 * 47.5e9))
+    assert c.tuner_time == pytest.approx(c.latency + 2**20 / (0.75 * 47.5e9))
+    assert c.bw_time == pytest.approx(63 / 64 * 2**20 / 47.5e9)  # the bytes each rank sends
     with pytest.raises(Unsupported, match="one GPU per node"):
         evaluate(Op.ALL_GATHER, 2**20, h100(n_domains=4), "pat", Proto.SIMPLE)
 
@@ -283,9 +360,30 @@ def test_tuner_small_ll_large_simple_single_node_h100() -> None:
     assert choose(Op.ALL_REDUCE, 8, f).best.proto is Proto.LL
     best_large = choose(Op.ALL_REDUCE, 2**33, f).best
     assert best_large.algo == "nvls" and best_large.proto is Proto.SIMPLE
+    assert not best_large.estimated and best_large.tuner_time is not None
     forced = choose(Op.ALL_REDUCE, 2**33, f, algo="ring").best
     assert forced.algo == "ring"
-    assert "lowest predicted time" in choose(Op.ALL_REDUCE, 2**20, f).explain()
+    why = choose(Op.ALL_REDUCE, 2**20, f).explain()
+    assert "lowest NCCL's estimate" in why and "takes" in why
+
+
+def test_nccl_picks_by_its_estimate_policy_all_by_time() -> None:
+    # 2 nodes: NCCL's model rates NVLS-tree above the ring at 64 MiB; policy "all" ranks by the
+    # time each takes, which is what a better tuner would pick.
+    f = h100(n_domains=2, channels=16)
+    nccl = choose(Op.ALL_REDUCE, 64 * 2**20, f)
+    assert nccl.best.selection_time == min(c.selection_time for c in nccl.considered)
+    every = choose(Op.ALL_REDUCE, 64 * 2**20, f, policy="all")
+    assert every.best.time == min(c.time for c in every.considered)
+    assert every.best.time <= nccl.best.time
+
+
+def test_nccl_tests_single_process_launch_floor() -> None:
+    from commwall.collectives.nccl import nccl_tests_time
+
+    assert nccl_tests_time(50e-6, 8) == 50e-6
+    assert nccl_tests_time(5e-6, 1) == 5e-6
+    assert nccl_tests_time(5e-6, 8) == pytest.approx(33.7e-6)  # nccl-tests#123, -g 8
 
 
 def test_tuner_reports_every_reason_when_nothing_runs() -> None:
@@ -335,3 +433,16 @@ def test_every_algorithm_is_registered() -> None:
         "ring", "tree", "nvls", "nvls_tree", "collnet", "pat", "halving_doubling", "direct",
         "hierarchical",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("op", list(Op))
+def test_an_empty_collective_costs_nothing_and_empty_sends_still_meet(op: Op) -> None:
+    # NCCL discards empty collectives before launching (enqueue.cc taskAppend); p2p still pairs.
+    f = h100(n_domains=2)
+    c = choose(op, 0.0, f).best
+    assert c.bw_time == 0.0 and not c.estimated
+    if op in (Op.ALLTOALL, Op.SENDRECV):
+        assert 0 < c.time < 20 * US
+        assert c.time <= choose(op, 512.0, f).best.time
+    else:
+        assert c.time == 0.0

@@ -300,7 +300,9 @@ def test_ring_bytes_are_the_patarasuk_yuan_volume(where: str) -> None:
         sent, got = bytes_per_gpu(plan, cl)
         assert sent[m.ravel()] == pytest.approx(factor * GIB, rel=1e-12)
         assert got[m.ravel()] == pytest.approx(factor * GIB, rel=1e-12)
-        assert len(plan.stages[0].chains) == cl.channels * m.shape[0]
+        n_domains = len({int(g) // cl.scale_up_domain for g in m[0]})
+        g = p // n_domains
+        assert len(plan.stages[0].chains) == cl.channels(n_domains, g) * m.shape[0]
         assert all(c.hops == p for c in plan.stages[0].chains)
 
 
@@ -348,13 +350,13 @@ def test_direct_plan_above_the_hop_limit_points_to_the_analytic_engine() -> None
     cl = build_cluster(ClusterSpec(preset="dgx-h100", nodes=256))
     m = np.arange(cl.n_gpus)[None, :]
     assert MAX_DIRECT_HOPS < 2048 * 2047
-    cost = evaluate(Op.ALLTOALL, MIB, cl.world(), "direct", Proto.SIMPLE)
+    cost = evaluate(Op.ALLTOALL, 64 * MIB, cl.world(), "direct", Proto.SIMPLE)
     with pytest.raises(ValueError, match="--engine analytic"):
-        compile_collective(Op.ALLTOALL, MIB, m, cl, cost)
+        compile_collective(Op.ALLTOALL, 64 * MIB, m, cl, cost)
     # the same ranks as 2 copies of 1024: 2 × 1024 × 1023 hops, under the limit
     halves = m.reshape(2, 1024)
-    cost = evaluate(Op.ALLTOALL, MIB, cl.comm_fabric(128, 8), "direct", Proto.SIMPLE)
-    assert compile_collective(Op.ALLTOALL, MIB, halves, cl, cost).hops == 2 * 1024 * 1023
+    cost = evaluate(Op.ALLTOALL, 64 * MIB, cl.comm_fabric(128, 8), "direct", Proto.SIMPLE)
+    assert compile_collective(Op.ALLTOALL, 64 * MIB, halves, cl, cost).hops == 2 * 1024 * 1023
 
 
 def test_halving_doubling_power_of_two_pairs_sit_where_the_model_says() -> None:
@@ -389,7 +391,7 @@ def test_halving_doubling_non_power_of_two_folds_extra_ranks() -> None:
 def test_tree_chains_hold_every_edge_of_both_trees() -> None:
     cl, _, _, plan = one("h100x16-sharp", Op.ALL_REDUCE, "tree")
     (stage,) = plan.stages
-    per_tree = cl.channels // 2
+    per_tree = cl.channels(16, 8) // 2
     assert len(stage.chains) == 2 * per_tree
     p, n_dom = 128, 16
     for c in stage.chains:
@@ -413,7 +415,7 @@ def test_hierarchical_is_three_dependent_ring_stages_on_own_rails() -> None:
     assert [s.after for s in plan.stages] == [(), (0,), (1,)]
     intra_rs, inter, intra_ag = plan.stages
     assert len(intra_rs.chains) == len(intra_ag.chains) == 16
-    assert len(inter.chains) == 8 * cl.channels
+    assert len(inter.chains) == 8 * cl.channels(16, 1)  # one ring per local rank, its rail
     src, dst, rail, _ = hop_arrays(inter.chains)
     assert np.all(src // 8 != dst // 8)
     assert np.all(own_rail(cl, src) == rail) and np.all(own_rail(cl, dst) == rail)
@@ -518,7 +520,7 @@ def test_nvl72_ring_channels_spread_over_the_racks_nics() -> None:
             (exit_,) = c.src[cross & (c.src // 72 == rack)]
             assert entry // 4 == exit_ // 4
         ports |= {(int(d) // 4, int(r)) for d, r in zip(c.dst[cross], c.rail[cross], strict=True)}
-    assert len(ports) == 2 * cl.channels  # every channel enters each rack on its own NIC
+    assert len(ports) == 2 * cl.channels(2, 72)  # every channel enters each rack on its own NIC
 
 
 @pytest.mark.parametrize(
@@ -561,7 +563,7 @@ def test_32k_rank_ring_compiles_quickly() -> None:
         print(f"{algo} all-reduce on {cl.n_gpus} ranks: {elapsed * 1e3:.0f} ms, {plan.hops:,} hops")
         assert plan.uncontended_time() == pytest.approx(cost.time, rel=1e-9)
         if algo == "ring":
-            assert plan.hops == cl.channels * cl.n_gpus
+            assert plan.hops == cl.channels(cl.n_nodes, 8) * cl.n_gpus
 
 
 def test_split_follows_the_fabric_the_cost_was_computed_on() -> None:

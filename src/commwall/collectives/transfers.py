@@ -68,13 +68,8 @@ import numpy.typing as npt
 
 from commwall.collectives.constants import (
     COLLNET_NET_EFFICIENCY,
-    PER_CH_MAX_NVLS_TREE_BW,
-    Gen,
     Hw,
     Proto,
-    gbps,
-    per_node_column,
-    tree_correction,
 )
 from commwall.collectives.cost import (
     Cost,
@@ -85,9 +80,10 @@ from commwall.collectives.cost import (
 )
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.halving_doubling import halving_doubling_steps
-from commwall.collectives.in_network import nvls_busbw
-from commwall.collectives.ops import Op, busbw_factor
+from commwall.collectives.in_network import nvls_volume
+from commwall.collectives.ops import Op
 from commwall.collectives.ring import ring
+from commwall.collectives.tree import tree_inter_volume
 from commwall.collectives.tuner import ALGORITHMS, evaluate
 
 if TYPE_CHECKING:
@@ -436,7 +432,7 @@ class _Context:
 def _channels(ctx: _Context) -> int:
     """Ring channels: NCCL's count once the ring leaves the domain; one inside a domain, where
     the GPU's NVLink bandwidth (not a channel count) is what binds."""
-    return ctx.cluster.channels if ctx.n_domains > 1 else 1
+    return ctx.cluster.channels(ctx.n_domains, ctx.g) if ctx.n_domains > 1 else 1
 
 
 def _rate(nbytes: float, seconds: float) -> float:
@@ -556,7 +552,7 @@ def _tree(ctx: _Context) -> list[Stage]:
     """
     ctx.require_uniform()
     n_dom = ctx.n_domains
-    per_tree = max(1, ctx.cluster.channels // 2) if n_dom > 1 else 1
+    per_tree = max(1, ctx.cluster.channels(n_dom, ctx.g) // 2) if n_dom > 1 else 1
     ctx.require_pipelines(4 * per_tree)
     orders = ctx.rotated(2 * per_tree)  # (K, copies, p), head first in every segment
     g = ctx.g
@@ -747,7 +743,7 @@ def _hierarchical(ctx: _Context) -> list[Stage]:
     times = _scale([c.bw_time for c in costs], cost.bw_time, _sum)
     n_dom = ctx.n_domains
     grid = ctx.sorted.reshape(ctx.copies, n_dom, g)
-    n_ch = ctx.cluster.channels
+    n_ch = ctx.cluster.channels(ctx.n_domains, 1)
     ctx.require_pipelines(n_ch)
     stages: list[Stage] = []
     for i, ((name, part_op, size, fab), t) in enumerate(zip(parts, times, strict=True)):
@@ -796,28 +792,20 @@ def _nvls(ctx: _Context) -> list[Stage]:
 
 def _nvls_tree(ctx: _Context) -> list[Stage]:
     """NVLS inside each domain pipelined with a double binary tree across domains (NCCL
-    NVLSTree, ``tuning.cc`` v2.28+), as :func:`commwall.collectives.in_network.nvls_tree` prices
-    it: one stage.
+    NVLSTree), as :func:`commwall.collectives.in_network.nvls_tree` prices it: one stage.
 
     Per domain, an NVLS chain ``[g → NVSWITCH, NVSWITCH → g]`` of ``S`` each way. Across domains
     each local rank ``l`` heads the slice ``S/g`` on its own rail, split over the two trees of
     :func:`dtree_parents`: a chain per (copy, l, tree) of up and down edges between the rank-``l``
-    GPUs of every domain. NCCL converts NVLS-tree bandwidth with the ring factor ``n/(2(n−1))``,
-    i.e. charges a domain's NICs ``2(n−1)/n·S`` rather than the ``2S`` a double binary tree moves,
-    so tree hops carry the charged ``(n−1)/n · S/(2g)``: the flow engine then agrees with the
-    analytic one (the physical volume is ``n/(n−1)`` larger). Caps: each part's own time
-    (``factor·S / min(part limit, nCh·perChMaxNVLSTreeBw)``), the slower part = ``cost.bw_time``.
+    GPUs of every domain, each edge carrying half the slice — a rank's NIC moves ``S/g`` per
+    direction with two domains and ``2S/g`` from three on, the volumes the time model charges.
+    Caps: each part's own time (the NVLS volume at ``nvlsEfficiency`` of NVLink; the shard over
+    the NIC), the slower part = ``cost.bw_time``.
     """
     f = ctx.fabric()
-    op, s, n, g, n_dom = ctx.op, ctx.nbytes, ctx.p, ctx.g, ctx.n_domains
-    cap = f.channels * gbps(PER_CH_MAX_NVLS_TREE_BW[f.gen][per_node_column(f.n_domains)])
-    factor = busbw_factor(op, n)
-    corr = 1.0
-    if f.gen is Gen.BLACKWELL and f.cpu in ("intel", "amd"):
-        corr = tree_correction(ctx.cost.proto, s, limit=24)
-    net_limit = f.node_net_bw * (2.0 if n_dom == 2 else 1.0)
-    t_nvls = factor * s / min(nvls_busbw(op, f), cap) / corr
-    t_net = factor * s / min(net_limit, cap) / corr
+    op, s, g, n_dom = ctx.op, ctx.nbytes, ctx.g, ctx.n_domains
+    t_nvls = s * nvls_volume(op, g) / (f.intra_bw * f.nvls_efficiency)
+    t_net = s / g * tree_inter_volume(n_dom) / f.net_bw_per_rank
     t_nvls, t_net = _scale([t_nvls, t_net], ctx.cost.bw_time, _max)
     grid = ctx.sorted.reshape(ctx.copies, n_dom, g)
     dom = grid.reshape(-1, g)
@@ -830,7 +818,7 @@ def _nvls_tree(ctx: _Context) -> list[Stage]:
         _rate(s, t_nvls),
         rail=np.concatenate([no, no], axis=1),
     )
-    per_hop = (n - 1) / n * s / (2 * g)
+    per_hop = s / (2 * g)
     heads = np.swapaxes(grid, 1, 2)  # (copies, g, N): the rank-l GPU of every domain
     for parent in dtree_parents(n_dom):
         up_src, up_dst = _tree_edges(heads, parent)

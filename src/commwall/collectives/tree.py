@@ -11,10 +11,19 @@ only ``S`` when N = 2 — the reason two-node tree runs report busbw above the N
 (nccl-tests#196, nccl#812). NCCL's form ``algBw = busBw/2`` then applies ``min(0.92·busBw,
 nCh·perChMaxTreeBw)`` for every protocol, the protocol's own factor on top (LL ``1/3.8`` capped at
 ``llMaxBw``, LL128 ``120/128`` or ``7/9`` in one node, capped per channel) and the empirical
-``treeCorrectionFactor`` per size.
+``treeCorrectionFactor`` per size. That is NCCL's estimate (``tuner_time``), which it picks by.
+
+**Time**: each channel pipelines its share in chunks (:func:`~commwall.collectives.nccl.tree_chunk`)
+up the chain and tree and back down (:func:`~commwall.collectives.pipeline.chain_time`): the first
+chunk crosses ``2(g−1)`` scale-up hops and ``2·log2 N`` network hops, the rest follow one per
+service time of the slowest hop (its per-channel share of the tree bandwidth above, the per-slice
+synchronisation, the network window of ``NCCL_STEPS`` chunks).
 """
 
 from __future__ import annotations
+
+import math
+from typing import Final
 
 from commwall.collectives.constants import (
     LL128_TREE_EFFICIENCY_MULTINODE,
@@ -31,15 +40,28 @@ from commwall.collectives.constants import (
 )
 from commwall.collectives.cost import (
     Cost,
+    Unsupported,
     base_latency,
+    estimate_cost,
+    intra_hop,
     ll_max_bw,
-    require,
+    net_hop,
     require_ll128,
     step_latency,
     trivial,
 )
 from commwall.collectives.fabric import CommFabric
+from commwall.collectives.nccl import NCCL_STEPS, channels_used, log2i, tree_chunk
 from commwall.collectives.ops import Op
+from commwall.collectives.pipeline import Hop, chain_time
+
+#: Network bytes/s one tree channel (one SM) moves per direction: "when NIC bw is smaller than
+#: 100G (12GB/s), we can use one SM (two trees) to drive one NIC; otherwise, two SM's are needed"
+#: (kwen2501, nccl PR #645), and "tree would require 32 SMs" to reach NVLS-tree's ~380 GB/s
+#: (sjeaugey, nccl#1649) — 12 GB/s of busBw per channel. NCCL's tuner caps (``perChMaxTreeBw``)
+#: are three times higher; with its default 16 channels a tree across 3+ nodes reaches ~190
+#: GB/s busbw, as Together AI measured on B200 (195 GB/s from 4 nodes on).
+TREE_CHANNEL_NET_BW: Final = 12e9
 
 
 def tree_inter_volume(n_domains: int) -> float:
@@ -75,17 +97,41 @@ def tree_busbw(f: CommFabric, proto: Proto) -> tuple[float, str]:
     return bw, bottleneck
 
 
-def tree(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> Cost:
+def tree(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = False) -> Cost:
     """NCCL tree (double binary tree across domains, chains inside) all-reduce."""
-    require(op is Op.ALL_REDUCE, f"NCCL's tree implements all_reduce only, not {op.value}")
+    if op is not Op.ALL_REDUCE:
+        raise Unsupported(f"NCCL's tree implements all_reduce only, not {op.value}")
     p = f.nranks
     if p == 1:
         return trivial(op, nbytes, f, proto)
     intra_lat = step_latency(f, f.intra_hw, "tree", proto)
     inter_lat = step_latency(f, Hw.NET, "tree", proto)
-    depth = (f.ranks_per_domain - 1) * intra_lat + f.log2_domains * inter_lat
-    latency = base_latency("tree", proto) + 2.0 * depth
+    g, n_dom = f.ranks_per_domain, f.n_domains
+    depth = (g - 1) * intra_lat + f.log2_domains * inter_lat
     bw, bottleneck = tree_busbw(f, proto)
-    bw_time = 2.0 * nbytes / (bw * tree_correction(proto, nbytes))
-    steps = 2 * (f.ranks_per_domain - 1) + 2 * max(1, round(f.log2_domains))
-    return Cost(op, "tree", proto, nbytes, p, latency, bw_time, steps, bottleneck)
+    tuner_time = (
+        base_latency("tree", proto)
+        + 2.0 * depth
+        + 2.0 * nbytes / (bw * tree_correction(proto, nbytes))
+    )
+    steps = 2 * (g - 1) + 2 * max(1, round(f.log2_domains))
+    if estimate:
+        lat = base_latency("tree", proto) + 2.0 * depth
+        return estimate_cost(op, "tree", proto, nbytes, f, lat, tuner_time - lat, steps, bottleneck)
+    # Realistic: the chunk pipeline through the chain and the tree (module doc).
+    nc = channels_used(nbytes, proto, f.channels, traffic_per_byte=2)
+    chunk = tree_chunk(proto, nbytes, channels=nc, n_domains=n_dom, ppn=g)
+    per_channel = nbytes / nc
+    items = max(1, math.ceil(per_channel / chunk - 1e-12))
+    rate = bw / 2.0 / f.channels  # a channel's share of busBw/2 (the algorithm bandwidth)
+    if n_dom > 1:
+        rate = min(rate, TREE_CHANNEL_NET_BW / tree_inter_volume(n_dom))
+    path: list[Hop] = []
+    if g > 1:
+        path.append(intra_hop(f, "tree", proto, rate, 2 * (g - 1)))
+    if n_dom > 1:
+        path.append(net_hop(f, "tree", proto, rate, 2 * max(1, log2i(n_dom)), window=NCCL_STEPS))
+    latency, bw_time = chain_time(
+        items=items, slice_bytes=per_channel / items, path=path, base=base_latency("tree", proto)
+    )
+    return Cost(op, "tree", proto, nbytes, p, latency, bw_time, steps, bottleneck, tuner_time, nc)

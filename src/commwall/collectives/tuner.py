@@ -1,17 +1,20 @@
-"""An NCCL-like tuner: evaluate every algorithm × protocol that can run, pick the fastest, say why.
+"""An NCCL-like tuner: evaluate every algorithm × protocol that can run, pick one, say why.
 
 NCCL (``ncclTopoGetAlgoTime``, ``tuning.cc``) predicts ``T = lat + S/algBw`` for every algorithm and
 protocol enabled for the collective and picks the minimum unless ``NCCL_ALGO``/``NCCL_PROTO`` force
-one. :func:`choose` does the same over commwall's cost models. ``policy="nccl"`` considers the
-algorithms NCCL itself has for the operation; ``policy="all"`` adds halving-doubling, direct and
-hierarchical, which NCCL does not implement, to show what they would change.
+one. :func:`choose` does the same over commwall's cost models: ``policy="nccl"`` considers the
+algorithms NCCL itself has for the operation and ranks them by NCCL's own estimate
+(:attr:`~commwall.collectives.cost.Cost.tuner_time`) — what NCCL would run — then reports the
+time that choice really takes (:attr:`~commwall.collectives.cost.Cost.time`). ``policy="all"``
+adds halving-doubling, direct and hierarchical, which NCCL does not implement, and ranks
+everything by the time it takes, to show what a better choice would change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Final
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Final, Protocol
 
 from commwall.collectives.constants import Proto
 from commwall.collectives.cost import Cost, Unsupported
@@ -25,7 +28,15 @@ from commwall.collectives.pat import pat
 from commwall.collectives.ring import ring
 from commwall.collectives.tree import tree
 
-AlgorithmFn = Callable[[Op, float, CommFabric, Proto], Cost]
+
+class AlgorithmFn(Protocol):
+    """A cost model: ``(op, nbytes, fabric, proto) -> Cost``; ``estimate=True`` returns NCCL's
+    tuner estimate only (cheaper; :func:`choose` ranks candidates with it)."""
+
+    def __call__(
+        self, op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = False
+    ) -> Cost: ...
+
 
 #: Every algorithm commwall models, by name.
 ALGORITHMS: Final[dict[str, AlgorithmFn]] = {
@@ -91,30 +102,59 @@ class Choice:
     best: Cost
     considered: tuple[Cost, ...]
     rejected: tuple[tuple[str, Proto, str], ...] = field(default=())
+    policy: str = "nccl"
+    fabric: CommFabric | None = field(default=None, compare=False, repr=False)
+
+    def timed(self) -> tuple[Cost, ...]:
+        """Every considered candidate with the time it would take (the NCCL policy ranks by
+        estimates only; this prices each one's launch plan)."""
+        if self.fabric is None:
+            return self.considered
+        return tuple(
+            evaluate(c.op, c.nbytes, self.fabric, c.algo, c.proto) if c.estimated else c
+            for c in self.considered
+        )
+
+    def _key(self, cost: Cost) -> float:
+        return cost.selection_time if self.policy == "nccl" else cost.time
 
     def explain(self) -> str:
         """Human-readable reasons: the ranking and why the others could not run."""
+        best = self.best
+        by = "NCCL's estimate" if self.policy == "nccl" else "time"
         lines = [
-            f"chose {self.best.algo}/{self.best.proto.value}: lowest predicted time "
-            f"{self.best.time * 1e6:.2f} us (latency {self.best.latency * 1e6:.2f} us + "
-            f"bandwidth {self.best.bw_time * 1e6:.2f} us, bound by {self.best.bottleneck})"
+            f"chose {best.algo}/{best.proto.value}: lowest {by} "
+            f"({self._key(best) * 1e6:.2f} us); it takes {best.time * 1e6:.2f} us (latency "
+            f"{best.latency * 1e6:.2f} us + bandwidth {best.bw_time * 1e6:.2f} us, bound by "
+            f"{best.bottleneck}, {best.channels} channel(s))"
         ]
-        for cost in sorted(self.considered, key=lambda c: c.time):
-            if cost is self.best:
+        for cost in sorted(self.timed(), key=self._key):
+            if cost.algo == best.algo and cost.proto is best.proto:
                 continue
             lines.append(
-                f"  {cost.algo}/{cost.proto.value}: {cost.time * 1e6:.2f} us "
-                f"({cost.time / self.best.time:.2f}x)"
+                f"  {cost.algo}/{cost.proto.value}: {by} {self._key(cost) * 1e6:.2f} us, "
+                f"takes {cost.time * 1e6:.2f} us ({cost.time / best.time:.2f}x)"
+                if best.time > 0
+                else f"  {cost.algo}/{cost.proto.value}: takes {cost.time * 1e6:.2f} us"
             )
         lines.extend(f"  {a}/{p.value}: not possible — {why}" for a, p, why in self.rejected)
         return "\n".join(lines)
 
 
-def evaluate(op: Op, nbytes: float, fabric: CommFabric, algo: str, proto: Proto) -> Cost:
-    """Cost of one algorithm × protocol; raises :class:`Unsupported` when it cannot run."""
+def evaluate(
+    op: Op, nbytes: float, fabric: CommFabric, algo: str, proto: Proto, *, estimate: bool = False
+) -> Cost:
+    """Cost of one algorithm × protocol; raises :class:`Unsupported` when it cannot run.
+    ``estimate=True``: NCCL's tuner estimate only (:attr:`Cost.estimated`)."""
     if nbytes < 0:
         raise ValueError(f"nbytes must be >= 0, got {nbytes}")
-    return ALGORITHMS[algo](op, nbytes, fabric, proto)
+    if nbytes == 0 and not estimate and fabric.nranks > 1:
+        # NCCL discards an empty collective before launching anything ("Empty collectives can
+        # be discarded", enqueue.cc taskAppend); empty sends and receives still meet their peer.
+        est = ALGORITHMS[algo](op, 0.0, fabric, proto, estimate=True)
+        latency = est.latency if op in (Op.ALLTOALL, Op.SENDRECV) else 0.0
+        return replace(est, latency=latency, bw_time=0.0, estimated=False)
+    return ALGORITHMS[algo](op, nbytes, fabric, proto, estimate=estimate)
 
 
 def choose(
@@ -143,14 +183,20 @@ def choose(
     protos = (proto,) if proto is not None else tuple(Proto)
     considered: list[Cost] = []
     rejected: list[tuple[str, Proto, str]] = []
+    estimate = policy == "nccl"  # NCCL ranks by its estimate: price only the winner's plan
     for name in algos:
         for pr in protos:
             try:
-                considered.append(evaluate(op, nbytes, fabric, name, pr))
+                considered.append(evaluate(op, nbytes, fabric, name, pr, estimate=estimate))
             except Unsupported as why:
                 rejected.append((name, pr, str(why)))
     if not considered:
         reasons = "; ".join(f"{a}/{p.value}: {w}" for a, p, w in rejected)
         raise Unsupported(f"no algorithm can run {op.value} here — {reasons}")
-    best = min(considered, key=lambda c: (c.time, c.algo, c.proto.value))
-    return Choice(best, tuple(considered), tuple(rejected))
+    if policy == "nccl":
+        pick = min(considered, key=lambda c: (c.selection_time, c.algo, c.proto.value))
+        best = evaluate(op, nbytes, fabric, pick.algo, pick.proto) if pick.estimated else pick
+        considered = [best if c is pick else c for c in considered]
+    else:
+        best = min(considered, key=lambda c: (c.time, c.algo, c.proto.value))
+    return Choice(best, tuple(considered), tuple(rejected), policy, fabric)

@@ -146,8 +146,12 @@ def _comparison(results: list[dict[str, Any]]) -> dict[str, Any]:
         if goal is None or not nums:
             continue
         target = min(v for v, _ in nums) if goal == "min" else max(v for v, _ in nums)
-        if any(v != target for v, _ in nums):  # all equal: no winner to highlight
-            best[name] = [lab for v, lab in nums if v == target]
+
+        def same(v: float, t: float = target) -> bool:  # float noise is no difference
+            return abs(v - t) <= 1e-9 * max(abs(v), abs(t))
+
+        if not all(same(v) for v, _ in nums):  # all equal: no winner to highlight
+            best[name] = [lab for v, lab in nums if same(v)]
     return {
         "baseline": results[0]["label"],
         "rows": [{"metric": n, "better": g} for n, g in ROWS],

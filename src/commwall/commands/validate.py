@@ -1,18 +1,19 @@
-"""``commwall validate``: the model against every bundled public nccl-tests measurement.
+"""``commwall validate``: the collective model against every bundled public nccl-tests table.
 
->>> # commwall validate                 # predicted vs measured busbw, per system and size
->>> # commwall validate --min-size 1GiB # bandwidth-bound sizes only
+>>> # commwall validate                          # error per size regime, op, scale and role
+>>> # commwall validate --op all_gather --rows   # and every point of every all_gather table
+>>> # commwall validate --min-size 1GiB --role held_out
 >>> # commwall validate --markdown > docs/validation.md
 
-Each measurement (``src/commwall/validation/nccl_tests_published.yaml``, with its source and a
-verbatim quote) is rebuilt from the catalog presets — the same constants for every system — and
-every measured size is predicted by the NCCL-like tuner (:func:`commwall.validation.compare`).
+Each table (``src/commwall/validation/nccl_tests_public.yaml``, with its source and a verbatim
+row) is rebuilt from the catalog presets and what the source says of its NICs and NCCL settings,
+and every measured size is predicted as ``commwall collective`` would
+(:func:`commwall.validation.compare`; summaries in :mod:`commwall.validation.report`).
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from typing import Annotated, Any
 
@@ -30,121 +31,92 @@ def validate(
     min_size: Annotated[
         str, typer.Option(help="Only sizes at least this large, e.g. 1GiB (default: all).")
     ] = "0B",
+    max_size: Annotated[
+        str | None, typer.Option(help="Only sizes at most this large, e.g. 256MiB.")
+    ] = None,
+    op: Annotated[
+        str | None, typer.Option(help="Only tables of this operation (all_reduce, ...).")
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(help="Only dev (seen while designing the model) or held_out tables."),
+    ] = None,
+    rows: Annotated[bool, typer.Option("--rows", help="Print every compared point too.")] = False,
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print a Markdown page (docs/validation.md).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Predicted vs measured busbw for every bundled public nccl-tests result, with its source
-    and the error, and the median error at bandwidth-bound sizes."""
+    """Predicted vs measured busbw for every bundled public nccl-tests table: median and worst
+    error per size regime, operation, scale and role, and the tables not compared with why."""
+    from commwall.collectives.ops import parse_op
     from commwall.units import parse_size
+    from commwall.validation.report import markdown_page, validation_report
 
-    floor = parse_size(min_size)
-    if floor < 0:
-        fail(f"--min-size: {min_size!r} must be >= 0 bytes")
-    data = validation_table(floor)
+    try:
+        low = parse_size(min_size)
+        high = None if max_size is None else parse_size(max_size)
+    except ValueError as e:
+        fail(f"--min-size/--max-size: {e}")
+    if low < 0 or (high is not None and high < low):
+        fail(f"--min-size/--max-size: need 0 <= min <= max, got {min_size!r} and {max_size!r}")
+    op_name = None
+    if op is not None:
+        try:
+            op_name = parse_op(op).value
+        except ValueError as e:
+            fail(f"--op: {e}")
+    if role not in (None, "dev", "held_out"):
+        fail(f"--role: {role!r} is not allowed; allowed: dev, held_out")
+    data = validation_report(min_size=low, max_size=high, op=op_name, role=role)
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     elif markdown:
         sys.stdout.write(markdown_page(data))
     else:
-        _print(data)
+        _print(data, rows)
 
 
-def validation_table(min_size: float = 0.0) -> dict[str, Any]:
-    """Every comparison as plain data, the skipped measurements and the summary."""
-    from commwall.validation import compare, load_measurements
-
-    rows: list[dict[str, Any]] = []
-    skipped: list[dict[str, str]] = []
-    for m in load_measurements():
-        every = compare(m)
-        points = [c for c in every if c.size >= min_size]
-        if not every:
-            skipped.append({"id": m.id, "system": m.system, "source": m.source,
-                            "why": "the source does not say what fabric or rack size it used"})  # fmt: skip
-            continue
-        for c in points:
-            rows.append(
-                {
-                    "id": m.id,
-                    "system": m.system,
-                    "op": m.op,
-                    "ranks": m.nodes * m.gpus_per_node,
-                    "size": c.size,
-                    "measured_busbw_GBps": None
-                    if c.measured_busbw is None
-                    else c.measured_busbw / 1e9,
-                    "predicted_busbw_GBps": c.predicted_busbw / 1e9,
-                    "error": c.busbw_error,
-                    "algo": f"{c.algo}/{c.proto}",
-                    "source": m.source,
-                }
-            )
-    big = [abs(r["error"]) for r in rows if r["error"] is not None and r["size"] >= 2**30]
-    return {
-        "rows": rows,
-        "skipped": skipped,
-        "median_abs_error_1GiB": statistics.median(big) if big else None,
-        "compared_1GiB": len(big),
-    }
+def _cell(s: dict[str, Any]) -> str:
+    if not s.get("n"):
+        return "-"
+    return f"{s['median_abs']:.1%} / {s['worst_abs']:.0%} ({s['n']})"
 
 
-def markdown_page(data: dict[str, Any]) -> str:
-    """``docs/validation.md``: the same table as Markdown."""
-    from commwall.units import format_size
-
-    lines = [
-        "# Validation: commwall against public nccl-tests results",
-        "",
-        "Generated by `commwall validate --markdown > docs/validation.md` (a test keeps it current).",
-        "Each row is one published measurement (source in the last column; the verbatim quotes are in",
-        "`src/commwall/validation/nccl_tests_published.yaml`) and the analytic model's prediction on",
-        "the catalog preset for that system. Error = (predicted − measured) / measured busbw.",
-        "",
-        "| measurement | op | ranks | size | measured busbw (GB/s) | predicted (GB/s) | error | algo/proto | source |",
-        "|---|---|---:|---:|---:|---:|---:|---|---|",
-    ]
-    for r in data["rows"]:
-        measured = "—" if r["measured_busbw_GBps"] is None else f"{r['measured_busbw_GBps']:.1f}"
-        error = "—" if r["error"] is None else f"{r['error']:+.0%}"
-        lines.append(
-            f"| {r['id']} | {r['op']} | {r['ranks']} | {format_size(r['size'])} | {measured} | "
-            f"{r['predicted_busbw_GBps']:.1f} | {error} | {r['algo']} | {r['source']} |"
-        )
-    lines.append("")
-    if data["median_abs_error_1GiB"] is not None:
-        lines.append(
-            f"Median |error| at sizes of 1 GiB and more: {data['median_abs_error_1GiB']:.1%} "
-            f"over {data['compared_1GiB']} points."
-        )
-        lines.append("")
-    if data["skipped"]:
-        lines.append("Not compared (the source does not say enough to rebuild the system):")
-        lines.append("")
-        lines += [f"- {s['id']} ({s['source']})" for s in data["skipped"]]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _print(data: dict[str, Any]) -> None:
+def _print(data: dict[str, Any], rows: bool) -> None:
     from rich.table import Table
 
     from commwall.units import format_size
+    from commwall.validation.report import REGIMES
 
-    table = Table(show_header=True, header_style="bold", title="Predicted vs measured busbw")
-    for col in ("measurement", "op", "ranks", "size", "measured", "model", "error", "algo"):
-        table.add_column(col, justify="left" if col in ("measurement", "op", "algo") else "right")
-    for r in data["rows"]:
-        measured = "-" if r["measured_busbw_GBps"] is None else f"{r['measured_busbw_GBps']:.1f}"
-        error = "-" if r["error"] is None else f"{r['error']:+.0%}"
-        table.add_row(r["id"], r["op"], str(r["ranks"]), format_size(r["size"]), measured,
-                      f"{r['predicted_busbw_GBps']:.1f}", error, r["algo"])  # fmt: skip
-    out.print(table)
-    if data["median_abs_error_1GiB"] is not None:
-        out.print(
-            f"median |error| at >= 1 GiB: {data['median_abs_error_1GiB']:.1%} over "
-            f"{data['compared_1GiB']} points (busbw in GB/s; sources: commwall validate --json)"
-        )
-    for s in data["skipped"]:
-        out.print(f"not compared: {s['id']} ({s['why']})")
+    s = data["summary"]
+    if rows:
+        table = Table(show_header=True, header_style="bold", title="Predicted vs measured busbw")
+        for col in ("table", "op", "ranks", "size", "measured", "model", "error", "algo"):
+            table.add_column(col, justify="left" if col in ("table", "op", "algo") else "right")
+        for r in data["rows"]:
+            measured = (
+                "-" if r["measured_busbw_GBps"] is None else f"{r['measured_busbw_GBps']:.1f}"
+            )
+            error = "-" if r["error"] is None else f"{r['error']:+.0%}"
+            table.add_row(r["id"], r["op"], str(r["ranks"]), format_size(r["size"]), measured,
+                          f"{r['predicted_busbw_GBps']:.1f}", error, r["algo"])  # fmt: skip
+        out.print(table)
+    summary = Table(
+        show_header=True, header_style="bold",
+        title=f"busbw error: median |e| / worst |e| (points); {s['points']} points, "
+        f"{s['measurements']} tables",
+    )  # fmt: skip
+    summary.add_column("group")
+    for name, _, _ in REGIMES:
+        summary.add_column(name, justify="right")
+    summary.add_row("all", *(_cell(s["regime"][name]) for name, _, _ in REGIMES))
+    for section in ("role", "op", "scale", "launch"):
+        for key, per in s[section].items():
+            summary.add_row(f"{section} {key}", *(_cell(per[name]) for name, _, _ in REGIMES))
+    for key, per in s["op_one_gpu_per_process"].items():
+        summary.add_row(f"op {key} (-g 1)", *(_cell(per[name]) for name, _, _ in REGIMES))
+    out.print(summary)
+    out.print("positive error = optimistic; sources and every point: commwall validate --json")
+    for x in data["skipped"]:
+        out.print(f"not compared: {x['id']} ({x['why']})", markup=False)

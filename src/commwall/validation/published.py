@@ -1,24 +1,38 @@
 """Public nccl-tests results bundled with commwall, and the model's prediction for each.
 
-``nccl_tests_published.yaml`` holds rows read from public sources (each with its source and a
-verbatim quote). :func:`compare` rebuilds each measured system from the catalog presets — the
-same constants for every system, nothing tuned per system — and predicts every measured size.
+``nccl_tests_public.yaml`` holds tables read from public sources (each with its source and one
+verbatim row; the file's header documents the fields). :func:`compare` rebuilds each measured
+system from the catalog presets and what the source says of its NICs — the same constants for
+every system, nothing tuned per system — applies the NCCL settings the run used
+(:func:`apply_nccl_env`), and predicts every measured size as ``commwall collective`` would.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.resources
-from dataclasses import dataclass
-from typing import Any
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 import yaml
 
 from commwall.cluster import Cluster, build_cluster
-from commwall.collectives import Proto, choose, parse_op
+from commwall.collectives import (
+    CommFabric,
+    Proto,
+    Unsupported,
+    choose,
+    parse_algo,
+    parse_op,
+    parse_proto,
+)
+from commwall.collectives.nccl import nccl_tests_time
 from commwall.io.scenario import ClusterSpec
 
-_PRESETS = {
+DATA_FILE: Final = "nccl_tests_public.yaml"
+
+_PRESETS: Final = {
     ("a100-sxm", "ib"): "dgx-a100",
     ("a100-sxm", "roce"): "dgx-a100-roce",
     ("h100-sxm", "ib"): "dgx-h100",
@@ -26,23 +40,39 @@ _PRESETS = {
     ("h200", "ib"): "hgx-h200",
     ("h200", "roce"): "hgx-h200-roce",
     ("b200", "ib"): "dgx-b200",
+    ("b200", "roce"): "dgx-b200-roce",
     ("gb200", "ib"): "gb200-nvl72",
+    ("gb200", "roce"): "gb200-nvl72-roce",
 }
+#: Catalog NIC for a port speed (Gb/s): ConnectX-6 runs HDR/200GbE (and 100G with the rate
+#: overridden), ConnectX-7 NDR/400GbE, ConnectX-8 XDR/800GbE.
+_NICS: Final = {100: "connectx-6", 200: "connectx-6", 400: "connectx-7", 800: "connectx-8"}
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """One published nccl-tests run."""
+    """One published nccl-tests table (fields as in the data file's header)."""
 
     id: str
     system: str
     gpu: str
     nodes: int
     gpus_per_node: int
+    node_gpus: int | None
+    nic_count: int | None
+    nic_gbps: float | None
     fabric: str | None
+    cpu: str | None
     op: str
     algo: str
-    points: tuple[dict[str, float], ...]
+    proto: str
+    env: dict[str, str]
+    gpus_per_process: int
+    nccl_version: str | None
+    healthy: bool
+    role: str
+    not_compared: str | None
+    points: tuple[dict[str, Any], ...]
     source: str
     notes: str
 
@@ -59,6 +89,9 @@ class Comparison:
     predicted_time: float
     algo: str
     proto: str
+    #: Why the source's own table shows this point as an outlier (slower than a larger size of
+    #: the same run by over 20%), or None; outliers are predicted but not scored.
+    outlier: str | None = None
 
     @property
     def busbw_error(self) -> float | None:
@@ -77,68 +110,153 @@ class Comparison:
 
 @functools.cache
 def _raw() -> dict[str, Any]:
-    text = (
-        importlib.resources.files("commwall.validation")
-        .joinpath("nccl_tests_published.yaml")
-        .read_text(encoding="utf-8")
-    )
+    text = importlib.resources.files("commwall.validation").joinpath(DATA_FILE).read_text("utf-8")
     data: dict[str, Any] = yaml.safe_load(text)
     return data
 
 
+def _int(value: Any) -> int | None:
+    return None if value in (None, "") else int(value)
+
+
 def load_measurements() -> list[Measurement]:
     """Every bundled measurement."""
-    return [
-        Measurement(
-            id=m["id"],
-            system=m["system"],
-            gpu=m["gpu"],
-            nodes=int(m["nodes"]),
-            gpus_per_node=int(m["gpus_per_node"]),
-            fabric=m.get("fabric"),
-            op=m["op"],
-            algo=m.get("algo") or "default",
-            points=tuple(m["points"]),
-            source=m["source"],
-            notes=m.get("notes") or "",
+    out = []
+    for m in _raw()["measurements"]:
+        env = {str(k): str(v) for k, v in (m.get("env") or {}).items()}
+        out.append(
+            Measurement(
+                id=m["id"],
+                system=m.get("system") or "",
+                gpu=m["gpu"],
+                nodes=int(m["nodes"]),
+                gpus_per_node=int(m["gpus_per_node"]),
+                node_gpus=_int(m.get("node_gpus")),
+                nic_count=_int(m.get("nic_count")),
+                nic_gbps=None if m.get("nic_gbps") is None else float(m["nic_gbps"]),
+                fabric=m.get("fabric"),
+                cpu=m.get("cpu"),
+                op=m["op"],
+                algo=str(m.get("algo") or "default"),
+                proto=str(m.get("proto") or "default"),
+                env=env,
+                gpus_per_process=int(m.get("gpus_per_process") or 1),
+                nccl_version=None if m.get("nccl_version") is None else str(m["nccl_version"]),
+                healthy=bool(m.get("healthy", True)),
+                role=str(m.get("role") or "dev"),
+                not_compared=m.get("not_compared"),
+                points=tuple(m["points"]),
+                source=m.get("source") or "",
+                notes=m.get("notes") or "",
+            )
         )
-        for m in _raw()["measurements"]
-    ]
+    return out
 
 
 def reference_statements() -> list[dict[str, Any]]:
-    """Maintainers' stated expectations (not rows), with sources."""
-    statements: list[dict[str, Any]] = _raw().get("reference_statements", [])
+    """Maintainers' and users' stated expectations (not rows), with sources."""
+    statements: list[dict[str, Any]] = _raw().get("statements", [])
     return statements
 
 
 def measurement_cluster(m: Measurement, *, sharp: bool = False) -> Cluster | None:
-    """The catalog cluster that matches ``m``, or None when the source lacks what we need."""
-    scale_out = m.fabric in ("ib", "roce")
-    preset = _PRESETS.get((m.gpu, m.fabric if scale_out and m.fabric else "ib"))
-    n_gpus = m.nodes * m.gpus_per_node
-    if preset is None or m.fabric is None:
-        return None  # the source does not say what the system is
+    """The catalog cluster that matches ``m``, or None when it cannot be rebuilt
+    (``m.not_compared`` says why)."""
+    if m.not_compared:
+        return None
+    multi = m.nodes > 1 and m.fabric in ("ib", "roce")
+    preset = _PRESETS.get((m.gpu, m.fabric if multi and m.fabric else "ib"))
+    if preset is None:
+        return None
     spec: dict[str, Any] = {"preset": preset, "nodes": m.nodes, "sharp": sharp}
+    if multi and m.nic_count:
+        spec["nics_per_node"] = m.nic_count
+    if multi and m.nic_gbps:
+        speed = int(m.nic_gbps)
+        if speed not in _NICS:
+            return None
+        spec["nic"] = _NICS[speed]
+        if speed == 100:
+            spec["overrides"] = {"nic": {"rate": "100 Gb/s"}}
+    if m.cpu in ("intel", "amd"):
+        spec["cpu"] = m.cpu
+    elif m.cpu == "arm":
+        spec["cpu"] = "other"
+    n_gpus = m.nodes * (m.node_gpus or m.gpus_per_node)
     if m.gpu == "gb200" and n_gpus % 72:
-        if scale_out:
+        if multi:
             return None  # racks of unknown size
         spec["scale_up_domain"] = n_gpus  # one multi-node NVLink domain smaller than a rack
     return build_cluster(ClusterSpec.model_validate(spec))
 
 
+_CHANNEL_ENV: Final = ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS")
+
+
+def _env_int(env: dict[str, str], key: str) -> int | None:
+    m = re.match(r"\s*(\d+)", env.get(key, ""))
+    return int(m.group(1)) if m else None
+
+
+def apply_nccl_env(
+    fabric: CommFabric, env: dict[str, str], algo: str, proto: str
+) -> tuple[CommFabric, str | None, Proto | None]:
+    """The communicator, algorithm and protocol a run with NCCL settings ``env`` gets:
+    ``NCCL_ALGO``/``NCCL_PROTO`` force (as ``algo``/``proto`` do), ``NCCL_NVLS_ENABLE=0``
+    disables NVLink SHARP, ``NCCL_MIN_NCHANNELS``/``NCCL_MIN_CTAS`` raise and
+    ``NCCL_MAX_NCHANNELS``/``NCCL_MAX_CTAS`` lower the channel count (NCCL env.rst)."""
+    algo_name = None if algo in ("default", "") else algo
+    proto_name = None if proto in ("default", "") else proto
+    for key, value in env.items():
+        word = value.split()[0].strip(",;") if value.split() else ""
+        if key == "NCCL_ALGO" and word and algo_name is None:
+            algo_name = word
+        elif key == "NCCL_PROTO" and word and proto_name is None:
+            proto_name = word
+    lo = max(_env_int(env, "NCCL_MIN_NCHANNELS") or 0, _env_int(env, "NCCL_MIN_CTAS") or 0)
+    hi = (
+        min(x for x in (_env_int(env, k) for k in _CHANNEL_ENV[2:]) if x)
+        if any(_env_int(env, k) for k in _CHANNEL_ENV[2:])
+        else None
+    )
+    channels = max(fabric.channels, lo) if lo else fabric.channels
+    if hi:
+        channels = min(channels, hi)
+    if channels != fabric.channels:
+        fabric = replace(fabric, channels=channels)
+    if env.get("NCCL_NVLS_ENABLE", "").strip().startswith("0"):
+        fabric = replace(fabric, nvls=False)
+    try:
+        algo_out = parse_algo(algo_name.split(",")[0]) if algo_name else None
+    except ValueError:
+        algo_out = None
+    try:
+        proto_out = parse_proto(proto_name.split(",")[0]) if proto_name else None
+    except ValueError:
+        proto_out = None
+    return fabric, algo_out, proto_out
+
+
 def compare(m: Measurement, *, sharp: bool = False) -> list[Comparison]:
-    """Predict every point of ``m`` (forcing the algorithm when the source forced it)."""
-    cluster = measurement_cluster(m, sharp=sharp)
+    """Predict every point of ``m`` (with the algorithm and settings the source used); sizes
+    the model cannot run that way (an algorithm it does not implement for the operation) are
+    left out."""
+    cluster = measurement_cluster(m, sharp=sharp or m.algo.lower().startswith("collnet"))
     if cluster is None:
         return []
-    fabric = cluster.world(m.gpus_per_node)
+    fabric = cluster.world(min(m.gpus_per_node, cluster.gpus_per_node))
+    fabric, algo, proto = apply_nccl_env(fabric, m.env, m.algo, m.proto)
     op = parse_op(m.op)
-    algo = None if m.algo == "default" else m.algo
     out = []
     for point in m.points:
         size = int(point["size_bytes"])
-        best = choose(op, size, fabric, algo=algo).best
+        if size <= 0:
+            continue
+        try:
+            best = choose(op, size, fabric, algo=algo, proto=proto).best
+        except Unsupported:
+            continue
+        seconds = nccl_tests_time(best.time, m.gpus_per_process)
         measured_busbw = point.get("busbw_GBps")
         measured_time = point.get("time_us")
         out.append(
@@ -146,11 +264,12 @@ def compare(m: Measurement, *, sharp: bool = False) -> list[Comparison]:
                 measurement=m.id,
                 size=size,
                 measured_busbw=float(measured_busbw) * 1e9 if measured_busbw else None,
-                predicted_busbw=best.busbw,
+                predicted_busbw=best.busbw * best.time / seconds if seconds > 0 else 0.0,
                 measured_time=float(measured_time) * 1e-6 if measured_time else None,
-                predicted_time=best.time,
+                predicted_time=seconds,
                 algo=best.algo,
                 proto=best.proto.value if isinstance(best.proto, Proto) else str(best.proto),
+                outlier=point.get("outlier"),
             )
         )
     return out

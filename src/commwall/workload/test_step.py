@@ -544,10 +544,13 @@ def test_interleaving_shrinks_the_bubble_v_fold(v: int) -> None:
     slot = r.breakdown["compute"] / job.micro_batches
     ideal = (job.pp - 1) * slot / v
     assert r.breakdown["bubble"] == pytest.approx(ideal, rel=1e-9)
-    # all the pipeline idle time is the ideal bubble, bar the sends' latency
-    assert ideal <= r.breakdown["bubble"] + r.breakdown["pp"] <= 1.02 * ideal
-    sends = sum(p.repeat for p in r.result.phases if p.category == "pp" and p.stream == "s1.pp")
+    # all the pipeline idle time is the ideal bubble, bar the sends it waits on (their SM-bound
+    # copy rate stays even on this infinitely fast network): never more than one stage's sends
+    phases = [p for p in r.result.phases if p.category == "pp" and p.stream == "s1.pp"]
+    sends = sum(p.repeat for p in phases)
     assert sends == 2 * job.micro_batches * v  # one activation and one gradient per chunk
+    assert ideal <= r.breakdown["bubble"] + r.breakdown["pp"]
+    assert r.breakdown["pp"] <= sum(p.repeat * p.duration for p in phases)
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,11 @@ adds :data:`commwall.cluster.HOST_BOUNCE_LATENCY` (a bounce through host memory)
 
 Approximations (stated): the pipelined hops of a chain start together and each moves the
 chain's bytes (the steady state of a pipeline, as in the flow engine); a stage's analytic
-latency is charged before its flows start, as in the flow engine; in-network algorithms (NVLS,
-CollNet/SHARP) are not modelled packet by packet — the engine takes the fastest algorithm
-without switch-side reduction and says so.
+latency is charged before its flows start, as in the flow engine. NVLink SHARP (NVLS,
+NVLS-tree) runs as flows into and out of the domain's NVSwitch node (the switch reduces and
+multicasts, at the rate the time model gives each GPU); reduction in the scale-out switches
+(CollNet/SHARP) is not modelled — the engine runs NCCL's next choice without it and says so
+(``details["substitutions"]``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from commwall.collectives.ops import busbw_factor
 from commwall.collectives.schedule import CollectiveTask, ComputeTask, Schedule
 from commwall.collectives.transfers import NETSWITCH, NVSWITCH, TransferPlan, compile_collective
 from commwall.collectives.tuner import choose, evaluate
-from commwall.engines.analytic import IN_NETWORK
 from commwall.engines.base import PhaseResult, Result, check_order
 from commwall.engines.flow.engine import _exact_shape, _non_blocking, group_members
 from commwall.engines.packet.config import PacketConfig
@@ -45,7 +46,10 @@ from commwall.transport.fabric import TransportError, fabric_profile, for_routin
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
 
-__all__ = ["MAX_PACKET_GPUS", "PCIE_ATTACH_LATENCY", "PacketEngine", "cluster_graph"]
+__all__ = ["MAX_PACKET_GPUS", "NOT_PACKET", "PCIE_ATTACH_LATENCY", "PacketEngine", "cluster_graph"]
+
+#: Algorithms the packet engine cannot run: reduction inside the scale-out switches (SHARP).
+NOT_PACKET = frozenset({"collnet"})
 
 #: Largest cluster the engine accepts (GPUs): packet-level runs are for small fabrics.
 MAX_PACKET_GPUS = 4096
@@ -180,7 +184,12 @@ class PacketEngine:
         net.run()
         wall = time.perf_counter() - t0
         checked = net.check()
-        return _result(schedule, net, spans, plans, summarise(net, wall_s=wall, invariants=checked))
+        result = _result(
+            schedule, net, spans, plans, summarise(net, wall_s=wall, invariants=checked)
+        )
+        if builder.notes:
+            result.details["substitutions"] = list(builder.notes)
+        return result
 
 
 class _Builder:
@@ -194,6 +203,7 @@ class _Builder:
         self.seed = seed
         self.ideal = _non_blocking(cluster)
         self.plans: dict[CollectiveTask, TransferPlan] = {}
+        self.notes: list[str] = []  # what ran other than NCCL's choice, and why
         self.routes: dict[tuple[int, int, int], list[list[int]]] = {}
 
     # ---- compile -------------------------------------------------------------------------
@@ -207,17 +217,22 @@ class _Builder:
         choice = choose(
             exact.op, exact.nbytes, real, algo=exact.algo, proto=exact.proto, policy=policy
         )
-        options = [c for c in choice.considered if c.algo not in IN_NETWORK]
-        if not options:
-            if choice.best.algo == "local":
-                options = [choice.best]
-            else:
+        best = choice.best
+        if best.algo in NOT_PACKET:
+            options = [c for c in choice.considered if c.algo not in NOT_PACKET]
+            if not options:
                 raise TransportError(
-                    f"{task.op.value} on {task.group.name!r}: only in-network algorithms "
-                    f"({choice.best.algo}) can run it, and the packet engine does not model "
-                    "switch-side reduction; use --engine flow"
+                    f"{task.op.value} on {task.group.name!r}: only {best.algo} can run it, and "
+                    "the packet engine does not model reduction in the scale-out switches "
+                    "(SHARP); use --engine flow"
                 )
-        best = min(options, key=lambda c: (c.time, c.algo, c.proto.value))
+            alt = min(options, key=lambda c: (c.selection_time, c.algo, c.proto.value))
+            self.notes.append(
+                f"{task.op.value} {exact.nbytes:.0f} B on {task.group.name!r}: NCCL's choice "
+                f"{best.algo}/{best.proto.value} reduces in the scale-out switches (SHARP), which "
+                f"the packet engine does not model; it runs {alt.algo}/{alt.proto.value} instead"
+            )
+            best = alt
         capped = best
         if best.algo not in ("local",):
             capped = evaluate(exact.op, exact.nbytes, fabric, best.algo, best.proto)
@@ -274,15 +289,22 @@ class _Builder:
             for s, d, r in zip(
                 chain.src.tolist(), chain.dst.tolist(), chain.rail.tolist(), strict=True
             ):
-                if s in (NVSWITCH, NETSWITCH) or d in (NVSWITCH, NETSWITCH):
-                    raise TransportError("in-network hops are not modelled by the packet engine")
-                fwd = self.paths(s, d, r)
-                rev = self.paths(d, s, r)
+                if s == NETSWITCH or d == NETSWITCH:
+                    raise TransportError("SHARP hops are not modelled by the packet engine")
                 lay = self.lay
+                if NVSWITCH in (s, d):  # NVLink SHARP: the domain's switch reduces/multicasts
+                    gpu = d if s == NVSWITCH else s
+                    switch = lay.nvs0 + gpu // self.cluster.scale_up_domain
+                    up, down = [[lay.su_base + 2 * gpu]], [[lay.su_base + 2 * gpu + 1]]
+                    ends = (switch, lay.gpu0 + gpu) if s == NVSWITCH else (lay.gpu0 + gpu, switch)
+                    fwd, rev = (down, up) if s == NVSWITCH else (up, down)
+                else:
+                    ends = (lay.gpu0 + s, lay.gpu0 + d)
+                    fwd, rev = self.paths(s, d, r), self.paths(d, s, r)
                 out.append(
                     self.net.add_flow(
-                        lay.gpu0 + s,
-                        lay.gpu0 + d,
+                        ends[0],
+                        ends[1],
                         size,
                         route_maps(fwd, self.net.ports),
                         route_maps(rev, self.net.ports),

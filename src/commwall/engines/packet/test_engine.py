@@ -48,15 +48,18 @@ def test_ring_agrees_with_flow_engine(preset: str, op: Op) -> None:
     assert "lossless fabric dropped nothing" in packet.invariants
 
 
-def test_in_network_choice_falls_back_and_says_so() -> None:
-    """NVLS is not modelled packet by packet: the engine runs the best other algorithm."""
+def test_nvls_runs_packet_by_packet_and_sharp_falls_back_and_says_so() -> None:
+    """NVLS moves through the domain's NVSwitch node like any flow, so the packet engine runs
+    NCCL's choice; reduction in the scale-out switches (CollNet/SHARP) is not modelled: the
+    engine runs the best other algorithm and says so, and a forced CollNet is an error."""
     cl = _cluster(nodes=1)
-    task = _task(cl, Op.ALL_REDUCE, 8e6, algo=None)
-    result = PacketEngine().run(Schedule.single(task), cl)
-    assert result.phases[0].algo not in ("nvls", "nvls_tree", "collnet")
-    forced = _task(cl, Op.ALL_REDUCE, 8e6, algo="nvls")
-    with pytest.raises(TransportError, match="in-network"):
-        PacketEngine().run(Schedule.single(forced), cl)
+    result = PacketEngine().run(Schedule.single(_task(cl, Op.ALL_REDUCE, 64e6, algo=None)), cl)
+    assert result.phases[0].algo == "nvls"
+    assert "substitutions" not in result.details
+    sharp = cluster_from_option("dgx-h100", nodes=2, sharp=True, gdr=None)
+    forced = _task(sharp, Op.ALL_REDUCE, 8e6, algo="collnet")
+    with pytest.raises(TransportError, match="SHARP"):
+        PacketEngine().run(Schedule.single(forced), sharp)
 
 
 def test_schedule_order_compute_and_streams() -> None:

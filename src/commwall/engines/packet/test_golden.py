@@ -688,21 +688,21 @@ GOLDEN: dict[str, dict[str, Any]] = {'ber-ib': {'counters': {'corrupt_packets': 
                      'ports': 'f9dd2a0a5f064ad5',
                      'queue_series': '88feeb76f008221d'}}
 GOLDEN_ENGINE: dict[str, Any] = {'dgx-h100': {'counters': {'delivered': 120000000.0,
-                           'events': 387281.0,
-                           'flows': 512.0,
-                           'peak_buffer_bytes': 61830.0,
+                           'events': 388447.0,
+                           'flows': 256.0,
+                           'peak_buffer_bytes': 53586.0,
                            'sent': 120000000.0},
-              'details': '36c2ecfc9531b1fa',
-              'makespan': 9.8855046e-05,
-              'phases': [(0.0, 9.8855046e-05)]},
- 'dgx-h100-roce': {'counters': {'delivered': 60000256.0,
-                                'events': 192643.0,
-                                'flows': 512.0,
-                                'peak_buffer_bytes': 62670.0,
-                                'sent': 60000256.0},
-                   'details': '1bb42bb76b88a098',
-                   'makespan': 5.8180866e-05,
-                   'phases': [(0.0, 5.8180866e-05)]}}
+              'details': '1c617bb976ccf680',
+              'makespan': 0.000174664674,
+              'phases': [(0.0, 0.000174664674)]},
+ 'dgx-h100-roce': {'counters': {'delivered': 60000000.0,
+                                'events': 194729.0,
+                                'flows': 256.0,
+                                'peak_buffer_bytes': 37602.0,
+                                'sent': 60000000.0},
+                   'details': 'adcf892abfb767aa',
+                   'makespan': 0.000102660566,
+                   'phases': [(0.0, 0.000102660566)]}}
 # fmt: on
 
 

@@ -1,0 +1,300 @@
+"""The collective model against the bundled public measurements: errors per regime, op and scale.
+
+:func:`validation_report` compares every bundled nccl-tests table (:mod:`commwall.validation.published`)
+and summarises the busbw error ``(predicted − measured) / measured`` per message-size regime (below
+1 MiB, 1–256 MiB, 256 MiB–1 GiB, from 1 GiB), per operation, per scale (nodes) and per role — the
+``dev`` tables the model's structure was checked against and the ``held_out`` tables nobody
+looked at until it was finished. No point was used to fit a constant. :func:`markdown_page` renders
+``docs/validation.md``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, Final
+
+from commwall.validation.published import Measurement, compare, load_measurements
+
+#: Size regimes, bytes: [low, high).
+REGIMES: Final = (
+    ("< 1 MiB", 0, 1 << 20),
+    ("1–256 MiB", 1 << 20, 1 << 28),
+    ("256 MiB–1 GiB", 1 << 28, 1 << 30),
+    ("≥ 1 GiB", 1 << 30, 1 << 62),
+)
+#: Node-count bands for the per-scale table.
+SCALES: Final = (("1 node", 1, 1), ("2 nodes", 2, 2), ("3–8 nodes", 3, 8), ("9+ nodes", 9, 1 << 30))
+#: Measured busbw below this (GB/s) is too coarsely printed (two decimals) to score.
+MIN_MEASURED_GBPS: Final = 0.5
+
+
+#: How the run drove its GPUs: nccl-tests' ``-g 1`` (one process or thread per GPU, as training
+#: jobs run) or ``-g N`` (one thread launching N GPUs' kernels in turn).
+LAUNCH_ONE: Final = "1 GPU per process"
+LAUNCH_MANY: Final = "several GPUs per process (-g N)"
+
+
+def launch_of(gpus_per_process: int) -> str:
+    """The launch-mode label of a run with ``gpus_per_process`` GPUs per process."""
+    return LAUNCH_ONE if gpus_per_process <= 1 else LAUNCH_MANY
+
+
+def regime_of(size: int) -> str:
+    """The regime label of ``size`` bytes."""
+    return next(name for name, lo, hi in REGIMES if lo <= size < hi)
+
+
+def scale_of(nodes: int) -> str:
+    """The scale label of ``nodes`` nodes."""
+    return next(name for name, lo, hi in SCALES if lo <= nodes <= hi)
+
+
+def stats(errors: Iterable[float]) -> dict[str, Any]:
+    """Count, median |error|, 90th percentile |error|, worst, share within 10%, share
+    optimistic (predicted above measured), median signed error."""
+    values = list(errors)
+    if not values:
+        return {"n": 0}
+    mags = sorted(abs(e) for e in values)
+    p90 = mags[min(len(mags) - 1, int(0.9 * len(mags)))]
+    return {
+        "n": len(values),
+        "median_abs": statistics.median(mags),
+        "p90_abs": p90,
+        "worst_abs": mags[-1],
+        "within_10pct": sum(m <= 0.10 for m in mags) / len(mags),
+        "optimistic": sum(e > 0 for e in values) / len(values),
+        "median": statistics.median(values),
+    }
+
+
+def _status(m: Measurement) -> str | None:
+    if not m.healthy:
+        return "the source reports the run as broken or degraded"
+    return m.not_compared
+
+
+def validation_report(
+    *, min_size: float = 0.0, max_size: float | None = None, op: str | None = None,
+    role: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Every comparison as plain data, per-measurement summaries, the summaries per regime, op,
+    scale and role, and the tables not compared with the reason."""
+    rows: list[dict[str, Any]] = []
+    measurements: list[dict[str, Any]] = []
+    skipped: list[dict[str, str]] = []
+    for m in load_measurements():
+        if (op is not None and m.op != op) or (role is not None and m.role != role):
+            continue
+        why = _status(m)
+        if why is not None:
+            skipped.append({"id": m.id, "role": m.role, "source": m.source, "why": why})
+            continue
+        scored: list[dict[str, Any]] = []
+        for c in compare(m):
+            if c.size < min_size or (max_size is not None and c.size > max_size):
+                continue
+            measured = None if c.measured_busbw is None else c.measured_busbw / 1e9
+            scorable = measured is not None and measured >= MIN_MEASURED_GBPS and not c.outlier
+            error = c.busbw_error if scorable else None
+            scored.append({
+                "id": m.id, "role": m.role, "op": m.op, "gpu": m.gpu, "nodes": m.nodes,
+                "ranks_per_node": m.gpus_per_node, "ranks": m.nodes * m.gpus_per_node,
+                "fabric": m.fabric, "size": c.size, "regime": regime_of(c.size),
+                "scale": scale_of(m.nodes), "launch": launch_of(m.gpus_per_process),
+                "measured_busbw_GBps": measured,
+                "predicted_busbw_GBps": c.predicted_busbw / 1e9, "error": error,
+                "algo": f"{c.algo}/{c.proto}", "source": m.source, "outlier": c.outlier,
+            })  # fmt: skip
+        if not scored:
+            skipped.append({"id": m.id, "role": m.role, "source": m.source,
+                            "why": "no size the model runs this way falls in the range asked"})  # fmt: skip
+            continue
+        rows += scored
+        per = {
+            name: stats(
+                r["error"] for r in scored if r["regime"] == name and r["error"] is not None
+            )
+            for name, _, _ in REGIMES
+        }
+        measurements.append({
+            "id": m.id, "role": m.role, "system": m.system, "gpu": m.gpu, "op": m.op,
+            "nodes": m.nodes, "ranks_per_node": m.gpus_per_node, "fabric": m.fabric,
+            "nccl_version": m.nccl_version, "source": m.source, "points": len(scored),
+            "median_error": {k: v.get("median") for k, v in per.items()},
+        })  # fmt: skip
+    return {
+        "rows": rows,
+        "measurements": measurements,
+        "skipped": skipped,
+        "summary": summarise(rows),
+    }
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Error statistics per regime (all, and per role), per op × regime, per scale × regime,
+    per launch mode × regime, and per op × regime for one-GPU-per-process runs alone."""
+    scored = [r for r in rows if r["error"] is not None]
+
+    def table(key: str) -> dict[str, dict[str, dict[str, Any]]]:
+        groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for r in scored:
+            groups[str(r[key])][r["regime"]].append(r["error"])
+        return {
+            k: {name: stats(v[name]) for name, _, _ in REGIMES} for k, v in sorted(groups.items())
+        }
+
+    return {
+        "regime": {
+            name: stats(r["error"] for r in scored if r["regime"] == name) for name, _, _ in REGIMES
+        },
+        "role": table("role"),
+        "op": table("op"),
+        "scale": table("scale"),
+        "launch": table("launch"),
+        "op_one_gpu_per_process": summarise_op([r for r in scored if r["launch"] == LAUNCH_ONE]),
+        "points": len(scored),
+        "measurements": len({r["id"] for r in scored}),
+        "outliers": sum(1 for r in rows if r.get("outlier")),
+    }
+
+
+def summarise_op(scored: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Error statistics per op × regime of already-scored rows."""
+    groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in scored:
+        groups[r["op"]][r["regime"]].append(r["error"])
+    return {k: {name: stats(v[name]) for name, _, _ in REGIMES} for k, v in sorted(groups.items())}
+
+
+#: Where the model is known to miss, with what the data show (kept beside the tables so a
+#: reader of docs/validation.md sees both).
+KNOWN_GAPS: Final = (
+    "**nccl-tests `-g N`** (one thread driving N GPUs): 1–256 MiB runs measure 20–60% slower "
+    "than the model, which prices `-g N` only by its launch floor; the gap differs by system "
+    "(small on H100, large on A100 with 2020-era NCCL and on B200), so no constant is fitted.",
+    "**All-to-all below ~16 MiB**: measured floors of 50–90 µs (8 A100 or B200 in one node, 16 "
+    "ranks over two nodes) where the model's p2p pipeline gives 10–35 µs; the per-peer cost of "
+    "grouped sends is not modelled.",
+    "**Tree and ring LL128 between 4 and 64 MiB across nodes**: A100 over HDR and B200/H200 over "
+    "400G RoCE run 20–40% below the model (NCCL's own tuner keeps an empirical mid-size tree "
+    "correction for this); H100 over NDR is within ~15%.",
+    "**GB200 at scale**: 20 NVL72 racks over InfiniBand (1,440 ranks) measured 406 GB/s at "
+    "16 GiB where the model gives ~1 TB/s, as for 2 racks (810 measured); one rack's NVLS is "
+    "within 10%.",
+    "**Two MIT ORCD B200 nodes** (`-g 8`, two OS images): 2–8x slower than the model at "
+    "1–64 MiB and within 6% from 1 GiB; the two images differ by 2x from each other.",
+)
+
+
+def _cell(s: dict[str, Any]) -> str:
+    if not s.get("n"):
+        return "—"
+    return f"{s['median_abs']:.1%} / {s['worst_abs']:.0%} ({s['n']})"
+
+
+def _summary_lines(title: str, table: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    head = "| " + title + " | " + " | ".join(name for name, _, _ in REGIMES) + " |"
+    lines = [head, "|---|" + "---:|" * len(REGIMES)]
+    for key, per in table.items():
+        lines.append(f"| {key} | " + " | ".join(_cell(per[name]) for name, _, _ in REGIMES) + " |")
+    return lines
+
+
+def markdown_page(data: dict[str, Any]) -> str:
+    """``docs/validation.md``: summaries, one line per measurement, every point, the skipped."""
+    from commwall.units import format_size
+
+    s = data["summary"]
+    lines = [
+        "# Validation: commwall's collective model against public nccl-tests results",
+        "",
+        "Generated by `commwall validate --markdown > docs/validation.md` (a test keeps it current).",
+        "Each table is one published nccl-tests run (`src/commwall/validation/nccl_tests_public.yaml`",
+        "holds its numbers, its source and one verbatim row); commwall rebuilds the system from the",
+        "catalog presets and what the source says of its NICs and NCCL settings, and predicts every",
+        "measured size as `commwall collective` would (analytic engine, NCCL's algorithm choice).",
+        "Error = (predicted − measured) / measured busbw; positive is optimistic.",
+        "",
+        "**What informed the model.** No measured point was used to fit a constant: the model's",
+        "constants come from NCCL's source (v2.30.7) and maintainers' statements, each cited where it",
+        "is used (`commwall.collectives`). Tables marked `dev` were looked at while the model's",
+        "structure was chosen (which mechanisms matter: channel counts, chunking, per-slice",
+        "synchronisation, the ring's slowest-hop pacing, NVLS volumes and the tuner's NVLS cap,",
+        "trees' per-SM network rate, streaming broadcast chains); `held_out` tables were gathered",
+        "the same way and compared once the model's structure stood. Looking at them added only the",
+        "per-launch-mode split below (a reporting change); no mechanism was added for them.",
+        "",
+        f"{s['points']} points from {s['measurements']} tables. Cells: median |error| / worst |error|",
+        "(points).",
+        "",
+        "## Per size regime",
+        "",
+        "| | " + " | ".join(name for name, _, _ in REGIMES) + " |",
+        "|---|" + "---:|" * len(REGIMES),
+        "| all | " + " | ".join(_cell(s["regime"][name]) for name, _, _ in REGIMES) + " |",
+    ]
+    lines += _summary_lines("role", s["role"])[2:]
+    lines += ["", "## Per operation", "", *_summary_lines("op", s["op"])]
+    lines += ["", "## Per scale", "", *_summary_lines("nodes", s["scale"])]
+    lines += [
+        "",
+        "## Per launch mode",
+        "",
+        "nccl-tests `-g N` runs one thread that launches N GPUs' kernels in turn; training jobs",
+        "run one process per GPU (`-g 1`). The model prices `-g N` only by its launch floor",
+        "(`commwall.collectives.nccl.nccl_tests_time`), and such runs measure slower than that",
+        "between 1 and 256 MiB, so both are shown, and the operations again for `-g 1` alone.",
+        "",
+    ]
+    lines += _summary_lines("launch", s["launch"])
+    lines += ["", "", *_summary_lines("op, 1 GPU per process", s["op_one_gpu_per_process"])]
+    lines += [
+        "",
+        "## Per table",
+        "",
+        "Median signed error per regime; every point follows in the details.",
+        "",
+        "| table | role | op | GPU | nodes × ranks | fabric | < 1 MiB | 1–256 MiB | 256 MiB–1 GiB | ≥ 1 GiB | source |",
+        "|---|---|---|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for m in data["measurements"]:
+        med = m["median_error"]
+        cells = " | ".join(
+            "—" if med[name] is None else f"{med[name]:+.0%}" for name, _, _ in REGIMES
+        )
+        lines.append(
+            f"| {m['id']} | {m['role']} | {m['op']} | {m['gpu']} | {m['nodes']} × "
+            f"{m['ranks_per_node']} | {m['fabric']} | {cells} | {m['source']} |"
+        )
+    lines += ["", "<details><summary>Every point</summary>", "",
+              "| table | size | measured busbw (GB/s) | predicted (GB/s) | error | algo/proto |",
+              "|---|---:|---:|---:|---:|---|"]  # fmt: skip
+    for r in data["rows"]:
+        measured = "—" if r["measured_busbw_GBps"] is None else f"{r['measured_busbw_GBps']:.2f}"
+        error = "—" if r["error"] is None else f"{r['error']:+.0%}"
+        if r.get("outlier"):
+            error = "outlier†"
+        lines.append(
+            f"| {r['id']} | {format_size(r['size'])} | {measured} | "
+            f"{r['predicted_busbw_GBps']:.2f} | {error} | {r['algo']} |"
+        )
+    lines += ["", "</details>", ""]
+    outliers = [r for r in data["rows"] if r.get("outlier")]
+    if outliers:
+        lines += [
+            f"† {len(outliers)} points are not scored: each is over 20% slower than a larger size "
+            "of the same table, which a collective cannot be (a hiccup during the run), so the "
+            "data file records why and the report leaves them out.",
+            "",
+        ]
+    lines += ["## Known gaps", ""] + [f"- {g}" for g in KNOWN_GAPS] + [""]
+    if data["skipped"]:
+        lines += ["## Not compared", ""]
+        lines += [
+            f"- {x['id']} ({x['role']}): {x['why']}. Source: {x['source']}" for x in data["skipped"]
+        ]
+        lines.append("")
+    return "\n".join(lines)
