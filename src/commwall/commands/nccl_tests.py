@@ -102,6 +102,7 @@ def nccl_tests(
 def _run(run: Any, fabric: Any) -> dict[str, Any]:
     """One run as data, with predictions when ``fabric`` is given."""
     from commwall.collectives import Unsupported, choose
+    from commwall.collectives.nccl import nccl_tests_time
     from commwall.collectives.ops import parse_op
 
     rows = []
@@ -121,17 +122,22 @@ def _run(run: Any, fabric: Any) -> dict[str, Any]:
             except Unsupported as e:
                 item["prediction_error"] = str(e)
             else:
-                item["predicted_busbw_GBps"] = best.busbw / 1e9
-                item["predicted_time_us"] = best.time * 1e6
+                # nccl-tests -g N: one thread launches N GPUs' kernels in turn (a floor).
+                seconds = nccl_tests_time(best.time, run.gpus_per_thread)
+                busbw = best.busbw * best.time / seconds if seconds > 0 else 0.0
+                item["predicted_busbw_GBps"] = busbw / 1e9
+                item["predicted_time_us"] = seconds * 1e6
                 item["algo"] = f"{best.algo}/{best.proto.value}"
                 if t.busbw_GBps > 0:
-                    item["error"] = best.busbw / 1e9 / t.busbw_GBps - 1.0
+                    item["error"] = busbw / 1e9 / t.busbw_GBps - 1.0
         rows.append(item)
     large = [abs(r["error"]) for r in rows if "error" in r and r["size"] >= LARGE]
     devices = sorted({d for _, _, d in run.devices})
     return {
         "source": f"{run.source}:{run.line}",
         "op": run.op,
+        "op_inferred": run.op_inferred,
+        "gpus_per_process": run.gpus_per_thread,
         "ranks": run.ranks,
         "hosts": run.hosts,
         "devices": devices,
@@ -161,6 +167,8 @@ def _print(d: dict[str, Any]) -> None:
             f"{run['hosts']} host(s): {devices}; NCCL {run['nccl_version'] or '?'} "
             f"({run['source']})"
         )
+        if run["op_inferred"]:
+            out.print(f"  note: the log does not name its binary; {run['op_inferred']}")
         if run["model_ranks"] is not None and run["model_ranks"] != run["ranks"]:
             out.print(
                 f"  note: the model's communicator has {run['model_ranks']} ranks, the log "

@@ -51,3 +51,18 @@ def test_bad_input(tmp_path: Path) -> None:
         result = runner.invoke(app, args)
         assert result.exit_code == 2, result.output
         assert message in result.output and "Traceback" not in result.output
+
+
+def test_an_unnamed_tagged_log_says_how_its_operation_was_read(tmp_path: Path) -> None:
+    # mpirun --tag-output prefixes every line; the binary's name is nowhere in the log.
+    body = "\n".join(
+        line for line in SAMPLE.splitlines() if "all_reduce" not in line and "starting" not in line
+    )
+    text = "".join(f"[1,0]<stdout>:{line}\n" for line in body.splitlines())
+    result = runner.invoke(app, ["nccl-tests", _log(tmp_path, text, "job.out")])
+    assert result.exit_code == 0, result.output
+    assert "all_reduce on 2 ranks" in result.output
+    assert "does not name its binary" in result.output and "all_reduce" in result.output
+    data = json.loads(runner.invoke(app, ["nccl-tests", _log(tmp_path, text, "job.out"),
+                                          "--json"]).stdout)  # fmt: skip
+    assert data["runs"][0]["op_inferred"] and data["runs"][0]["gpus_per_process"] == 1

@@ -12,7 +12,15 @@ Layouts, told apart by the column header (or, without one, by the row's token co
   friends printed ``root`` in place of ``redop``).
 
 One file may hold several runs (each starts at a ``# nThread`` header). The operation comes from
-``# Collective test starting: X_perf``, a command line naming ``X_perf``, or the caller.
+``# Collective test starting: X_perf``, a command line naming ``X_perf``, or the caller; failing
+those it is inferred from the rows' layout (:func:`infer_op`: the ``redop``/``root`` columns, the
+``count``/``size`` ratio and the ``busbw``/``algbw`` ratio) and the run says so
+(:attr:`NcclTestsRun.op_inferred`).
+
+Launchers' line prefixes are removed before a line is read (:func:`strip_launcher_prefix`):
+``[1,0]<stdout>:`` (``mpirun --tag-output``), ``(head, rank=0, pid=42)`` (Ray and SkyPilot
+workers), ``0: `` (``srun --label``), ``host: `` (pdsh/clush), ``[pod/name/container] ``
+(``kubectl logs --prefix``) and ISO-8601 timestamps (``kubectl logs --timestamps``, journald).
 Lines that look like a result row but do not parse are reported with their line number and the
 reason, never raised (:attr:`NcclTestsLog.problems`); NCCL's own ``INFO`` lines and anything
 else are skipped. Format: nccl-tests ``src/common.cu`` (``PRINT`` of the header and rows) and
@@ -42,8 +50,10 @@ __all__ = [
     "NcclTestsRun",
     "Timing",
     "format_nccl_tests",
+    "infer_op",
     "parse_nccl_tests",
     "read_nccl_tests",
+    "strip_launcher_prefix",
 ]
 
 #: nccl-tests binaries and the operation each measures.
@@ -89,6 +99,39 @@ _COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
 _NUMBER_START = re.compile(r"^\s*\d")
 # written by `commwall measure` (torch.distributed instead of NCCL's own benchmark)
 _MEASURE = re.compile(r"^#\s*commwall measure\b.*?\bbackend\s+(\w+)")
+
+
+#: Launcher prefixes, tried in turn at the start of a line (module doc); each needs the rest of
+#: the line, so a bare prefix is left alone.
+_PREFIXES: Final = (
+    re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:"),  # mpirun --tag-output
+    re.compile(r"^\((?:[^()]*\b(?:pid|rank)=\d+[^()]*)\)\s+"),  # Ray / SkyPilot workers
+    re.compile(r"^\s*\d{1,6}:\s"),  # srun --label
+    re.compile(r"^\[(?:pod|job|deployment)/[^\]]+\]\s"),  # kubectl logs --prefix
+    re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s"),
+    re.compile(r"^[A-Za-z][\w.-]*:\s+(?=[#\d\s])"),  # pdsh / clush "host: "
+)
+
+
+def strip_launcher_prefix(line: str) -> str:
+    """``line`` without the prefixes job launchers add (module doc), up to three stacked.
+
+    >>> strip_launcher_prefix("[1,0]<stdout>:     1048576        262144     float     sum")
+    '     1048576        262144     float     sum'
+    >>> strip_launcher_prefix("(head, rank=0, pid=2353) # nThread 1 nGpus 1")
+    '# nThread 1 nGpus 1'
+    >>> strip_launcher_prefix("  3: # Avg bus bandwidth    : 12.5")
+    '# Avg bus bandwidth    : 12.5'
+    """
+    for _ in range(3):
+        for pattern in _PREFIXES:
+            m = pattern.match(line)
+            if m and m.end() < len(line):
+                line = line[m.end() :]
+                break
+        else:
+            return line
+    return line
 
 
 class NcclTestsError(ValueError):
@@ -148,6 +191,8 @@ class NcclTestsRun:
     rows: list[NcclTestsRow] = field(default_factory=list)
     #: The torch.distributed backend of a ``commwall measure`` log (None: nccl-tests itself).
     backend: str | None = None
+    #: How the operation was inferred when the log did not name it (None: it was named).
+    op_inferred: str | None = None
 
     @property
     def ranks(self) -> int:
@@ -198,7 +243,7 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
     version = None
     backend = None
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.rstrip()
+        line = strip_launcher_prefix(raw.rstrip())
         if m := _MEASURE.match(line):
             backend = m.group(1)
             if run is not None and not run.rows:
@@ -250,7 +295,69 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
             problems.append(LogProblem(source, number, row))
         else:
             run.rows.append(row)
-    return NcclTestsLog([r for r in runs if r.rows or r.devices], problems)
+    kept = [r for r in runs if r.rows or r.devices]
+    for r in kept:
+        if r.op is None and r.rows:
+            r.op, r.op_inferred = infer_op(r)
+    return NcclTestsLog(kept, problems)
+
+
+#: Bytes per element of nccl-tests' data type names (``-d``; nccl-tests ``src/common.cu``).
+TYPE_SIZES: Final = {
+    "int8": 1, "char": 1, "uint8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "f8e4m3": 1, "f8e5m2": 1,
+    "half": 2, "float16": 2, "bfloat16": 2, "int32": 4, "int": 4, "uint32": 4, "float": 4,
+    "float32": 4, "int64": 8, "uint64": 8, "double": 8, "float64": 8,
+}  # fmt: skip
+
+
+def infer_op(run: NcclTestsRun) -> tuple[str | None, str | None]:
+    """The operation of a run whose log does not name it, read off its rows, and how.
+
+    nccl-tests prints ``redop none`` for all_gather, alltoall and broadcast (``root`` >= 0 for
+    broadcast); ``count`` is ``size / (type size x ranks)`` for all_gather, reduce_scatter and
+    alltoall and ``size / type size`` otherwise; ``busbw / algbw`` is ``2(n-1)/n`` for all_reduce
+    and 1 for sendrecv, broadcast and reduce (``src/*.cu``, ``doc/PERFORMANCE.md``). all_gather
+    and alltoall print the same layout: such a run is taken as all_gather, and says so.
+    Returns ``(None, None)`` when the rows do not tell.
+    """
+    rows = [r for r in run.rows if r.size > 0 and r.count > 0]
+    if not rows:
+        return None, None
+    first = rows[-1]
+    type_size = TYPE_SIZES.get(first.dtype.lower())
+    n = run.ranks
+    per_rank = (
+        type_size is not None
+        and n > 1
+        and all(abs(r.count * type_size * n - r.size) < type_size * n for r in rows)
+    )
+    ratios = [r.out_of_place.busbw_GBps / r.out_of_place.algbw_GBps for r in rows
+              if r.out_of_place.algbw_GBps >= 0.1]  # fmt: skip
+    ratio = sorted(ratios)[len(ratios) // 2] if ratios else None
+    rooted = first.root is not None and first.root >= 0
+    if first.redop == "none":
+        if rooted:
+            return "broadcast", "redop none with a root: broadcast"
+        if per_rank or n <= 1:
+            return (
+                "all_gather",
+                "redop none, count = size / (type size x ranks): all_gather (alltoall prints the same layout; give --op alltoall if it was one)",
+            )
+        return None, None
+    if first.redop is None:
+        return None, None
+    if rooted:
+        return "reduce", f"redop {first.redop} with a root: reduce"
+    if per_rank:
+        return (
+            "reduce_scatter",
+            "count = size / (type size x ranks) with a reduction: reduce_scatter",
+        )
+    if ratio is not None and n > 2 and abs(ratio - 1.0) < 0.02:
+        return "sendrecv", "busbw = algbw with a reduction column and no root: sendrecv"
+    if ratio is None or n <= 2 or abs(ratio - 2 * (n - 1) / n) < 0.05:
+        return "all_reduce", f"redop {first.redop}, count = size / type size: all_reduce"
+    return None, None
 
 
 def format_nccl_tests(run: NcclTestsRun, *, preamble: str = "") -> str:

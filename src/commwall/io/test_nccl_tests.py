@@ -160,3 +160,86 @@ def test_garbled_sample_never_crashes(edits: list[tuple[int, int, str]]) -> None
 
 def test_doctests() -> None:
     assert doctest.testmod(nccl_tests).failed == 0
+
+
+# One 4-rank run whose binary is not named, in the current layout; {redop}, {root}, {count} and
+# {busbw} are filled in per operation (nccl-tests src/*.cu print these layouts).
+UNNAMED = """\
+# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#  Rank  0 Group  0 Pid 1 on a device  0 [0x1b] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid 2 on a device  1 [0x2b] NVIDIA H100 80GB HBM3
+#  Rank  2 Group  0 Pid 3 on b device  0 [0x1b] NVIDIA H100 80GB HBM3
+#  Rank  3 Group  0 Pid 4 on b device  1 [0x2b] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+     1048576       {c1}     float    {redop}    {root}    100.0   10.49   {b1}      0    100.0   10.49   {b1}      0
+     2097152       {c2}     float    {redop}    {root}    180.0   11.65   {b2}      0    180.0   11.65   {b2}      0
+"""
+
+
+def _unnamed(redop: str, root: int, per_rank: bool, factor: float) -> str:
+    div = 4 * (4 if per_rank else 1)
+    return UNNAMED.format(
+        redop=redop, root=root, c1=1048576 // div, c2=2097152 // div,
+        b1=f"{10.49 * factor:.2f}", b2=f"{11.65 * factor:.2f}",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("redop", "root", "per_rank", "factor", "op"),
+    [
+        ("sum", -1, False, 1.5, "all_reduce"),  # busbw/algbw = 2(n-1)/n
+        ("sum", -1, True, 0.75, "reduce_scatter"),
+        ("none", -1, True, 0.75, "all_gather"),  # alltoall prints the same: said in the note
+        ("none", 0, False, 1.0, "broadcast"),
+        ("sum", 0, False, 1.0, "reduce"),
+        ("sum", -1, False, 1.0, "sendrecv"),
+    ],
+)
+def test_an_unnamed_run_gets_its_operation_from_its_rows(
+    redop: str, root: int, per_rank: bool, factor: float, op: str
+) -> None:
+    run = parse_nccl_tests(_unnamed(redop, root, per_rank, factor)).runs[0]
+    assert run.op == op
+    assert run.op_inferred and op in run.op_inferred
+    named = parse_nccl_tests(_unnamed(redop, root, per_rank, factor), op="alltoall").runs[0]
+    assert named.op == "alltoall" and named.op_inferred is None
+
+
+def test_rows_that_do_not_tell_leave_the_operation_unknown() -> None:
+    # A reduction, one count per rank's full buffer, but busbw/algbw fits no operation.
+    run = parse_nccl_tests(_unnamed("sum", -1, False, 1.2)).runs[0]
+    assert run.op is None and run.op_inferred is None
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "[1,0]<stdout>:",  # mpirun --tag-output
+        "(head, rank=0, pid=2353) ",  # Ray / SkyPilot
+        "(worker1, rank=1, pid=977, ip=10.0.0.2) ",
+        "  0: ",  # srun --label
+        "[pod/nccl-test-worker-0/main] ",  # kubectl logs --prefix
+        "2026-03-01T12:00:01.123456Z ",  # kubectl --timestamps, docker logs -t
+        "gpu-node-17: ",  # pdsh / clush
+        "2026-03-01T12:00:01Z [1,0]<stdout>:",  # stacked
+    ],
+)
+def test_launcher_prefixes_are_stripped_and_the_log_reads_the_same(prefix: str) -> None:
+    text = _unnamed("sum", -1, False, 1.5)
+    plain = parse_nccl_tests(text).runs[0]
+    tagged = parse_nccl_tests("".join(prefix + line + "\n" for line in text.splitlines()))
+    assert not tagged.problems
+    run = tagged.runs[0]
+    assert run.op == plain.op == "all_reduce"
+    assert run.ranks == 4 and run.hosts == 2
+    assert [r.size for r in run.rows] == [1048576, 2097152]
+    assert run.rows[1].out_of_place.busbw_GBps == pytest.approx(17.48)
+
+
+def test_a_bare_prefix_or_a_data_row_is_left_alone() -> None:
+    assert nccl_tests.strip_launcher_prefix("[1,0]<stdout>:") == "[1,0]<stdout>:"
+    row = "     1048576        262144     float     sum      -1    100.0   10.49   15.73      0"
+    assert nccl_tests.strip_launcher_prefix(row) == row
+    assert nccl_tests.strip_launcher_prefix("# Avg bus bandwidth    : 12.5") == (
+        "# Avg bus bandwidth    : 12.5"
+    )
