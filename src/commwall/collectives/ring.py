@@ -166,7 +166,10 @@ def ring(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool =
             op, "ring", proto, nbytes, f, tuner_lat, volume / tuner_bw, nsteps, bottleneck
         )
     tuner_time = tuner_lat + volume / tuner_bw
-    traffic = 2 if op is Op.ALL_REDUCE else (1 if chain else p)
+    # NCCL's traffic per byte of the *per-rank* count (enqueue.cc ncclFuncTrafficPerByte: 2 for
+    # all-reduce, nRanks for all-gather and reduce-scatter); nbytes here is the whole buffer, so
+    # all-gather and reduce-scatter move it once.
+    traffic = 2 if op is Op.ALL_REDUCE else 1
     nc = channels_used(nbytes, proto, f.channels, ring_ll_ranks=p, traffic_per_byte=traffic)
     base = base_latency("ring", proto)
     if chain:

@@ -111,7 +111,9 @@ class Comparison:
 @functools.cache
 def _raw() -> dict[str, Any]:
     text = importlib.resources.files("commwall.validation").joinpath(DATA_FILE).read_text("utf-8")
-    data: dict[str, Any] = yaml.safe_load(text)
+    # the C loader where PyYAML has it (5x faster on this 0.8 MB file); both are safe loaders
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data: dict[str, Any] = yaml.load(text, Loader=loader)
     return data
 
 
