@@ -30,6 +30,19 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+def op_option(value: str | None) -> str | None:
+    """The operation an ``--op`` option names, as commwall spells it (None when not given);
+    an unknown name ends the command with the allowed ones."""
+    if value is None:
+        return None
+    from commwall.collectives.ops import parse_op
+
+    try:
+        return parse_op(value).value
+    except ValueError as e:
+        fail(f"--op: {e}")
+
+
 def friendly(func: F) -> F:
     """Turn commwall's input and model errors into one message and exit status 2.
 

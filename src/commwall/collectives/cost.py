@@ -216,9 +216,3 @@ def net_hop(f: CommFabric, algo: str, proto: Proto, rate: float, count: int, *, 
         net_latency(f, algo, proto), slice_overhead(f, algo, proto), rate, window, count,
         proto is not Proto.SIMPLE,
     )  # fmt: skip
-
-
-def require(condition: bool, reason: str) -> None:
-    """Raise :class:`Unsupported` with ``reason`` unless ``condition`` holds."""
-    if not condition:
-        raise Unsupported(reason)

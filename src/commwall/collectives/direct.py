@@ -29,8 +29,6 @@ latency of the slowest class crossed.
 
 from __future__ import annotations
 
-import math
-
 from commwall.collectives.constants import Gen, Hw, Proto
 from commwall.collectives.cost import (
     Cost,
@@ -50,6 +48,7 @@ from commwall.collectives.nccl import (
     p2p_channels,
     p2p_channels_per_peer,
     p2p_chunk,
+    pieces,
 )
 from commwall.collectives.ops import Op
 from commwall.collectives.pipeline import Hop, chain_time
@@ -129,7 +128,7 @@ def _p2p_hops(
     streaming = proto is not Proto.SIMPLE
     per_channel_bytes = nbytes / nc
     chunk = min(chunk, per_channel_bytes) if per_channel_bytes > 0 else chunk
-    items = max(1, math.ceil(per_channel_bytes / chunk - 1e-12)) if chunk > 0 else 1
+    items = pieces(per_channel_bytes, chunk)
     if network:
         # copy into the FIFO, the NIC's RDMA write, copy out of the receiver's FIFO
         copy = Hop(0.0, overhead, copy_rate, NCCL_STEPS, 2, streaming)

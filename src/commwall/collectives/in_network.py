@@ -40,7 +40,6 @@ all-gather over NVLink. This is a volume model, not ``tuning.cc``'s (which scale
 
 from __future__ import annotations
 
-import math
 from typing import Final
 
 from commwall.collectives.constants import (
@@ -62,7 +61,7 @@ from commwall.collectives.cost import (
     trivial,
 )
 from commwall.collectives.fabric import CommFabric
-from commwall.collectives.nccl import MAX_NVLS_ARITY, nvls_chunk, nvls_tree_chunk
+from commwall.collectives.nccl import MAX_NVLS_ARITY, nvls_chunk, nvls_tree_chunk, pieces
 from commwall.collectives.ops import Op, busbw_factor
 from commwall.collectives.pipeline import loop_time
 
@@ -143,25 +142,27 @@ def nvls_rate(op: Op, f: CommFabric) -> float:
     return min(volume, nvls_busbw(op, f) / busbw_factor(op, g))
 
 
+def nvls_loops(
+    nbytes: float, f: CommFabric, chunk: float, *, stages: int, rate: float, latency: float
+) -> tuple[float, float]:
+    """``(latency, bw_time)`` of ``nbytes`` cut into loops of ``channels × heads`` chunks that
+    flow through ``stages`` warp groups at ``rate`` algorithm bytes/s (module doc)."""
+    per_loop = f.nvls_channels * nvls_heads(f) * chunk
+    return loop_time(
+        loops=pieces(nbytes, per_loop),
+        stages=stages,
+        loop_seconds=min(per_loop, nbytes) / rate,
+        latency=latency,
+    )
+
+
 def nvls_plan(op: Op, nbytes: float, f: CommFabric) -> tuple[float, float, int]:
     """``(latency, bw_time, channels)`` of NVLS inside one domain (module doc)."""
-    g = f.ranks_per_domain
-    heads = min(g, MAX_NVLS_ARITY)
     nc = f.nvls_channels
-    chunk = nvls_chunk(nbytes, channels=nc, heads=heads)
-    per_loop = nc * heads * chunk
-    loops = max(1, math.ceil(nbytes / per_loop - 1e-12))
-    rate = nvls_rate(op, f)  # algorithm bytes/s
-    stages = NVLS_STAGES[op]
-    return (
-        *loop_time(
-            loops=loops,
-            stages=stages,
-            loop_seconds=min(per_loop, nbytes) / rate,
-            latency=step_latency(f, f.intra_hw, "nvls", Proto.SIMPLE),
-        ),
-        nc,
-    )
+    chunk = nvls_chunk(nbytes, channels=nc, heads=nvls_heads(f))
+    latency = step_latency(f, f.intra_hw, "nvls", Proto.SIMPLE)
+    rate = nvls_rate(op, f)
+    return (*nvls_loops(nbytes, f, chunk, stages=NVLS_STAGES[op], rate=rate, latency=latency), nc)
 
 
 def nvls(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = False) -> Cost:
@@ -172,7 +173,7 @@ def nvls(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool =
         raise Unsupported("NVLS runs the Simple protocol only")
     if op not in (Op.ALL_REDUCE, Op.REDUCE_SCATTER, Op.ALL_GATHER):
         raise Unsupported(f"NVLS has no {op.value}")
-    if not (f.n_domains == 1):
+    if f.n_domains != 1:
         raise Unsupported("NVLS spans one scale-up domain; across domains use nvls_tree")
     if f.nranks == 1:
         return trivial(op, nbytes, f, proto)
@@ -200,9 +201,9 @@ def nvls_tree(
         raise Unsupported("NVLS-tree runs the Simple protocol only")
     if op is not Op.ALL_REDUCE:
         raise Unsupported(f"NVLS-tree implements all_reduce only, not {op.value}")
-    if not (f.n_domains > 1):
+    if f.n_domains <= 1:
         raise Unsupported("NVLS-tree needs several scale-up domains (NCCL disables it on one)")
-    if not (f.ranks_per_domain > 1):
+    if f.ranks_per_domain <= 1:
         raise Unsupported("NVLS-tree needs several ranks per domain")
     limits = [
         (nvls_busbw(op, f), f.intra_hw.value),
@@ -228,21 +229,14 @@ def nvls_tree(
             op, "nvls_tree", proto, nbytes, f, tuner_lat, tuner_bw_time, steps, bottleneck
         )
     # Realistic: loops of channels x heads chunks through the NVLS and tree warp groups.
-    g, n_dom = f.ranks_per_domain, f.n_domains
-    heads = min(g, MAX_NVLS_ARITY)
-    nc = f.nvls_channels
-    chunk = nvls_tree_chunk(nbytes, channels=nc, heads=heads, n_domains=n_dom)
-    per_loop = nc * heads * chunk
-    loops = max(1, math.ceil(nbytes / per_loop - 1e-12))
+    n_dom, nc = f.n_domains, f.nvls_channels
+    chunk = nvls_tree_chunk(nbytes, channels=nc, heads=nvls_heads(f), n_domains=n_dom)
     intra_rate = nvls_rate(op, f)
     # Each rank carries its S/g shard over its NIC, once with two domains (the two trees' roots
     # exchange), twice from three on (interior in one tree; nccl-tests#196, nccl#812).
     net_rate = f.node_net_bw / (1.0 if n_dom == 2 else 2.0)
-    latency, bw_time = loop_time(
-        loops=loops,
-        stages=NVLS_TREE_STAGES,
-        loop_seconds=min(per_loop, nbytes) / min(intra_rate, net_rate),
-        latency=tuner_lat,
+    latency, bw_time = nvls_loops(
+        nbytes, f, chunk, stages=NVLS_TREE_STAGES, rate=min(intra_rate, net_rate), latency=tuner_lat
     )
     bottleneck = f.intra_hw.value if intra_rate <= net_rate else Hw.NET.value
     return Cost(
@@ -253,13 +247,13 @@ def nvls_tree(
 
 def collnet(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = False) -> Cost:
     """InfiniBand SHARP all-reduce (NCCL CollNetDirect)."""
-    if not (f.collnet):
+    if not f.collnet:
         raise Unsupported("CollNet needs scale-out switches with in-network reduction (IB SHARP)")
     if proto is not Proto.SIMPLE:
         raise Unsupported("CollNet runs the Simple protocol only")
     if op is not Op.ALL_REDUCE:
         raise Unsupported(f"this CollNet model implements all_reduce only, not {op.value}")
-    if not (f.n_domains > 1):
+    if f.n_domains <= 1:
         raise Unsupported("CollNet reduces across domains; one domain has nothing to offload")
     g = f.ranks_per_domain
     intra = 2.0 * (g - 1) / g * nbytes / f.intra_bw if g > 1 else 0.0

@@ -95,6 +95,18 @@ def buffer_step(proto: Proto) -> int:
     return BUFFER_BYTES[proto] // NCCL_STEPS
 
 
+def pieces(total: float, piece: float) -> int:
+    """How many pieces of at most ``piece`` bytes carry ``total`` bytes (at least one; a
+    hair over a multiple, from float division, does not count as another piece).
+
+    >>> pieces(4 << 20, 1 << 20), pieces(1, 1 << 20), pieces(0, 0)
+    (4, 1, 1)
+    """
+    if piece <= 0:
+        return 1
+    return max(1, math.ceil(total / piece - 1e-12))
+
+
 def chunk_bytes(op: Op, proto: Proto, steps: int | None = None) -> float:
     """Data bytes per chunk before any size-based reduction (``calcCollChunking``).
 
@@ -160,14 +172,14 @@ def ring_chunking(
     """
     per_channel = nbytes / max(1, channels)
     largest = chunk_bytes(op, proto)
-    loops = max(1, math.ceil(per_channel / (nranks * largest) - 1e-12))
+    loops = pieces(per_channel, nranks * largest)
     chunk = per_channel / (nranks * loops)
     if proto is not Proto.SIMPLE:
         return RingChunking(loops, chunk, chunk, 1)
     per_chunk = CHUNK_STEPS.get(op, 1) // SLICE_STEPS.get(op, 1)
     floor = buffer_step(proto) * SLICE_STEPS.get(op, 1) / 32
     size = min(chunk, max(chunk / per_chunk, floor)) if chunk > 0 else 0.0
-    slices = max(1, math.ceil(chunk / size - 1e-12)) if size > 0 else 1
+    slices = pieces(chunk, size)
     return RingChunking(loops, chunk, size, slices)
 
 

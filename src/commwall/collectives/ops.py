@@ -102,11 +102,6 @@ def busbw(op: Op, nranks: int, nbytes: float, seconds: float) -> float:
 PER_RANK_COUNT_OPS = frozenset({Op.ALL_GATHER, Op.REDUCE_SCATTER, Op.ALLTOALL})
 
 
-def element_count(nbytes: float, type_size: int = 4) -> int:
-    """Elements of ``type_size`` bytes in ``nbytes``."""
-    return int(nbytes // type_size)
-
-
 def nccl_tests_row(op: Op, nbytes: int, nranks: int, type_size: int = 4) -> tuple[int, int]:
     """The ``(size, count)`` columns nccl-tests prints when asked for ``nbytes`` (``-b``).
 

@@ -27,9 +27,9 @@ def pat(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = 
     """PAT all-gather / reduce-scatter at one rank per node."""
     if op not in (Op.ALL_GATHER, Op.REDUCE_SCATTER):
         raise Unsupported(f"PAT implements all_gather and reduce_scatter only, not {op.value}")
-    if not (f.ranks_per_domain == 1):
+    if f.ranks_per_domain != 1:
         raise Unsupported("PAT runs with exactly one GPU per node")
-    if not (f.n_domains > 1):
+    if f.n_domains <= 1:
         raise Unsupported("PAT needs several nodes")
     if proto is not Proto.SIMPLE:
         raise Unsupported("PAT runs the Simple protocol only")

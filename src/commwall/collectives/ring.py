@@ -33,8 +33,6 @@ root (:func:`~commwall.collectives.pipeline.chain_time`).
 
 from __future__ import annotations
 
-import math
-
 from commwall.collectives.constants import (
     LL128_RING_EFFICIENCY,
     LL_EFFICIENCY,
@@ -66,6 +64,7 @@ from commwall.collectives.nccl import (
     SLICE_STEPS,
     channels_used,
     chunk_bytes,
+    pieces,
     ring_chunking,
 )
 from commwall.collectives.ops import Op
@@ -148,7 +147,7 @@ def _ring_latency(op: Op, f: CommFabric, proto: Proto) -> float:
 
 def ring(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool = False) -> Cost:
     """NCCL ring cost for all-reduce, reduce-scatter, all-gather, broadcast and reduce."""
-    if not (op not in (Op.ALLTOALL, Op.SENDRECV)):
+    if op in (Op.ALLTOALL, Op.SENDRECV):
         raise Unsupported(f"ring does not implement {op.value}: use the direct algorithm")
     p = f.nranks
     if p == 1:
@@ -179,7 +178,7 @@ def ring(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool =
         # as 8-GPU broadcasts measured on A100 (superbench) and B200 (MIT ORCD) show — a
         # chunk-by-chunk chain would be 2-3x slower there.
         per_channel = nbytes / nc
-        items = max(1, math.ceil(per_channel / chunk_bytes(op, proto) - 1e-12))
+        items = pieces(per_channel, chunk_bytes(op, proto))
         path = ring_hops(f, proto, nc, window=NCCL_STEPS)
         path = [
             Hop(h.latency, h.overhead, h.rate, h.window, h.count - (h is path[-1]), True)

@@ -80,7 +80,7 @@ from commwall.collectives.cost import (
 )
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.halving_doubling import halving_doubling_steps
-from commwall.collectives.in_network import nvls_volume
+from commwall.collectives.in_network import nvls_rate
 from commwall.collectives.ops import Op
 from commwall.collectives.ring import ring
 from commwall.collectives.tree import tree_inter_volume
@@ -799,12 +799,12 @@ def _nvls_tree(ctx: _Context) -> list[Stage]:
     :func:`dtree_parents`: a chain per (copy, l, tree) of up and down edges between the rank-``l``
     GPUs of every domain, each edge carrying half the slice — a rank's NIC moves ``S/g`` per
     direction with two domains and ``2S/g`` from three on, the volumes the time model charges.
-    Caps: each part's own time (the NVLS volume at ``nvlsEfficiency`` of NVLink; the shard over
-    the NIC), the slower part = ``cost.bw_time``.
+    Caps: each part's own time (the NVLS rate, :func:`~commwall.collectives.in_network.nvls_rate`;
+    the shard over the NIC), the slower part = ``cost.bw_time``.
     """
     f = ctx.fabric()
     op, s, g, n_dom = ctx.op, ctx.nbytes, ctx.g, ctx.n_domains
-    t_nvls = s * nvls_volume(op, g) / (f.intra_bw * f.nvls_efficiency)
+    t_nvls = s / nvls_rate(op, f)
     t_net = s / g * tree_inter_volume(n_dom) / f.net_bw_per_rank
     t_nvls, t_net = _scale([t_nvls, t_net], ctx.cost.bw_time, _max)
     grid = ctx.sorted.reshape(ctx.copies, n_dom, g)

@@ -22,7 +22,6 @@ synchronisation, the network window of ``NCCL_STEPS`` chunks).
 
 from __future__ import annotations
 
-import math
 from typing import Final
 
 from commwall.collectives.constants import (
@@ -51,7 +50,7 @@ from commwall.collectives.cost import (
     trivial,
 )
 from commwall.collectives.fabric import CommFabric
-from commwall.collectives.nccl import NCCL_STEPS, channels_used, log2i, tree_chunk
+from commwall.collectives.nccl import NCCL_STEPS, channels_used, log2i, pieces, tree_chunk
 from commwall.collectives.ops import Op
 from commwall.collectives.pipeline import Hop, chain_time
 
@@ -122,7 +121,7 @@ def tree(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool =
     nc = channels_used(nbytes, proto, f.channels, traffic_per_byte=2)
     chunk = tree_chunk(proto, nbytes, channels=nc, n_domains=n_dom, ppn=g)
     per_channel = nbytes / nc
-    items = max(1, math.ceil(per_channel / chunk - 1e-12))
+    items = pieces(per_channel, chunk)
     rate = bw / 2.0 / f.channels  # a channel's share of busBw/2 (the algorithm bandwidth)
     if n_dom > 1:
         rate = min(rate, TREE_CHANNEL_NET_BW / tree_inter_volume(n_dom))

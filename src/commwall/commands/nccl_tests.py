@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from commwall.console import fail, friendly, out, write_parquet
+from commwall.console import fail, friendly, op_option, out, write_parquet
 
 #: Sizes at or above this many bytes count towards the summary error (bandwidth-bound rows).
 LARGE = 1 << 20
@@ -55,15 +55,9 @@ def nccl_tests(
 ) -> None:
     """Read nccl-tests logs (every layout since 2017, several runs per file) and, with --cluster,
     print measured against predicted busbw per size."""
-    from commwall.collectives.ops import parse_op
     from commwall.io.nccl_tests import NcclTestsError, read_nccl_tests
 
-    op_name = None
-    if op is not None:
-        try:
-            op_name = parse_op(op).value
-        except ValueError as e:
-            fail(f"--op: {e}")
+    op_name = op_option(op)
     try:
         log = read_nccl_tests(list(logs), op=op_name)
     except NcclTestsError as e:

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from commwall.console import fail, friendly, out
+from commwall.console import fail, friendly, op_option, out
 
 
 def register(app: typer.Typer) -> None:
@@ -49,7 +49,6 @@ def validate(
 ) -> None:
     """Predicted vs measured busbw for every bundled public nccl-tests table: median and worst
     error per size regime, operation, scale and role, and the tables not compared with why."""
-    from commwall.collectives.ops import parse_op
     from commwall.units import parse_size
     from commwall.validation.report import markdown_page, validation_report
 
@@ -60,12 +59,7 @@ def validate(
         fail(f"--min-size/--max-size: {e}")
     if low < 0 or (high is not None and high < low):
         fail(f"--min-size/--max-size: need 0 <= min <= max, got {min_size!r} and {max_size!r}")
-    op_name = None
-    if op is not None:
-        try:
-            op_name = parse_op(op).value
-        except ValueError as e:
-            fail(f"--op: {e}")
+    op_name = op_option(op)
     if role not in (None, "dev", "held_out"):
         fail(f"--role: {role!r} is not allowed; allowed: dev, held_out")
     data = validation_report(min_size=low, max_size=high, op=op_name, role=role)

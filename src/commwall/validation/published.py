@@ -192,7 +192,8 @@ def measurement_cluster(m: Measurement, *, sharp: bool = False) -> Cluster | Non
     return build_cluster(ClusterSpec.model_validate(spec))
 
 
-_CHANNEL_ENV: Final = ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS")
+_MIN_CHANNEL_ENV: Final = ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS")
+_MAX_CHANNEL_ENV: Final = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS")
 
 
 def _env_int(env: dict[str, str], key: str) -> int | None:
@@ -215,15 +216,9 @@ def apply_nccl_env(
             algo_name = word
         elif key == "NCCL_PROTO" and word and proto_name is None:
             proto_name = word
-    lo = max(_env_int(env, "NCCL_MIN_NCHANNELS") or 0, _env_int(env, "NCCL_MIN_CTAS") or 0)
-    hi = (
-        min(x for x in (_env_int(env, k) for k in _CHANNEL_ENV[2:]) if x)
-        if any(_env_int(env, k) for k in _CHANNEL_ENV[2:])
-        else None
-    )
-    channels = max(fabric.channels, lo) if lo else fabric.channels
-    if hi:
-        channels = min(channels, hi)
+    lows = [v for k in _MIN_CHANNEL_ENV if (v := _env_int(env, k))]
+    highs = [v for k in _MAX_CHANNEL_ENV if (v := _env_int(env, k))]
+    channels = min([max([fabric.channels, *lows]), *highs])
     if channels != fabric.channels:
         fabric = replace(fabric, channels=channels)
     if env.get("NCCL_NVLS_ENABLE", "").strip().startswith("0"):

@@ -155,7 +155,7 @@ def test_nvl72_rack_nvls_busbw_is_flat_from_8_to_72_gpus_within_10_percent() -> 
 
 def test_twenty_nvl72_racks_are_a_known_gap() -> None:
     # CoreWeave GB200 over InfiniBand (NCCL 2.26): 2 racks measured 810 GB/s at 16 GiB, 20 racks
-    # 406 GB/s; the model predicts ~1 TB/s for both — what limits 1,440 ranks is not modelled.
+    # 406 GB/s; the model predicts ~0.9 TB/s for both — what limits 1,440 ranks is not modelled.
     twenty = [
         c for c in compare(_by_id("coreweave-gb200-nvl72-20rack-allreduce")) if c.size >= 8 * GIB
     ]
