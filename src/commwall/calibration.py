@@ -1,8 +1,9 @@
 """Fit the collective model's link classes to measured collectives (``commwall calibrate``).
 
-The analytic collective model predicts every call as ``T = latency + bytes / bandwidth`` built
-from per-class pieces (NCCL's ``tuning.cc`` model, :mod:`commwall.collectives`): per-step
-latencies and per-rank bandwidths of the scale-up class (NVLink or PCIe) and of the network.
+The analytic collective model predicts every call from per-class pieces — per-step latencies
+and per-rank bandwidths of the scale-up class (NVLink or PCIe) and of the network — through the
+launch plan and pipeline NCCL runs (:mod:`commwall.collectives.nccl`, ``pipeline``), so a
+calibration fits the times commwall itself predicts, not only ``tuning.cc``'s ``lat + S/bw``.
 Calibration corrects each class the measurements exercise with two numbers
 (:class:`~commwall.io.scenario.LinkCalibration`):
 
