@@ -29,7 +29,6 @@ DEFAULT_SCENARIO: dict[str, Any] = {
         "micro_batch": 1,
         "seq_len": 8192,
         "precision": "bf16",
-        "compute_efficiency": 0.5,
         "zero_stage": 1,
         "recompute": "selective",
     },

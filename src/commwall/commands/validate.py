@@ -46,11 +46,25 @@ def validate(
         bool, typer.Option("--markdown", help="Print a Markdown page (docs/validation.md).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    training: Annotated[
+        bool,
+        typer.Option(
+            "--training",
+            help="Training steps against published measured runs instead (about 2 minutes).",
+        ),
+    ] = False,
 ) -> None:
     """Predicted vs measured busbw for every bundled public nccl-tests table: median and worst
     error per size regime, operation, scale and role, and the tables not compared with why."""
     from commwall.units import parse_size
     from commwall.validation.report import markdown_page, validation_report
+
+    if training:
+        if (min_size, max_size, op, role, rows) != ("0B", None, None, None, False):
+            fail("--training: compares whole steps; --min-size, --max-size, --op, --role and "
+                 "--rows apply to collectives only")  # fmt: skip
+        _training(as_json, markdown)
+        return
 
     try:
         low = parse_size(min_size)
@@ -114,3 +128,38 @@ def _print(data: dict[str, Any], rows: bool) -> None:
     out.print("positive error = optimistic; sources and every point: commwall validate --json")
     for x in data["skipped"]:
         out.print(f"not compared: {x['id']} ({x['why']})", markup=False)
+
+
+def _training(as_json: bool, markdown: bool) -> None:
+    from rich.table import Table
+
+    from commwall.validation.training import training_markdown, training_report
+
+    data = training_report()
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    if markdown:
+        sys.stdout.write(training_markdown(data))
+        return
+    table = Table(show_header=True, header_style="bold", title="Step time: predicted vs measured")
+    for col in ("run", "GPUs", "measured", "model", "error", "flat 0.5", "error "):
+        table.add_column(col, justify="left" if col == "run" else "right")
+    for r in data["runs"]:
+        table.add_row(r["id"], f"{r['gpus']:,}", f"{r['measured_s']:.3f} s",
+                      f"{r['predicted_s']:.3f} s", f"{r['error']:+.1%}", f"{r['flat_s']:.3f} s",
+                      f"{r['flat_error']:+.1%}")  # fmt: skip
+    out.print(table)
+    summary = Table(show_header=True, header_style="bold",
+                    title="median |error| / worst |error| (runs)")  # fmt: skip
+    for col in ("group", "model", "flat 0.5"):
+        summary.add_column(col, justify="left" if col == "group" else "right")
+    summary.add_row("all", _cell(data["overall"]["model"]), _cell(data["overall"]["flat"]))
+    for section in ("by_gpu", "by_precision", "by_size", "by_source"):
+        for key, per in data[section].items():
+            summary.add_row(f"{section[3:]} {key}", _cell(per["model"]), _cell(per["flat"]))
+    out.print(summary)
+    out.print("negative error = the model is faster than the run; sources: commwall validate "
+              "--training --json")  # fmt: skip
+    for x in data["not_compared"]:
+        out.print(f"not compared: {x['id']} ({x['reason']})", markup=False)

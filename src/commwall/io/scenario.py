@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+)
 
 from commwall.units import UnitError, parse_size, parse_time
 
@@ -237,11 +245,78 @@ class ClusterSpec(_Strict):
     )
 
 
+#: A model name a table can print as it is (no markup, no control characters).
+MODEL_NAME = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$"
+
+
+class ModelDef(_Strict):
+    """A model the zoo does not have: its architecture inline, or a Hugging Face
+    ``config.json`` read from a local path (``hf_config``; relative to the scenario file).
+
+    Field names and meanings follow :class:`commwall.workload.models.ModelSpec`; the defaults
+    are a Llama-style decoder (SwiGLU, RMSNorm, rotary positions, untied head, dense).
+    """
+
+    name: str = Field(
+        default="custom", pattern=MODEL_NAME, description="Name shown in tables and JSON."
+    )
+    hf_config: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Path of a Hugging Face config.json (read locally, never downloaded); "
+        "the architecture fields below must then be left out.",
+    )
+    n_layers: int | None = Field(default=None, ge=1, le=100_000, description="Layers.")
+    hidden: int | None = Field(default=None, ge=1, le=10_000_000, description="Hidden size.")
+    ffn_hidden: int | None = Field(
+        default=None, ge=1, le=100_000_000, description="MLP width (intermediate_size)."
+    )
+    n_heads: int | None = Field(default=None, ge=1, le=100_000, description="Attention heads.")
+    n_kv_heads: int | None = Field(
+        default=None, ge=1, le=100_000, description="Key/value heads (GQA). Default: n_heads."
+    )
+    head_dim: int | None = Field(
+        default=None, ge=1, le=100_000, description="Head dimension. Default: hidden / n_heads."
+    )
+    vocab: int | None = Field(default=None, ge=1, le=100_000_000, description="Vocabulary.")
+    max_seq_len: int | None = Field(
+        default=None, ge=1, le=100_000_000, description="Context length. Default: no limit."
+    )
+    gated_mlp: bool = Field(default=True, description="SwiGLU-style three-matrix MLP.")
+    tied_embeddings: bool = Field(default=False, description="LM head shares the embedding.")
+    norm: Literal["rmsnorm", "layernorm"] = Field(default="rmsnorm", description="Norm kind.")
+    linear_bias: bool = Field(default=False, description="Biases on every linear layer (GPT).")
+    qkv_bias: bool = Field(default=False, description="Biases on q, k, v only (Qwen2).")
+    learned_pos_emb: bool = Field(default=False, description="Learned position table (GPT).")
+    n_experts: int = Field(default=1, ge=1, le=100_000, description="Routed experts (MoE).")
+    top_k: int = Field(default=1, ge=1, le=100_000, description="Experts per token (MoE).")
+    expert_ffn_hidden: int | None = Field(
+        default=None, ge=1, le=100_000_000, description="Routed expert MLP width. Default: ffn."
+    )
+    shared_ffn_hidden: int = Field(
+        default=0, ge=0, le=100_000_000, description="Shared expert MLP width (0: none)."
+    )
+
+
+#: Tags of the model union; error paths leave them out (``job.model.name``, not
+#: ``job.model.definition.name``).
+_ZOO_NAME, _DEFINITION = "zoo-name", "model-definition"
+
+
+def _model_form(value: Any) -> str:
+    return _DEFINITION if isinstance(value, dict | ModelDef) else _ZOO_NAME
+
+
 class JobSpec(_Strict):
     """The training job: model, parallelism, batch, precision."""
 
-    model: str = Field(
-        default="llama3-70b", description="Model from the zoo (`commwall catalog model`)."
+    model: Annotated[
+        Annotated[str, Tag(_ZOO_NAME)] | Annotated[ModelDef, Tag(_DEFINITION)],
+        Discriminator(_model_form),
+    ] = Field(
+        default="llama3-70b",
+        description="Model from the zoo (`commwall catalog model`), or its definition: "
+        "architecture fields inline or `hf_config: path/to/config.json`.",
     )
     tp: int = Field(
         default=1, ge=1, le=1024, description="Tensor-parallel degree (inside a scale-up domain)."
@@ -268,11 +343,19 @@ class JobSpec(_Strict):
     precision: Precision = Field(
         default="bf16", description="Matmul precision for the compute peak."
     )
-    compute_efficiency: float = Field(
-        default=0.5,
+    compute_efficiency: float | None = Field(
+        default=None,
         gt=0.0,
         le=1.0,
-        description="Achieved share of the GPU's dense peak on model FLOPs (0–1).",
+        description="Flat model: achieved share of the GPU's dense peak on every executed FLOP "
+        "(0–1], e.g. from a measured step. Default: price each kernel (GEMMs by shape, "
+        "attention, memory-bound kernels; docs/compute-model.md).",
+    )
+    attention: Literal["flash", "flash2", "unfused"] = Field(
+        default="flash",
+        description="Attention kernel: flash (the GPU's fused causal kernel: FlashAttention-2 "
+        "on A100, cuDNN via Transformer Engine on Hopper/Blackwell), flash2 (FlashAttention-2) "
+        "or unfused (2021 Megatron: s² scores in HBM, softmax and dropout kernels).",
     )
     ddp_bucket: Bytes = Field(
         default=25 * 2**20,
@@ -480,7 +563,8 @@ def validation_messages(err: ValidationError) -> list[str]:
     """One line per pydantic error: ``path: message (got value)``."""
     lines = []
     for e in err.errors(include_url=False):
-        path = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        loc = [x for x in e["loc"] if x not in (_ZOO_NAME, _DEFINITION)]
+        path = ".".join(str(x) for x in loc) or "(top level)"
         msg = str(e["msg"]).removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -546,7 +630,16 @@ def load_scenario(path: str | Path) -> Scenario:
         text = p.read_text(encoding="utf-8")
     except OSError as err:
         raise ScenarioError([f"cannot read the file: {err.strerror}"], str(p)) from None
-    return load_scenario_text(text, str(p))
+    scenario = load_scenario_text(text, str(p))
+    model = scenario.job.model
+    if isinstance(model, ModelDef) and model.hf_config and not Path(model.hf_config).is_absolute():
+        # a config.json next to the scenario file is found from any working directory
+        where = str(p.parent / model.hf_config)
+        job = scenario.job.model_copy(
+            update={"model": model.model_copy(update={"hf_config": where})}
+        )
+        scenario = scenario.model_copy(update={"job": job})
+    return scenario
 
 
 def json_schema() -> dict[str, Any]:

@@ -54,7 +54,7 @@ def test_random_sampling_is_seeded_and_distinct() -> None:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [({"axes": {"cluster.nodez": [1]}}, "'nodez' is not a field of cluster"),
-     ({"axes": {"job.model.name": ["x"]}}, "job.model is a value, not a section"),
+     ({"axes": {"job.tp.name": ["x"]}}, "job.tp is a value, not a section"),
      ({"axes": {"cluster.nodes": []}}, "no values"),
      ({"axes": {"cluster.nodes": {"range": [4, 2, 1]}}}, "stop >= start"),
      ({"axes": {"cluster.nodes": "8"}}, "allowed: a list of values"),

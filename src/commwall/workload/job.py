@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from commwall.catalog import CatalogError
 from commwall.cluster import Cluster
 from commwall.io.scenario import JobSpec, ScenarioError
-from commwall.workload.models import ModelSpec, UnknownModelError, get_model
+from commwall.workload.compute import Device, device_for
+from commwall.workload.hf_config import ModelDefinitionError, resolve_model
+from commwall.workload.models import ModelSpec, UnknownModelError
 
 #: Micro-batches × stages the step schedule will hold (each slot is a few phases).
 MAX_PIPELINE_SLOTS = 50_000
@@ -38,6 +40,7 @@ class Job:
     micro_batches: int
     peak_flops: float
     virtual_stages: int = 1
+    device: Device | None = None
 
     @property
     def n_chunks(self) -> int:
@@ -109,6 +112,8 @@ class Job:
             "precision": self.spec.precision,
             "zero_stage": self.spec.zero_stage,
             "compute_efficiency": self.spec.compute_efficiency,
+            "compute_model": "flat" if self.device is None else "kernels",
+            "attention": self.spec.attention,
         }
 
 
@@ -120,9 +125,13 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
     """Check ``spec`` against ``cluster`` and derive the step's sizes."""
     errors: list[str] = []
     try:
-        model = get_model(spec.model)
+        model = resolve_model(spec.model)
     except UnknownModelError as err:
         raise ScenarioError([f"job.model: {err}"]) from None
+    except ModelDefinitionError as err:
+        message = str(err)
+        line = message if message.startswith("job.") else f"job.model: {message}"
+        raise ScenarioError([line]) from None
     n_gpus = cluster.n_gpus
     domain = cluster.scale_up_domain
     if spec.tp > domain or domain % spec.tp:
@@ -198,6 +207,15 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"{', '.join(cluster.gpu.precisions)}"
         )
         peak = 0.0
+    device = None
+    if spec.compute_efficiency is None and peak > 0:
+        gpu = cluster.gpu
+        try:
+            device = device_for(
+                gpu.name, peak, gpu.peak_flops("bf16"), gpu.hbm_bandwidth, spec.precision
+            )
+        except (ValueError, CatalogError) as e:
+            errors.append(f"job.compute_efficiency: not set, and {e}")
     if errors:
         raise ScenarioError(errors)
     return Job(
@@ -210,4 +228,5 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         micro_batches=spec.global_batch // (dp * spec.micro_batch),
         peak_flops=peak,
         virtual_stages=spec.virtual_stages,
+        device=device,
     )

@@ -155,11 +155,12 @@ def _stage_params(model: ModelSpec, *, tp: int, pp: int, ep: int, first: bool) -
     """
     h = model.hidden
     kv_split = min(tp, model.n_kv_heads)
-    kv = 2 * h * model.kv_dim + (2 * model.kv_dim if model.linear_bias else 0)
+    kv_bias = model.linear_bias or model.qkv_bias
+    kv = 2 * h * model.kv_dim + (2 * model.kv_dim if kv_bias else 0)
     attn = (model.attention_params_per_layer() - kv) / tp + kv / kv_split
     replicated = 2 * model.norm_params() + model.router_params_per_layer()
     if model.is_moe:
-        dense_layer = attn + replicated
+        dense_layer = attn + replicated + model.shared_mlp_params_per_layer() / tp
         expert_layer = (model.n_experts // ep) * model.mlp_params_per_layer() / tp
     else:
         dense_layer = attn + replicated + model.mlp_params_per_layer() / tp
@@ -197,6 +198,7 @@ def activation_bytes_per_layer(
     tp: int = 1,
     sequence_parallel: bool = True,
     recompute: str = "selective",
+    flash_attention: bool = False,
 ) -> float:
     """Activation bytes one transformer layer keeps for backward, per micro-batch, per GPU.
 
@@ -219,8 +221,10 @@ def activation_bytes_per_layer(
       a 4h GELU MLP and dropout. GQA (smaller K/V), SwiGLU (3 matrices, ``ffn_hidden ≠ 4h``)
       and the absence of dropout in Llama-style layers change them; that adjustment is
       ignored here.
-    - ``5as/h`` is the materialised attention-score matrix; with FlashAttention it is never
-      stored, which is what ``recompute="selective"`` models.
+    - ``5as/h`` is the materialised attention-score matrix; with FlashAttention
+      (``flash_attention``) it is never stored — the kernel keeps only the softmax statistics,
+      one fp32 value per query and head, ``4·b·s·a/t`` bytes (Dao et al. 2022, Algorithm 1's
+      ``ℓ`` and ``m``) — and ``recompute="none"`` then keeps ``34·sbh/t`` plus those.
     - Full recompute: the paper stores ``2sbh`` and notes ``2sbh/t`` is possible; we follow
       the paper. The one layer re-materialised at a time during backward is not counted.
     """
@@ -234,7 +238,12 @@ def activation_bytes_per_layer(
     t = float(tp)
     if recompute == "full":
         return 2.0 * sbh
-    attention_scores = 0.0 if recompute == "selective" else 5.0 * n_heads * seq_len / (hidden * t)
+    if recompute == "selective":
+        attention_scores = 0.0
+    elif flash_attention:
+        attention_scores = 4.0 * n_heads / (hidden * t)  # softmax statistics, per sbh
+    else:
+        attention_scores = 5.0 * n_heads * seq_len / (hidden * t)
     if sequence_parallel:
         return sbh * (34.0 / t + attention_scores)
     return sbh * (10.0 + 24.0 / t + attention_scores)
@@ -251,6 +260,7 @@ def _stage_activation_bytes(
     recompute: str,
     inflight: int,
     first: bool,
+    flash_attention: bool = False,
 ) -> float:
     """Activations of the first or last pipeline stage (Korthikanti et al. §4.2.3, §4.3).
 
@@ -270,6 +280,7 @@ def _stage_activation_bytes(
         tp=tp,
         sequence_parallel=sequence_parallel,
         recompute=recompute,
+        flash_attention=flash_attention,
     )
     layers = math.ceil(model.n_layers / pp)
     sbh = float(seq_len) * micro_batch * model.hidden
@@ -326,6 +337,7 @@ def memory_per_gpu(
     sequence_parallel: bool = True,
     recompute: str = "selective",
     inflight_microbatches: int | None = None,
+    flash_attention: bool = False,
 ) -> MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage of a TP x PP x DP (x EP) job.
 
@@ -379,6 +391,7 @@ def memory_per_gpu(
             recompute=recompute,
             inflight=inflight,
             first=first,
+            flash_attention=flash_attention,
         )
         total = weights + grads + optim + acts
         candidate = MemoryBreakdown(weights, grads, optim, acts, total)

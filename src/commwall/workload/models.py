@@ -63,9 +63,15 @@ class ModelSpec:
     ``max_seq_len`` = ``max_position_embeddings``, ``tied_embeddings`` = ``tie_word_embeddings``,
     ``n_experts`` = ``num_local_experts``, ``top_k`` = ``num_experts_per_tok``.
 
-    The head dimension is ``hidden // n_heads`` (true for every model in the zoo).
+    The head dimension is ``head_size`` (``head_dim``) when given, else ``hidden // n_heads``.
     ``linear_bias``, ``norm`` and ``learned_pos_emb`` describe GPT-2/3-style models (biases on
-    every linear layer, LayerNorm with bias, learned position table); Llama/Mixtral have none.
+    every linear layer, LayerNorm with bias, learned position table); Llama/Mixtral have none;
+    ``qkv_bias`` is Qwen2's bias on the q, k and v projections only (``attention_bias``).
+    Mixture-of-experts layers hold ``n_experts`` routed MLPs of width ``expert_ffn_hidden``
+    (``moe_intermediate_size``; default ``ffn_hidden``, as in Mixtral) and, when
+    ``shared_ffn_hidden`` > 0, one always-active shared MLP of that width (DeepSeekMoE's
+    ``n_shared_experts × moe_intermediate_size``, Dai et al. 2024; Qwen2-MoE's
+    ``shared_expert_intermediate_size``).
     ``published_params`` is the count the authors published, ``source`` where the numbers come from.
     """
 
@@ -87,6 +93,10 @@ class ModelSpec:
     linear_bias: bool = False
     norm: NormKind = "rmsnorm"
     learned_pos_emb: bool = False
+    head_size: int | None = None
+    qkv_bias: bool = False
+    expert_ffn_hidden: int | None = None
+    shared_ffn_hidden: int = 0
 
     def __post_init__(self) -> None:
         for field_name in (
@@ -105,7 +115,20 @@ class ModelSpec:
                 raise ValueError(
                     f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
                 )
-        if self.hidden % self.n_heads:
+        for field_name in ("head_size", "expert_ffn_hidden"):
+            value = getattr(self, field_name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(
+                    f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
+                )
+        shared = self.shared_ffn_hidden
+        if isinstance(shared, bool) or not isinstance(shared, int) or shared < 0:
+            raise ValueError(
+                f"{self.name}: shared_ffn_hidden={shared!r} is invalid: must be an integer >= 0"
+            )
+        if self.head_size is None and self.hidden % self.n_heads:
             raise ValueError(
                 f"{self.name}: hidden={self.hidden} is invalid: must be divisible by "
                 f"n_heads={self.n_heads}"
@@ -128,8 +151,13 @@ class ModelSpec:
     # ---------------------------------------------------------------- derived sizes
     @property
     def head_dim(self) -> int:
-        """Per-head dimension ``hidden // n_heads``."""
-        return self.hidden // self.n_heads
+        """Per-head dimension: ``head_size`` when given, else ``hidden // n_heads``."""
+        return self.head_size if self.head_size is not None else self.hidden // self.n_heads
+
+    @property
+    def expert_ffn(self) -> int:
+        """Width of one routed expert's MLP (``expert_ffn_hidden``, default ``ffn_hidden``)."""
+        return self.expert_ffn_hidden if self.expert_ffn_hidden is not None else self.ffn_hidden
 
     @property
     def q_dim(self) -> int:
@@ -158,19 +186,38 @@ class ModelSpec:
 
     def attention_params_per_layer(self) -> int:
         """Parameters of one attention block (q, k, v, o projections, plus biases if any)."""
-        bias = (self.q_dim + 2 * self.kv_dim + self.hidden) if self.linear_bias else 0
+        bias = 0
+        if self.linear_bias:
+            bias = self.q_dim + 2 * self.kv_dim + self.hidden
+        elif self.qkv_bias:
+            bias = self.q_dim + 2 * self.kv_dim
         return self.attention_weight_params_per_layer() + bias
+
+    def _mlp_weights(self, width: int) -> int:
+        return (3 if self.gated_mlp else 2) * self.hidden * width
+
+    def _mlp_params(self, width: int) -> int:
+        if not width:
+            return 0
+        bias = (2 if self.gated_mlp else 1) * width + self.hidden if self.linear_bias else 0
+        return self._mlp_weights(width) + bias
+
+    @property
+    def mlp_width(self) -> int:
+        """Width of the MLP :meth:`mlp_params_per_layer` counts: an expert's, or the dense one."""
+        return self.expert_ffn if self.is_moe else self.ffn_hidden
 
     def mlp_weight_params_per_layer(self) -> int:
         """Matmul weights of one expert's MLP: ``3·h·f`` (SwiGLU) or ``2·h·f`` (GELU)."""
-        return (3 if self.gated_mlp else 2) * self.hidden * self.ffn_hidden
+        return self._mlp_weights(self.mlp_width)
 
     def mlp_params_per_layer(self) -> int:
         """Parameters of one expert's MLP (for a dense model: the layer's MLP), biases included."""
-        if not self.linear_bias:
-            return self.mlp_weight_params_per_layer()
-        bias = (2 if self.gated_mlp else 1) * self.ffn_hidden + self.hidden
-        return self.mlp_weight_params_per_layer() + bias
+        return self._mlp_params(self.mlp_width)
+
+    def shared_mlp_params_per_layer(self) -> int:
+        """Parameters of the always-active shared expert MLP (0 without one)."""
+        return self._mlp_params(self.shared_ffn_hidden) if self.is_moe else 0
 
     def router_params_per_layer(self) -> int:
         """MoE router ``h x E`` (no bias, Mixtral's ``block_sparse_moe.gate``); 0 if dense."""
@@ -181,6 +228,7 @@ class ModelSpec:
         return (
             self.attention_params_per_layer()
             + self.n_experts * self.mlp_params_per_layer()
+            + self.shared_mlp_params_per_layer()
             + self.router_params_per_layer()
             + 2 * self.norm_params()
         )
@@ -221,9 +269,11 @@ class ModelSpec:
         (element-wise, negligible). Convention of Narayanan et al. SC'21 §5.1 / Kaplan et al.
         2020 Table 1.
         """
+        shared = self._mlp_weights(self.shared_ffn_hidden) if self.is_moe else 0
         per_layer = (
             self.attention_weight_params_per_layer()
             + self.top_k * self.mlp_weight_params_per_layer()
+            + shared
             + self.router_params_per_layer()
         )
         return self.n_layers * per_layer + self.vocab * self.hidden
@@ -276,20 +326,22 @@ class ModelSpec:
             out.append((f"{prefix}.bias", self.hidden))
         return out
 
-    def _linear(self, prefix: str, n_in: int, n_out: int) -> list[tuple[str, int]]:
+    def _linear(
+        self, prefix: str, n_in: int, n_out: int, bias: bool | None = None
+    ) -> list[tuple[str, int]]:
         out = [(f"{prefix}.weight", n_in * n_out)]
-        if self.linear_bias:
+        if self.linear_bias if bias is None else bias:
             out.append((f"{prefix}.bias", n_out))
         return out
 
-    def _mlp_tensors(self, prefix: str, style: str) -> list[tuple[str, int]]:
+    def _mlp_tensors(self, prefix: str, style: str, width: int = 0) -> list[tuple[str, int]]:
         """One MLP (one expert) in the registration order of ``style``.
 
         ``"llama"``: ``gate_proj``, ``up_proj``, ``down_proj`` (``LlamaMLP``); ``"mixtral"``:
         ``w1`` (gate), ``w2`` (down), ``w3`` (up) (``MixtralBlockSparseTop2MLP``); ``"gpt"``:
         ``c_fc`` (+ ``c_gate`` when gated), ``c_proj`` (``GPT2MLP``).
         """
-        h, f = self.hidden, self.ffn_hidden
+        h, f = self.hidden, width or self.mlp_width
         up = self._linear  # (prefix, n_in, n_out)
         if style == "mixtral" and self.gated_mlp:
             return up(f"{prefix}.w1", h, f) + up(f"{prefix}.w2", f, h) + up(f"{prefix}.w3", h, f)
@@ -311,14 +363,18 @@ class ModelSpec:
             out.append(("model.embed_positions.weight", self.position_embedding_params()))
         for i in range(self.n_layers):
             p = f"model.layers.{i}"
-            out += self._linear(f"{p}.self_attn.q_proj", h, self.q_dim)
-            out += self._linear(f"{p}.self_attn.k_proj", h, self.kv_dim)
-            out += self._linear(f"{p}.self_attn.v_proj", h, self.kv_dim)
+            qkv = self.linear_bias or self.qkv_bias
+            out += self._linear(f"{p}.self_attn.q_proj", h, self.q_dim, qkv)
+            out += self._linear(f"{p}.self_attn.k_proj", h, self.kv_dim, qkv)
+            out += self._linear(f"{p}.self_attn.v_proj", h, self.kv_dim, qkv)
             out += self._linear(f"{p}.self_attn.o_proj", self.q_dim, h)
             if self.is_moe:
                 out.append((f"{p}.block_sparse_moe.gate.weight", self.router_params_per_layer()))
                 for e in range(self.n_experts):
                     out += self._mlp_tensors(f"{p}.block_sparse_moe.experts.{e}", "mixtral")
+                if self.shared_ffn_hidden:
+                    shared = f"{p}.block_sparse_moe.shared_expert"
+                    out += self._mlp_tensors(shared, "llama", self.shared_ffn_hidden)
             else:
                 out += self._mlp_tensors(f"{p}.mlp", "llama")
             out += self._norm_tensors(f"{p}.input_layernorm")
@@ -343,6 +399,10 @@ class ModelSpec:
                 out.append((f"{p}.mlp.router.weight", self.router_params_per_layer()))
                 for e in range(self.n_experts):
                     out += self._mlp_tensors(f"{p}.mlp.experts.{e}", "gpt")
+                if self.shared_ffn_hidden:
+                    out += self._mlp_tensors(
+                        f"{p}.mlp.shared_expert", "gpt", self.shared_ffn_hidden
+                    )
             else:
                 out += self._mlp_tensors(f"{p}.mlp", "gpt")
         out += self._norm_tensors("transformer.ln_f")
@@ -383,6 +443,35 @@ _ZOO: dict[str, ModelSpec] = {
             norm="layernorm",
             learned_pos_emb=True,
         ),
+        *(
+            ModelSpec(
+                name=f"gpt3-{size}",
+                n_layers=layers,
+                hidden=d_model,
+                ffn_hidden=4 * d_model,
+                n_heads=heads,
+                n_kv_heads=heads,
+                vocab=50257,
+                max_seq_len=2048,
+                gated_mlp=False,
+                tied_embeddings=True,
+                published_params=published,
+                source=(
+                    "Brown et al. 2020 (arXiv 2005.14165) Table 2.1: "
+                    f"GPT-3 {size.upper()}: n_layers {layers}, d_model {d_model}, n_heads {heads}, "
+                    "d_head 128, n_ctx 2048; GPT-2 architecture, 50257-token vocabulary, d_ff = "
+                    "4·d_model"
+                ),
+                linear_bias=True,
+                norm="layernorm",
+                learned_pos_emb=True,
+                head_size=128,
+            )
+            for size, layers, d_model, heads, published in (
+                ("6.7b", 32, 4096, 32, 6.7e9),
+                ("13b", 40, 5140, 40, 13.0e9),
+            )
+        ),
         ModelSpec(
             name="llama2-7b",
             n_layers=32,
@@ -399,6 +488,42 @@ _ZOO: dict[str, ModelSpec] = {
                 "Touvron et al. 2023, 'Llama 2' (arXiv 2307.09288), 7B; Hugging Face "
                 "meta-llama/Llama-2-7b-hf config.json (hidden 4096, intermediate 11008, 32 layers, "
                 "32 heads, vocab 32000, untied); 6.74B = 6,738,415,616 in the safetensors index"
+            ),
+        ),
+        ModelSpec(
+            name="llama2-13b",
+            n_layers=40,
+            hidden=5120,
+            ffn_hidden=13824,
+            n_heads=40,
+            n_kv_heads=40,
+            vocab=32000,
+            max_seq_len=4096,
+            gated_mlp=True,
+            tied_embeddings=False,
+            published_params=13.0e9,
+            source=(
+                "Touvron et al. 2023, 'Llama 2' (arXiv 2307.09288), 13B; Hugging Face "
+                "meta-llama/Llama-2-13b-hf config.json (hidden 5120, intermediate 13824, 40 layers, "
+                "40 heads, vocab 32000, untied)"
+            ),
+        ),
+        ModelSpec(
+            name="llama2-70b",
+            n_layers=80,
+            hidden=8192,
+            ffn_hidden=28672,
+            n_heads=64,
+            n_kv_heads=8,
+            vocab=32000,
+            max_seq_len=4096,
+            gated_mlp=True,
+            tied_embeddings=False,
+            published_params=69.0e9,
+            source=(
+                "Touvron et al. 2023, 'Llama 2' (arXiv 2307.09288), 70B with grouped-query "
+                "attention (8 KV heads); Hugging Face meta-llama/Llama-2-70b-hf config.json "
+                "(hidden 8192, intermediate 28672, 80 layers, 64 heads, vocab 32000, untied)"
             ),
         ),
         ModelSpec(
@@ -464,6 +589,54 @@ _ZOO: dict[str, ModelSpec] = {
                 "vocab 32000, 8 experts, top-2; Mistral AI 'Mixtral of experts' (Dec 2023): "
                 "46.7B total, 12.9B active per token; HF mistralai/Mixtral-8x7B-v0.1 config.json"
             ),
+        ),
+        ModelSpec(
+            name="mixtral-8x22b",
+            n_layers=56,
+            hidden=6144,
+            ffn_hidden=16384,
+            n_heads=48,
+            n_kv_heads=8,
+            vocab=32000,
+            max_seq_len=65536,
+            gated_mlp=True,
+            tied_embeddings=False,
+            n_experts=8,
+            top_k=2,
+            published_params=141e9,
+            published_active_params=39e9,
+            source=(
+                "Mistral AI, 'Cheaper, Better, Faster, Stronger' (Apr 2024): 141B parameters, 39B "
+                "active; Hugging Face mistralai/Mixtral-8x22B-v0.1 config.json (hidden 6144, "
+                "intermediate 16384, 56 layers, 48 heads, 8 KV heads, vocab 32000, 8 experts, "
+                "top-2, 65536 positions)"
+            ),
+        ),
+        *(
+            ModelSpec(
+                name=f"qwen2.5-{size}",
+                n_layers=layers,
+                hidden=hidden,
+                ffn_hidden=ffn,
+                n_heads=heads,
+                n_kv_heads=kv,
+                vocab=152064,
+                max_seq_len=131072,
+                gated_mlp=True,
+                tied_embeddings=False,
+                qkv_bias=True,
+                published_params=published,
+                source=(
+                    f"Qwen Team 2024, 'Qwen2.5 Technical Report' (arXiv 2412.15115) Table 1; "
+                    f"Hugging Face Qwen/Qwen2.5-{size.upper()} config.json (hidden {hidden}, "
+                    f"intermediate {ffn}, {layers} layers, {heads} heads, {kv} KV heads, vocab "
+                    f"152064, untied, biases on q/k/v); {published / 1e9:.2f}B on the model card"
+                ),
+            )
+            for size, layers, hidden, ffn, heads, kv, published in (
+                ("7b", 28, 3584, 18944, 28, 4, 7.61e9),
+                ("72b", 80, 8192, 29568, 64, 8, 72.7e9),
+            )
         ),
     )
 }

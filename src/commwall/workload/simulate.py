@@ -370,6 +370,7 @@ def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
         sequence_parallel=spec.sequence_parallel,
         recompute=spec.recompute,
         inflight_microbatches=inflight_micro_batches(job),
+        flash_attention=spec.attention != "unfused",
     )
     return StepReport(
         fabric=fabric_summary(cl),

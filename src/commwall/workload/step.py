@@ -4,9 +4,12 @@
 :class:`~commwall.collectives.schedule.Schedule` for every pipeline stage of one data-parallel
 replica (all replicas behave alike on an ideal fabric):
 
-* **Compute** per micro-batch and stage: ``training_flops_per_token × tokens / (tp·pp)`` at the
-  GPU's dense peak × ``compute_efficiency``, split 1:2 forward:backward (Narayanan et al. SC'21);
-  full recomputation adds a forward to the backward.
+* **Compute** per micro-batch and stage: the kernels of the stage's layers and its share of the
+  LM head, priced one by one (:mod:`commwall.workload.compute`: GEMMs by shape and precision,
+  fused attention, memory-bound kernels, recomputation as what is recomputed). With the flat
+  override ``compute_efficiency``: ``training_flops_per_token × tokens / (tp·pp)`` at the GPU's
+  dense peak × that share, split 1:2 forward:backward (Narayanan et al. SC'21), full
+  recomputation adding a forward to the backward.
 * **Tensor parallel** (Megatron-LM; Korthikanti et al. 2022 §4.2): per layer two all-gathers and
   two reduce-scatters of ``b·s·h`` half-precision values in forward and again in backward with
   sequence parallelism, or two all-reduces each way without. They block the compute stream.
@@ -45,6 +48,7 @@ from commwall.collectives.schedule import (
     Placement,
     Schedule,
 )
+from commwall.workload.compute import layer_work
 from commwall.workload.job import Job
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
@@ -107,8 +111,37 @@ def _groups(job: Job, d: int) -> Groups:
 
 
 def micro_batch_times(job: Job) -> tuple[float, float]:
-    """Forward and backward compute seconds of one micro-batch on one stage."""
+    """Forward and backward compute seconds of one micro-batch on one stage (the stages'
+    average: the layers and the LM head spread over ``pp`` stages).
+
+    Priced kernel by kernel (:mod:`commwall.workload.compute`), or with the flat
+    ``compute_efficiency`` when the job sets one.
+    """
+    if job.device is not None:
+        spec = job.spec
+        work = layer_work(
+            job.model,
+            job.device,
+            micro_batch=spec.micro_batch,
+            seq_len=spec.seq_len,
+            tp=job.tp,
+            ep=job.ep,
+            sequence_parallel=spec.sequence_parallel,
+            recompute=spec.recompute,
+            attention=spec.attention,
+            elem_bytes=job.element_bytes,
+        )
+        layers = job.model.n_layers
+        forward = layers * work.layer_forward() + work.seconds(work.head_forward)
+        backward = layers * work.layer_backward() + work.seconds(work.head_backward)
+        return forward / job.pp, backward / job.pp
+    return _flat_times(job)
+
+
+def _flat_times(job: Job) -> tuple[float, float]:
+    """The flat model: executed FLOPs at ``compute_efficiency`` × peak, 1:2 forward:backward."""
     spec = job.spec
+    assert spec.compute_efficiency is not None  # resolve_job gives a device otherwise
     tokens = spec.micro_batch * spec.seq_len
     flops = job.model.training_flops_per_token(spec.seq_len) * tokens / (job.tp * job.pp)
     rate = job.peak_flops * spec.compute_efficiency

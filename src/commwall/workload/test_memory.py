@@ -240,3 +240,18 @@ def test_breakdown_is_frozen() -> None:
 
 def test_module_doctests() -> None:
     assert doctest.testmod(memory).failed == 0
+
+
+def test_flash_attention_keeps_softmax_statistics_not_scores() -> None:
+    """Dao et al. 2022: FlashAttention never stores the s² scores, only one fp32 statistic per
+    query and head; so without recomputation a layer keeps 34·sbh/t plus 4·b·s·a/t bytes."""
+    from commwall.workload.memory import activation_bytes_per_layer
+
+    s, b, h, a, t = 8192, 1, 8192, 64, 8
+    kwargs = {"seq_len": s, "micro_batch": b, "hidden": h, "n_heads": a, "tp": t,
+              "sequence_parallel": True, "recompute": "none"}  # fmt: skip
+    flash = activation_bytes_per_layer(**kwargs, flash_attention=True)  # type: ignore[arg-type]
+    assert flash == pytest.approx(34 * s * b * h / t + 4 * b * s * a / t)
+    unfused = activation_bytes_per_layer(**kwargs)  # type: ignore[arg-type]
+    assert unfused == pytest.approx(s * b * h / t * (34 + 5 * a * s / h))
+    assert unfused > 10 * flash

@@ -98,7 +98,7 @@ def test_attention_flops_term_is_12_l_h_s(name: str) -> None:
     m = get_model(name)
     s = 4096
     delta = m.training_flops_per_token(s) - m.training_flops_per_token(1)
-    assert delta == pytest.approx(12 * m.n_layers * m.hidden * (s - 1))
+    assert delta == pytest.approx(12 * m.n_layers * m.q_dim * (s - 1))  # q_dim = heads x head dim
 
 
 def test_flops_count_lm_head_even_when_tied() -> None:

@@ -112,11 +112,12 @@ def test_moe_breakdown_sums_and_counts_ep() -> None:
     [(1, 1, "selective"), (2, 2, "selective"), (8, 4, "full"), (4, 1, "none")],
 )
 def test_compute_per_micro_batch_closed_form(tp: int, pp: int, recompute: str) -> None:
-    spec = {"tp": tp, "pp": pp, "global_batch": 64, "micro_batch": 2, "recompute": recompute}
+    spec = {"tp": tp, "pp": pp, "global_batch": 64, "micro_batch": 2, "recompute": recompute,
+            "compute_efficiency": 0.5}  # fmt: skip
     job, cluster = resolved(spec)
     tokens = 2 * 2048
     flops = job.model.training_flops_per_token(2048) * tokens / (tp * pp)
-    rate = cluster.gpu.peak_flops("bf16") * 0.5  # default compute_efficiency
+    rate = cluster.gpu.peak_flops("bf16") * 0.5  # the flat model's compute_efficiency
     fwd, bwd = flops / 3 / rate, 2 * flops / 3 / rate
     if recompute == "full":
         bwd += fwd  # one more forward

@@ -1,0 +1,286 @@
+"""Published, measured training runs bundled with commwall, and the step the model predicts.
+
+``training_public.yaml`` holds runs read from papers, vendor performance tables and framework
+READMEs; each has its source, one verbatim line, the architecture, the parallel layout and the
+measured figure, and lists what the source leaves unstated and the file assumes (``assumed``).
+:func:`training_comparisons` builds each run as a scenario on the matching catalog preset —
+nothing is tuned per run — simulates one step with the analytic engine and compares the step
+time with the measured one. Measured figures become step times as their source counts:
+
+* ``step_time_s`` as it is;
+* ``tokens_per_s_per_gpu``: ``global_batch × seq_len / (rate × GPUs)``;
+* ``tflops_per_gpu`` with ``flops: narayanan`` — Narayanan et al. SC'21 eq. 3,
+  ``96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))`` per step, recomputation included;
+* ``tflops_per_gpu`` with ``flops: model`` — :meth:`ModelSpec.training_flops_per_token` per
+  token (``6·N_matmul + 12·l·(a·d)·s``, PaLM's count, as Llama 3 reports MFU).
+
+The error is ``predicted / measured − 1`` of the step time (negative: the model is faster).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import statistics
+from dataclasses import dataclass
+from typing import Any, Final
+
+import yaml
+
+from commwall.io.scenario import ModelDef, ScenarioError, parse_scenario
+from commwall.workload.hf_config import model_from_def
+
+DATA_FILE: Final = "training_public.yaml"
+_METRICS: Final = ("step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu")
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One published run (fields as in the data file)."""
+
+    id: str
+    role: str
+    source: str
+    quote: str
+    preset: str
+    nodes: int
+    model: dict[str, Any]
+    job: dict[str, Any]
+    measured: dict[str, Any]
+    skip: str | None
+    assumed: tuple[str, ...]
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs of the run: the product of its parallel degrees."""
+        j = self.job
+        return int(j["tp"] * j["pp"] * j["dp"])
+
+    def scenario(self, compute_efficiency: float | None = None) -> dict[str, Any]:
+        """The run as a scenario mapping (optionally on the old flat compute model)."""
+        job = {**self.job, "model": self.model}
+        if compute_efficiency is not None:
+            job["compute_efficiency"] = compute_efficiency
+        return {
+            "name": self.id,
+            "cluster": {"preset": self.preset, "nodes": self.nodes},
+            "job": job,
+        }
+
+    def measured_step(self) -> float:
+        """The measured step time, seconds (module docstring)."""
+        m, j = self.measured, self.job
+        if "step_time_s" in m:
+            return float(m["step_time_s"])
+        tokens = j["global_batch"] * j["seq_len"]
+        if "tokens_per_s_per_gpu" in m:
+            return float(tokens / (float(m["tokens_per_s_per_gpu"]) * self.n_gpus))
+        flops = self.step_flops(str(m["flops"]))
+        return flops / (float(m["tflops_per_gpu"]) * 1e12 * self.n_gpus)
+
+    def step_flops(self, formula: str) -> float:
+        """FLOPs per step as the source counts them (module docstring)."""
+        j, md = self.job, self.model
+        batch, s = j["global_batch"], j["seq_len"]
+        if formula == "narayanan":
+            layers, h, vocab = md["n_layers"], md["hidden"], md["vocab"]
+            return float(
+                96 * batch * s * layers * h * h * (1 + s / (6 * h) + vocab / (16 * layers * h))
+            )
+        if formula == "model":
+            spec = model_from_def(ModelDef(**self.model))
+            return float(spec.training_flops_per_token(s) * batch * s)
+        raise ValueError(f"{self.id}: measured.flops {formula!r}; allowed: narayanan, model")
+
+
+@dataclass(frozen=True)
+class TrainingComparison:
+    """A run with the model's step (kernel model and, for contrast, the flat 0.5 constant)."""
+
+    run: TrainingRun
+    measured: float
+    predicted: float
+    flat: float
+    breakdown: dict[str, float]
+
+    @property
+    def error(self) -> float:
+        """Step-time error of the model: predicted / measured − 1."""
+        return self.predicted / self.measured - 1.0
+
+    @property
+    def flat_error(self) -> float:
+        """The same with the old flat ``compute_efficiency: 0.5``."""
+        return self.flat / self.measured - 1.0
+
+
+@functools.cache
+def load_training_runs() -> tuple[TrainingRun, ...]:
+    """Every run of the bundled data file."""
+    text = importlib.resources.files("commwall.validation").joinpath(DATA_FILE).read_text("utf-8")
+    data = yaml.safe_load(text)
+    runs = []
+    for row in data["runs"]:
+        measured = row["measured"]
+        if not any(k in measured for k in _METRICS) and "skip" not in row:
+            raise ValueError(f"{row['id']}: measured needs one of {', '.join(_METRICS)}")
+        runs.append(
+            TrainingRun(
+                id=row["id"],
+                role=row.get("role", "dev"),
+                source=row["source"],
+                quote=row["quote"],
+                preset=row["preset"] or "",
+                nodes=int(row["nodes"]),
+                model=dict(row["model"]),
+                job=dict(row["job"]),
+                measured=dict(measured),
+                skip=row.get("skip"),
+                assumed=tuple(row.get("assumed", ())),
+            )
+        )
+    return tuple(runs)
+
+
+#: The flat constant the model replaced (``compute_efficiency: 0.5`` in every example until
+#: issue 17), kept to show what the kernel model changes.
+OLD_EFFICIENCY: Final = 0.5
+
+
+def training_comparisons(
+    runs: tuple[TrainingRun, ...] | None = None,
+) -> tuple[list[TrainingComparison], list[tuple[TrainingRun, str]]]:
+    """Compared runs, and the runs not compared with the reason."""
+    from commwall.workload.simulate import simulate
+
+    compared: list[TrainingComparison] = []
+    skipped: list[tuple[TrainingRun, str]] = []
+    for run in runs if runs is not None else load_training_runs():
+        if run.skip:
+            skipped.append((run, run.skip))
+            continue
+        try:
+            report = simulate(parse_scenario(run.scenario(), run.id))
+            flat = simulate(parse_scenario(run.scenario(OLD_EFFICIENCY), run.id))
+        except ScenarioError as e:
+            skipped.append((run, "the model cannot run it: " + "; ".join(e.messages)))
+            continue
+        compared.append(
+            TrainingComparison(
+                run, run.measured_step(), report.step_time, flat.step_time, dict(report.breakdown)
+            )
+        )
+    return compared, skipped
+
+
+def summary(errors: list[float]) -> dict[str, float | int]:
+    """Count, median |error|, worst |error| and median signed error."""
+    if not errors:
+        return {"n": 0}
+    return {
+        "n": len(errors),
+        "median_abs": statistics.median(abs(e) for e in errors),
+        "worst_abs": max(abs(e) for e in errors),
+        "median": statistics.median(errors),
+    }
+
+
+def training_report() -> dict[str, Any]:
+    """Every run compared, grouped summaries, and the runs not compared (JSON-ready)."""
+    compared, skipped = training_comparisons()
+
+    def group(key: str) -> dict[str, dict[str, Any]]:
+        out: dict[str, list[TrainingComparison]] = {}
+        for c in compared:
+            out.setdefault(_group_key(c, key), []).append(c)
+        return {
+            k: {"model": summary([c.error for c in v]), "flat": summary([c.flat_error for c in v])}
+            for k, v in sorted(out.items())
+        }
+
+    return {
+        "overall": {
+            "model": summary([c.error for c in compared]),
+            "flat": summary([c.flat_error for c in compared]),
+        },
+        "by_gpu": group("gpu"),
+        "by_precision": group("precision"),
+        "by_source": group("source"),
+        "by_size": group("size"),
+        "runs": [
+            {
+                "id": c.run.id,
+                "role": c.run.role,
+                "gpus": c.run.n_gpus,
+                "measured_s": c.measured,
+                "predicted_s": c.predicted,
+                "error": c.error,
+                "flat_s": c.flat,
+                "flat_error": c.flat_error,
+                "breakdown": c.breakdown,
+                "assumed": list(c.run.assumed),
+                "source": c.run.source,
+            }
+            for c in compared
+        ],
+        "not_compared": [{"id": r.id, "reason": why} for r, why in skipped],
+    }
+
+
+def _group_key(c: TrainingComparison, key: str) -> str:
+    run = c.run
+    if key == "gpu":
+        return run.preset
+    if key == "precision":
+        return str(run.job["precision"])
+    if key == "source":
+        return run.id.split("-")[0]
+    params = model_from_def(ModelDef(**run.model)).total_params()
+    return "< 20B" if params < 20e9 else ("20-200B" if params < 200e9 else ">= 200B")
+
+
+def training_markdown(data: dict[str, Any]) -> str:
+    """``docs/validation-training.md``: summaries, every run, and the runs not compared."""
+
+    def cell(s: dict[str, Any]) -> str:
+        if not s.get("n"):
+            return "-"
+        return f"{s['median_abs']:.1%} / {s['worst_abs']:.0%} ({s['n']}, median {s['median']:+.0%})"
+
+    lines = [
+        "# Validation: training steps against published measured runs",
+        "",
+        "Generated by `commwall validate --training --markdown > docs/validation-training.md` (a",
+        "slow test keeps it current). Each run (`src/commwall/validation/training_public.yaml`: its",
+        "source, one verbatim line, what the source leaves unstated and the file assumes) is built",
+        "as a scenario on the catalog preset of its GPU and simulated with the analytic engine.",
+        "Error = predicted / measured step time − 1; negative means the model is faster than the",
+        "run. **model** is the kernel compute model (docs/compute-model.md), **flat** the constant",
+        "`compute_efficiency: 0.5` it replaced. No run was used to fit a constant: the compute",
+        "model's constants come from kernel benchmarks, each cited in `commwall.workload.compute`.",
+        "",
+        "Cells: median |error| / worst |error| (runs, median signed error).",
+        "",
+        "| group | model | flat 0.5 |",
+        "|---|---:|---:|",
+        f"| all | {cell(data['overall']['model'])} | {cell(data['overall']['flat'])} |",
+    ]
+    for section in ("by_gpu", "by_precision", "by_size", "by_source"):
+        for key, per in data[section].items():
+            lines.append(f"| {section[3:]} {key} | {cell(per['model'])} | {cell(per['flat'])} |")
+    lines += [
+        "",
+        "## Every run",
+        "",
+        "| run | GPUs | measured s | model s | error | flat s | flat error | assumed |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in data["runs"]:
+        assumed = "; ".join(r["assumed"]) or "-"
+        lines.append(
+            f"| {r['id']} | {r['gpus']:,} | {r['measured_s']:.3f} | {r['predicted_s']:.3f} | "
+            f"{r['error']:+.1%} | {r['flat_s']:.3f} | {r['flat_error']:+.1%} | {assumed} |"
+        )
+    lines += ["", "## Not compared", ""]
+    lines += [f"- `{x['id']}`: {x['reason']}" for x in data["not_compared"]]
+    return "\n".join(lines) + "\n"

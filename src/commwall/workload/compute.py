@@ -1,0 +1,424 @@
+"""Compute per micro-batch from the kernels a transformer layer runs, not from one efficiency.
+
+A layer's forward and backward are priced kernel by kernel on one GPU of the tensor-parallel
+group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022):
+
+* **GEMMs** — QKV, attention output, MLP up (gate+up when gated) and down, the MoE router and
+  experts (grouped, balanced tokens), the shared expert, the LM head on the last stage. Forward
+  ``(M=tokens, N, K)``; backward a data-gradient ``(M, K, N)`` and a weight-gradient ``(K, N, M)``
+  GEMM of the same FLOPs. Time = ``2MNK / (peak × ceiling × waves(M, N))``, and never less than
+  the operands' HBM traffic at the achieved bandwidth (roofline, Williams et al. 2009):
+
+  - ``peak`` is the catalog's dense tensor peak of the precision (FP8 runs GEMMs at the FP8 peak);
+  - ``ceiling`` is the measured *maximum achievable* matmul throughput of that GPU and
+    precision as a share of the peak (:data:`GEMM_CEILING`, sources there) — no GPU reaches its
+    datasheet peak even on the best shape;
+  - ``waves(M, N)`` is wave and tile quantization (NVIDIA, "Matrix Multiplication Background
+    User's Guide", §"Wave Quantization"): the output is cut into thread-block tiles, the tiles
+    run in waves of one per SM, and the last wave may be partly idle. The best of cuBLAS's
+    usual 256×128, 128×256 and 128×128 tiles (and 64×64 for outputs thinner than 128) is taken.
+
+* **Attention core** — FlashAttention (Dao 2022; Dao 2023; Shah et al. 2024): forward
+  ``4·b·s²·a·d/t`` FLOPs halved by the causal mask, backward 2.5× that (five GEMM-shaped
+  products instead of two), at the measured share of peak of the GPU's fused attention kernel
+  (:data:`ATTENTION`). ``attention: unfused`` instead prices the 2021 Megatron path the SC'21
+  runs used: batched ``QKᵀ`` and ``softmax·V`` GEMMs with the full ``s²`` (no causal saving)
+  plus the scale-mask-softmax and dropout passes over the ``s²`` scores in HBM.
+* **Memory-bound kernels** — norms, residual adds, the MLP activation, rotary embedding, bias
+  and dropout (GPT), the FP8 casts of every GEMM input (Transformer Engine) and the LM head's
+  cross-entropy, priced by the bytes they move at the achieved HBM bandwidth
+  (:data:`HBM_SHARE`); backward moves twice the forward's bytes.
+
+Recomputation is charged as what is recomputed: ``full`` runs every forward kernel of the layer
+again in backward, ``selective`` only the attention core (Korthikanti et al. 2022 §5).
+
+What is not here: kernel-launch gaps and host overhead, data loading, clock throttling under
+power limits, and any overlap of these kernels with each other — the numbers are a GPU running
+one kernel after another at the measured ceilings. ``job.compute_efficiency`` replaces all of
+this with the old flat model (executed FLOPs at a share of peak), e.g. from a measured step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Final
+
+from commwall.workload.models import ModelSpec
+
+__all__ = [
+    "ATTENTION",
+    "GEMM_CEILING",
+    "HBM_SHARE",
+    "KERNEL_LAUNCH",
+    "SUSTAINED_GEMM",
+    "Device",
+    "Kernel",
+    "LayerWork",
+    "attention_share",
+    "device_for",
+    "gemm_seconds",
+    "layer_work",
+    "wave_efficiency",
+]
+
+#: Measured maximum achievable dense-matmul throughput (MAMF: the best of a brute-force shape
+#: search, mean of 100 timed matmuls) as a share of the dense spec peak, per GPU and precision.
+#: Bekman, "Machine Learning Engineering", compute/accelerator/README.md @744d01e, "Maximum
+#: Achievable Matmul FLOPS comparison table": A100 SXM BF16 271.2 of 312; H100 SXM 794.5 of 989
+#: ("H200 is the same"), FP8 1402.6 of 1979; H200 FP8 1453.4; B200 1745.0 of 2250, FP8 3432.5
+#: of 4500; GB200 1822.0 of 2500, FP8 3615.6 of 5000. A100 TF32: ~130 of 156 TFLOP/s read off
+#: NVIDIA's "CUDA 11 features revealed" cuBLAS figure. Values marked ``*`` have no published
+#: measurement and take the nearest precision's share (docs/compute-model.md lists them).
+GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
+    "a100-sxm": {"bf16": 271.2 / 312, "fp16": 271.2 / 312, "tf32": 130 / 156},
+    "h100-sxm": {
+        "bf16": 794.5 / 989,
+        "fp16": 794.5 / 989,
+        "tf32": 794.5 / 989,
+        "fp8": 1402.6 / 1979,
+    },  # tf32*
+    "h200": {
+        "bf16": 794.5 / 989,
+        "fp16": 794.5 / 989,
+        "tf32": 794.5 / 989,
+        "fp8": 1453.4 / 1979,
+    },  # tf32*
+    "b200": {
+        "bf16": 1745 / 2250,
+        "fp16": 1745 / 2250,
+        "tf32": 1745 / 2250,
+        "fp8": 3432.5 / 4500,
+        "fp4": 3432.5 / 4500,
+    },  # tf32*, fp4*
+    "gb200": {
+        "bf16": 1822 / 2500,
+        "fp16": 1822 / 2500,
+        "tf32": 1822 / 2500,
+        "fp8": 3615.6 / 5000,
+        "fp4": 3615.6 / 5000,
+    },  # tf32*, fp4*
+}
+#: Share of that best-shape ceiling GEMMs of transformer layers sustain back to back: NVIDIA
+#: Transformer Engine's GEMM profiling tutorial (docs/examples/gemm_profiling/gemm_profiling.rst
+#: @d0067d0) times the four forward GEMMs of a hidden-4096, FFN-16384 layer at 15,872 tokens on
+#: B300 in BF16: 6.39 TFLOP in 4.196 ms = 1,523 TFLOP/s, against a MAMF of 1,769 on the same GPU
+#: (ml-engineering table) — 0.861 (derived). The 0.3 ms attention-output GEMM alone reaches 0.98
+#: of MAMF, the 1.1–1.4 ms ones 0.84–0.86: long back-to-back GEMMs run below the best shape's
+#: short benchmark. The one measurement of real layer shapes found; applied to every GPU.
+SUSTAINED_GEMM: Final = 1523.0 / 1769.0
+#: Causal attention throughput, head dim 128, TFLOP/s counting the computed half (FlashAttention
+#: papers' convention), by sequence length: (forward, backward) per kernel family.
+#: ``fa2-a100``: FlashAttention-2 on A100 80GB, forward+backward (Dao 2023, Fig. 4 =
+#: flash-attention assets/flash2_a100_fwd_bwd_benchmark.png @0251105) — one rate for both.
+#: ``fa2-h100``: the same kernel on H100 SXM (assets/flash2_h100_fwd_bwd_benchmark.png).
+#: ``cudnn-h100``: cuDNN's fused attention on H100 SXM (Shah et al. 2024, FlashAttention-3,
+#: Fig. 5 causal forward; backward = its non-causal Fig. 6 values × the forward's causal /
+#: non-causal ratio at each length, derived) — what Transformer Engine runs in Megatron/NeMo.
+_ATTENTION_TFLOPS: Final[dict[str, dict[int, tuple[float, float]]]] = {
+    "fa2-a100": {512: (99, 99), 1024: (133, 133), 2048: (155, 155), 4096: (173, 173),
+                 8192: (182, 182), 16384: (189, 189)},
+    "fa2-h100": {512: (163, 163), 1024: (221, 221), 2048: (265, 265), 4096: (294, 294),
+                 8192: (308, 308), 16384: (328, 328)},
+    "cudnn-h100": {512: (315, 193), 1024: (410, 291), 2048: (484, 365), 4096: (518, 425),
+                   8192: (529, 456), 16384: (539, 468)},
+}  # fmt: skip
+#: The BF16 peak those measurements ran against (A100 312, H100 989.4 TFLOP/s).
+_ATTENTION_PEAK: Final = {"fa2-a100": 312.0, "fa2-h100": 989.4, "cudnn-h100": 989.4}
+#: Which measured kernel ``attention: flash`` / ``flash2`` means on each GPU. Blackwell has no
+#: published causal attention curve here: it takes the H100 cuDNN shares of its own peak (*).
+ATTENTION: Final[dict[str, dict[str, str]]] = {
+    "a100-sxm": {"flash": "fa2-a100", "flash2": "fa2-a100"},
+    "h100-sxm": {"flash": "cudnn-h100", "flash2": "fa2-h100"},
+    "h200": {"flash": "cudnn-h100", "flash2": "fa2-h100"},
+    "b200": {"flash": "cudnn-h100", "flash2": "fa2-h100"},
+    "gb200": {"flash": "cudnn-h100", "flash2": "fa2-h100"},
+}
+#: Achieved share of the spec HBM bandwidth by streaming element-wise kernels: A100 80GB 1.80 of
+#: 2.04 TB/s (NVIDIA developer forum thread 339083, confirmed with Nsight Compute); H100 89.6%
+#: for torch.clone and 89.7% for a softmax (Dao-AILab/quack @c8ec317); B200-class 84% measured
+#: on B300 (pytorch/ao torchao/testing/training/roofline_utils.py @36027d8).
+HBM_SHARE: Final[dict[str, float]] = {
+    "a100-sxm": 1.80 / 2.04, "h100-sxm": 0.896, "h200": 0.896, "b200": 0.84, "gb200": 0.84,
+}  # fmt: skip
+#: GPU time of launching one kernel, seconds (torchao roofline_utils.py: a one-element Triton
+#: kernel traced on H100).
+KERNEL_LAUNCH: Final = 2e-6
+#: Streaming multiprocessors per GPU (NVIDIA architecture whitepapers; B200: 148).
+SMS: Final[dict[str, int]] = {
+    "a100-sxm": 108,
+    "h100-sxm": 132,
+    "h200": 132,
+    "b200": 148,
+    "gb200": 148,
+}
+#: Thread-block output tiles cuBLAS commonly picks (NVIDIA Matrix Multiplication guide: 256×128
+#: and 128×256 the most efficient, 64×64 the least). The 64×64 tile is only considered for an
+#: output thinner than 128 (its lower per-SM rate is not modelled, so it would otherwise win).
+_TILES: Final = ((256, 128), (128, 256), (128, 128))
+_THIN_TILE: Final = (64, 64)
+
+
+def attention_share(family: str, seq_len: int) -> tuple[float, float]:
+    """(forward, backward) share of the BF16 peak of a measured attention kernel at
+    ``seq_len``, log-linear between the measured lengths and flat beyond them.
+
+    >>> [round(x, 3) for x in attention_share("fa2-a100", 2048)]
+    [0.497, 0.497]
+    >>> [round(x, 3) for x in attention_share("cudnn-h100", 3000)]  # between 2k and 4k
+    [0.508, 0.402]
+    """
+    table = _ATTENTION_TFLOPS[family]
+    lengths = sorted(table)
+    peak = _ATTENTION_PEAK[family]
+    if seq_len <= lengths[0]:
+        fwd, bwd = table[lengths[0]]
+    elif seq_len >= lengths[-1]:
+        fwd, bwd = table[lengths[-1]]
+    else:
+        hi = next(n for n in lengths if n >= seq_len)
+        lo = lengths[lengths.index(hi) - 1]
+        w = math.log(seq_len / lo) / math.log(hi / lo)
+        fwd = table[lo][0] + w * (table[hi][0] - table[lo][0])
+        bwd = table[lo][1] + w * (table[hi][1] - table[lo][1])
+    return fwd / peak, bwd / peak
+
+
+@dataclass(frozen=True)
+class Device:
+    """The rates one GPU runs kernels at, for one matmul precision."""
+
+    name: str
+    sms: int
+    peak: float  #: dense tensor FLOP/s of the GEMM precision
+    half_peak: float  #: dense BF16/FP16 FLOP/s (attention runs in 16 bits)
+    hbm: float  #: achieved HBM bytes/s
+    precision: str
+    gemm_ceiling: float  #: share of ``peak`` the best GEMM shape reaches (:data:`GEMM_CEILING`)
+
+
+def device_for(
+    gpu_name: str, peak: float, half_peak: float, hbm_bw: float, precision: str
+) -> Device:
+    """The :class:`Device` of a catalog GPU; ``ValueError`` naming the GPUs known otherwise."""
+    if gpu_name not in GEMM_CEILING:
+        raise ValueError(
+            f"no kernel-efficiency data for GPU {gpu_name!r} (known: "
+            f"{', '.join(sorted(GEMM_CEILING))}); set job.compute_efficiency to use the flat model"
+        )
+    ceiling = GEMM_CEILING[gpu_name].get(precision)
+    if ceiling is None:
+        raise ValueError(f"no {precision} GEMM data for {gpu_name}")
+    hbm = hbm_bw * HBM_SHARE[gpu_name]
+    return Device(gpu_name, SMS[gpu_name], peak, half_peak, hbm, precision, ceiling)
+
+
+def wave_efficiency(m: int, n: int, sms: int) -> float:
+    """Useful share of the tile-waves a ``m × n`` output needs, best tile (module docstring).
+
+    >>> wave_efficiency(8192, 8192, 132)  # 2048 tiles of 256×128 = 15.5 waves
+    0.9696969696969697
+    >>> round(wave_efficiency(256, 128, 132), 4)  # two 128×128 tiles: 2 of 132 SMs busy
+    0.0152
+    """
+    best = 0.0
+    for tm, tn in _TILES if min(m, n) >= 128 else (*_TILES, _THIN_TILE):
+        tiles = math.ceil(m / tm) * math.ceil(n / tn)
+        waves = math.ceil(tiles / sms)
+        best = max(best, m * n / (waves * sms * tm * tn))
+    return min(1.0, best)
+
+
+def gemm_seconds(m: int, n: int, k: int, dev: Device, elem_bytes: float, count: int = 1) -> float:
+    """Seconds of ``count`` GEMMs ``(m × k)·(k × n)`` on ``dev`` run as one launch (grouped or
+    batched): the slower of the math at the wave-quantized ceiling and the operands' HBM
+    traffic (module docstring), plus one launch.
+
+    >>> h100 = device_for("h100-sxm", 989.4e12, 989.4e12, 3.35e12, "bf16")
+    >>> round(gemm_seconds(8192, 8192, 8192, h100, 2) * 1e3, 3)  # 1.1 TFLOP at 0.80·0.86·0.97
+    1.659
+    """
+    if min(m, n, k, count) < 1:
+        return 0.0
+    flops = 2.0 * m * n * k * count
+    rate = dev.peak * dev.gemm_ceiling * SUSTAINED_GEMM * wave_efficiency(m, n * count, dev.sms)
+    memory = elem_bytes * (m * k + k * n + m * n) * count / dev.hbm
+    return max(flops / rate, memory) + KERNEL_LAUNCH
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One priced kernel (or a group of equal ones): FLOPs, HBM bytes and seconds."""
+
+    name: str
+    kind: str  #: "gemm", "attention" or "memory"
+    flops: float
+    nbytes: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class LayerWork:
+    """One micro-batch's kernels on one GPU: per transformer layer and the LM head."""
+
+    forward: tuple[Kernel, ...]
+    backward: tuple[Kernel, ...]
+    recompute: tuple[Kernel, ...]
+    head_forward: tuple[Kernel, ...]
+    head_backward: tuple[Kernel, ...]
+
+    @staticmethod
+    def seconds(kernels: Iterable[Kernel]) -> float:
+        """Total seconds of ``kernels``."""
+        return sum(k.seconds for k in kernels)
+
+    def layer_forward(self) -> float:
+        """Seconds of one layer's forward."""
+        return self.seconds(self.forward)
+
+    def layer_backward(self) -> float:
+        """Seconds of one layer's backward, recomputation included."""
+        return self.seconds(self.backward) + self.seconds(self.recompute)
+
+
+def layer_work(
+    model: ModelSpec,
+    dev: Device,
+    *,
+    micro_batch: int,
+    seq_len: int,
+    tp: int,
+    ep: int = 1,
+    sequence_parallel: bool = True,
+    recompute: str = "selective",
+    attention: str = "flash",
+    elem_bytes: int = 2,
+) -> LayerWork:
+    """The kernels of one micro-batch through one layer and the LM head (module docstring)."""
+    tokens = micro_batch * seq_len
+    h, t = model.hidden, tp
+    low = dev.precision in ("fp8", "fp4")
+    # GEMM inputs: 1 byte in FP8 (Transformer Engine casts them first), else the element size
+    g_bytes = 1.0 if low else float(elem_bytes)
+    fwd: list[Kernel] = []
+    bwd: list[Kernel] = []
+
+    def gemm(name: str, m: int, n: int, k: int, count: int = 1) -> None:
+        flops = 2.0 * m * n * k * count
+        f = gemm_seconds(m, n, k, dev, g_bytes, count)
+        grads = gemm_seconds(m, k, n, dev, g_bytes, count) + gemm_seconds(
+            k, n, m, dev, g_bytes, count
+        )
+        fwd.append(Kernel(name, "gemm", flops, 0.0, f))
+        bwd.append(Kernel(f"{name} dgrad+wgrad", "gemm", 2 * flops, 0.0, grads))
+        if low:  # cast the input activation (forward) and the output gradient (backward)
+            fwd.append(_memory(f"{name} fp8 cast", 3.0 * m * k * count, dev))
+            bwd.append(_memory(f"{name} grad fp8 cast", 3.0 * m * n * count, dev))
+
+    gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h)
+    gemm("attention out", tokens, h, model.q_dim // t)
+    mlp_in = 2 if model.gated_mlp else 1
+    if model.is_moe:
+        gemm("router", tokens, model.n_experts, h)
+        local = max(1, model.n_experts // ep)
+        per_expert = max(1, round(tokens * model.top_k * ep / model.n_experts))
+        width = model.expert_ffn // t
+        gemm("experts up", per_expert, mlp_in * width, h, local)
+        gemm("experts down", per_expert, h, width, local)
+        if model.shared_ffn_hidden:
+            gemm("shared expert up", tokens, mlp_in * model.shared_ffn_hidden // t, h)
+            gemm("shared expert down", tokens, h, model.shared_ffn_hidden // t)
+        active_ffn = model.top_k * model.expert_ffn + model.shared_ffn_hidden
+    else:
+        gemm("mlp up", tokens, mlp_in * model.ffn_hidden // t, h)
+        gemm("mlp down", tokens, h, model.ffn_hidden // t)
+        active_ffn = model.ffn_hidden
+    attn_fwd, attn_bwd = _attention(model, dev, micro_batch, seq_len, t, attention, elem_bytes)
+    fwd += attn_fwd
+    bwd += attn_bwd
+    fwd_bytes, launches = _elementwise_bytes(model, t, sequence_parallel and t > 1, active_ffn)
+    nbytes = fwd_bytes * elem_bytes * tokens
+    fwd.append(_memory("norms, residuals, activation, rotary", nbytes, dev, launches))
+    bwd.append(_memory("norms, residuals, activation, rotary (grad)", 2 * nbytes, dev, launches))
+    if recompute == "full":
+        redo = tuple(fwd)
+    elif recompute == "selective":
+        redo = tuple(attn_fwd)
+    else:
+        redo = ()
+    vocab = model.vocab // t
+    flops = 2.0 * tokens * vocab * h
+    head_grads = gemm_seconds(tokens, h, vocab, dev, g_bytes) + gemm_seconds(
+        h, vocab, tokens, dev, g_bytes
+    )
+    # vocabulary-parallel cross-entropy in fp32 (Megatron): write the logits, read them back
+    logits = 4.0 * tokens * vocab
+    head_fwd = (
+        Kernel("lm head", "gemm", flops, 0.0, gemm_seconds(tokens, vocab, h, dev, g_bytes)),
+        _memory("cross-entropy", 2 * logits, dev, 3),
+    )
+    head_bwd = (
+        Kernel("lm head dgrad+wgrad", "gemm", 2 * flops, 0.0, head_grads),
+        _memory("cross-entropy (grad)", 2 * logits, dev, 2),
+    )
+    return LayerWork(tuple(fwd), tuple(bwd), redo, head_fwd, head_bwd)
+
+
+def _elementwise_bytes(
+    model: ModelSpec, t: int, sequence_parallel: bool, active_ffn: int
+) -> tuple[float, int]:
+    """Elements moved per token by one layer's forward element-wise kernels, and how many
+    kernels: two norms (read + write), two residual adds (two reads + a write), the MLP
+    activation (gated: two reads + a write of the MLP width; else one of each), and either
+    rotary embedding on q and k (read + write) or, for GPT-style layers, bias + dropout
+    before each residual (a read and a 1-byte mask)."""
+    hs = model.hidden / t if sequence_parallel else model.hidden
+    per_token = 2 * 2 * hs + 2 * 3 * hs + (3 if model.gated_mlp else 2) * active_ffn / t
+    launches = 5
+    if model.linear_bias:
+        per_token += 2 * 1.5 * hs
+        launches += 2
+    else:
+        per_token += 2 * (model.q_dim + model.kv_dim) / t
+        launches += 1
+    return per_token, launches
+
+
+def _memory(name: str, nbytes: float, dev: Device, launches: int = 1) -> Kernel:
+    return Kernel(name, "memory", 0.0, nbytes, nbytes / dev.hbm + launches * KERNEL_LAUNCH)
+
+
+def _attention(
+    model: ModelSpec, dev: Device, b: int, s: int, t: int, kind: str, elem_bytes: int
+) -> tuple[list[Kernel], list[Kernel]]:
+    """Attention core kernels, forward and backward (module docstring)."""
+    heads = model.n_heads // t
+    d = model.head_dim
+    full = 4.0 * b * s * s * heads * d  # QKᵀ and softmax·V over every score
+    if kind in ("flash", "flash2"):
+        share_f, share_b = attention_share(ATTENTION[dev.name][kind], s)
+        causal = full / 2.0
+        grad = 2.5 * causal
+        return (
+            [Kernel("attention", "attention", causal, 0.0,
+                    causal / (dev.half_peak * share_f) + KERNEL_LAUNCH)],
+            [Kernel("attention (grad)", "attention", grad, 0.0,
+                    grad / (dev.half_peak * share_b) + KERNEL_LAUNCH)],
+        )  # fmt: skip
+    # unfused (Megatron 2021): batched QKᵀ (s×s×d) and softmax·V (s×d×s) over b·heads, a fused
+    # scale-mask-softmax (read + write the scores) and dropout (read, write, 1-byte mask)
+    half = replace(dev, peak=dev.half_peak, gemm_ceiling=GEMM_CEILING[dev.name]["bf16"])
+    e, count = elem_bytes, b * heads
+    scores = float(count) * s * s
+    forward = gemm_seconds(s, s, d, half, e, count) + gemm_seconds(s, d, s, half, e, count)
+    backward = (
+        gemm_seconds(s, d, s, half, e, count) + gemm_seconds(d, s, s, half, e, count)
+        + gemm_seconds(s, s, d, half, e, count) + gemm_seconds(s, d, s, half, e, count)
+    )  # fmt: skip
+    return (
+        [Kernel("attention scores and values", "gemm", full, 0.0, forward),
+         _memory("softmax and dropout", scores * (4 * e + 1), dev, 2)],
+        [Kernel("attention scores and values (grad)", "gemm", 2 * full, 0.0, backward),
+         _memory("softmax and dropout (grad)", scores * (5 * e + 1), dev, 2)],
+    )  # fmt: skip

@@ -1,0 +1,259 @@
+"""Models as data: a Hugging Face ``config.json`` or an inline scenario definition → ModelSpec.
+
+:func:`model_from_hf_config` reads the keys of the ``transformers`` configuration classes of the
+decoder families whose layers :class:`~commwall.workload.models.ModelSpec` describes exactly:
+
+=============  ==================================================================================
+model_type     keys read (``transformers`` ``configuration_<type>.py``)
+=============  ==================================================================================
+llama,         ``num_hidden_layers``, ``hidden_size``, ``intermediate_size``,
+mistral,       ``num_attention_heads``, ``num_key_value_heads`` (default: heads), ``head_dim``
+qwen2, qwen3,  (default ``hidden_size / heads``), ``vocab_size``, ``max_position_embeddings``,
+phi3, gemma    ``tie_word_embeddings`` (the class's default: false; gemma true); SwiGLU/GeGLU
+               MLP, RMSNorm, rotary positions; qwen2 adds biases on q, k, v
+mixtral        as llama, plus ``num_local_experts``, ``num_experts_per_tok``
+qwen2_moe,     as qwen2/qwen3, plus ``num_experts``, ``num_experts_per_tok``,
+qwen3_moe      ``moe_intermediate_size``, ``shared_expert_intermediate_size`` (qwen2_moe)
+gpt2           ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default ``4·n_embd``),
+               ``vocab_size``, ``n_positions``; LayerNorm, biases, learned positions, tied head
+=============  ==================================================================================
+
+Anything that changes the layer's shape in a way the model cannot represent is refused with the
+key, its value and why — never silently approximated: multi-head latent attention
+(``q_lora_rank``, ``kv_lora_rank``: DeepSeek-V2/V3), dense layers among MoE layers
+(``first_k_dense_replace``, ``mlp_only_layers``, ``decoder_sparse_step`` ≠ 1), sliding-window
+attention that is switched on, Llama's ``attention_bias``/``mlp_bias``. Keys that do not change
+the compute or the parameters (token ids, rope scaling, initialisation, dtype, dropout rates)
+are ignored. Qwen3's per-head q/k norms (``2·head_dim`` weights a layer) are not counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Final
+
+from commwall.io.scenario import MODEL_NAME, ModelDef
+from commwall.workload.models import ModelSpec, get_model
+
+__all__ = ["ModelDefinitionError", "model_from_def", "model_from_hf_config", "resolve_model"]
+
+#: The ``model_type`` values read, with the tie default of their ``transformers`` class.
+_LLAMA_LIKE: Final = {
+    "llama": False,
+    "mistral": False,
+    "qwen2": False,
+    "qwen3": False,
+    "phi3": False,
+    "gemma": True,
+    "mixtral": False,
+    "qwen2_moe": False,
+    "qwen3_moe": False,
+}
+SUPPORTED: Final = (*_LLAMA_LIKE, "gpt2")
+#: ``max_seq_len`` of an inline model that does not give one (rotary positions: no table).
+NO_CONTEXT_LIMIT: Final = 100_000_000
+#: Largest config.json read, bytes (real ones are a few kB).
+MAX_CONFIG_BYTES: Final = 1 << 20
+
+#: Keys that would change the layer in ways ModelSpec cannot hold, and why.
+_REFUSED: Final = {
+    "q_lora_rank": "multi-head latent attention (DeepSeek-V2/V3) is not modelled",
+    "kv_lora_rank": "multi-head latent attention (DeepSeek-V2/V3) is not modelled",
+    "first_k_dense_replace": "dense layers among MoE layers are not modelled",
+    "moe_layer_freq": "MoE on only some layers is not modelled",
+}
+
+
+class ModelDefinitionError(ValueError):
+    """A model definition or config.json that cannot be used; the message names the field."""
+
+
+def resolve_model(model: str | ModelDef) -> ModelSpec:
+    """The :class:`ModelSpec` of a scenario's ``job.model``: a zoo name or a definition."""
+    if isinstance(model, str):
+        return get_model(model)
+    return model_from_def(model)
+
+
+def model_from_def(d: ModelDef) -> ModelSpec:
+    """A scenario's inline definition, or the ``config.json`` it points to."""
+    given = d.model_fields_set - {"name", "hf_config"}
+    arch = {k: v for k, v in d.model_dump(exclude={"name", "hf_config"}).items() if v is not None}
+    if d.hf_config is not None:
+        if given:
+            raise ModelDefinitionError(
+                f"job.model: give hf_config or the architecture fields, not both "
+                f"(also given: {', '.join(sorted(given))})"
+            )
+        spec = load_hf_config(Path(d.hf_config))
+        return spec if "name" not in d.model_fields_set else replace(spec, name=d.name)
+    missing = [k for k in ("n_layers", "hidden", "ffn_hidden", "n_heads", "vocab") if k not in arch]
+    if missing:
+        raise ModelDefinitionError(
+            f"job.model: {', '.join(missing)} missing; an inline model needs n_layers, hidden, "
+            "ffn_hidden, n_heads and vocab (or hf_config: path/to/config.json)"
+        )
+    if arch.get("learned_pos_emb") and "max_seq_len" not in arch:
+        raise ModelDefinitionError(
+            "job.model: max_seq_len missing; a learned position table (learned_pos_emb) has "
+            "max_seq_len rows"
+        )
+    head_dim = arch.pop("head_dim", None)
+    arch.setdefault("n_kv_heads", arch["n_heads"])
+    arch.setdefault("max_seq_len", NO_CONTEXT_LIMIT)
+    return _checked(d.name, source="inline in the scenario", head_size=head_dim, **arch)
+
+
+def load_hf_config(path: Path) -> ModelSpec:
+    """Read and convert a local ``config.json`` (module docstring); nothing is downloaded."""
+    where = f"job.model.hf_config: {str(path)!r}"
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise ModelDefinitionError(f"{where}: cannot read: {e.strerror or e}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ModelDefinitionError(f"{where}: larger than 1 MiB; a config.json is a few kB")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ModelDefinitionError(f"{where}: not a JSON file ({e})") from None
+    if not isinstance(data, dict):
+        raise ModelDefinitionError(f"{where}: the top level must be a JSON object")
+    name = _name(data, path)
+    return model_from_hf_config(data, name=name, source=f"Hugging Face config.json {path}")
+
+
+def _name(data: Mapping[str, Any], path: Path) -> str:
+    raw = data.get("_name_or_path")
+    base = raw.rsplit("/", 1)[-1] if isinstance(raw, str) and raw else path.parent.name
+    clean = re.sub(r"[^A-Za-z0-9._+-]+", "-", base).strip("-.+")[:64]
+    return clean.lower() if clean and re.match(MODEL_NAME, clean) else "hf-model"
+
+
+def model_from_hf_config(
+    data: Mapping[str, Any], *, name: str = "hf-model", source: str = "config.json"
+) -> ModelSpec:
+    """A :class:`ModelSpec` from the keys of a ``transformers`` config (module docstring)."""
+    kind = data.get("model_type")
+    if kind not in SUPPORTED:
+        raise ModelDefinitionError(
+            f"model_type: {kind!r} is not supported; supported: {', '.join(SUPPORTED)}"
+        )
+    for key, why in _REFUSED.items():
+        if data.get(key) not in (None, 0):
+            raise ModelDefinitionError(f"{key}: {data[key]!r}: {why}")
+    if kind == "gpt2":
+        return _gpt2(data, name, source)
+    get = _Reader(data)
+    for key in ("attention_bias", "mlp_bias"):
+        if get.flag(key, False) and kind != "qwen2":
+            raise ModelDefinitionError(f"{key}: true: biases on these projections are not modelled")
+    window = data.get("sliding_window")
+    if (
+        window is not None
+        and data.get("use_sliding_window", True)
+        and get.positive("max_position_embeddings") > get.positive("sliding_window")
+    ):
+        raise ModelDefinitionError(
+            f"sliding_window: {window}: attention over a window shorter than the context "
+            "is not modelled"
+        )
+    if data.get("mlp_only_layers"):
+        raise ModelDefinitionError(
+            f"mlp_only_layers: {data['mlp_only_layers']!r}: dense layers among MoE layers are "
+            "not modelled"
+        )
+    if get.optional("decoder_sparse_step", 1) != 1:
+        raise ModelDefinitionError(
+            f"decoder_sparse_step: {data['decoder_sparse_step']}: MoE on only some layers is "
+            "not modelled"
+        )
+    heads = get.positive("num_attention_heads")
+    fields: dict[str, Any] = {
+        "n_layers": get.positive("num_hidden_layers"),
+        "hidden": get.positive("hidden_size"),
+        "ffn_hidden": get.positive("intermediate_size"),
+        "n_heads": heads,
+        "n_kv_heads": get.optional("num_key_value_heads", heads),
+        "vocab": get.positive("vocab_size"),
+        "max_seq_len": get.positive("max_position_embeddings"),
+        "gated_mlp": True,
+        "tied_embeddings": get.flag("tie_word_embeddings", _LLAMA_LIKE[kind]),
+        "head_size": get.optional("head_dim", None),
+        "qkv_bias": kind in ("qwen2", "qwen2_moe"),
+    }
+    if kind == "mixtral":
+        fields["n_experts"] = get.positive("num_local_experts")
+        fields["top_k"] = get.positive("num_experts_per_tok")
+    elif kind in ("qwen2_moe", "qwen3_moe"):
+        fields["n_experts"] = get.positive("num_experts")
+        fields["top_k"] = get.positive("num_experts_per_tok")
+        fields["expert_ffn_hidden"] = get.positive("moe_intermediate_size")
+        fields["shared_ffn_hidden"] = get.optional("shared_expert_intermediate_size", 0)
+    return _checked(name, source=source, **fields)
+
+
+def _gpt2(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    get = _Reader(data)
+    hidden = get.positive("n_embd")
+    return _checked(
+        name,
+        source=source,
+        n_layers=get.positive("n_layer"),
+        hidden=hidden,
+        ffn_hidden=get.optional("n_inner", 4 * hidden) or 4 * hidden,
+        n_heads=get.positive("n_head"),
+        n_kv_heads=get.positive("n_head"),
+        vocab=get.positive("vocab_size"),
+        max_seq_len=get.positive("n_positions"),
+        gated_mlp=False,
+        tied_embeddings=get.flag("tie_word_embeddings", True),
+        norm="layernorm",
+        linear_bias=True,
+        learned_pos_emb=True,
+    )
+
+
+def _checked(name: str, *, source: str, **fields: Any) -> ModelSpec:
+    try:
+        spec = ModelSpec(name=name, published_params=0.0, source=source, **fields)
+    except ValueError as e:
+        raise ModelDefinitionError(str(e)) from None
+    if spec.top_k > 1 and not spec.is_moe:
+        raise ModelDefinitionError(f"{name}: top_k={spec.top_k} needs n_experts > 1")
+    return replace(spec, published_params=float(spec.total_params()))
+
+
+class _Reader:
+    """Typed reads of config keys: one clear line naming the key when a value is wrong."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.data = data
+
+    def positive(self, key: str) -> int:
+        if key not in self.data or self.data[key] is None:
+            raise ModelDefinitionError(f"{key}: missing; it is needed to size the model")
+        return self._int(key, self.data[key], 1)
+
+    def optional(self, key: str, default: int | None) -> Any:
+        value = self.data.get(key)
+        return default if value is None else self._int(key, value, 0)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise ModelDefinitionError(f"{key}: {value!r}: must be true or false")
+        return value
+
+    @staticmethod
+    def _int(key: str, value: Any, least: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= 10**9:
+            raise ModelDefinitionError(
+                f"{key}: {value!r}: must be an integer from {least} to 1,000,000,000"
+            )
+        return value

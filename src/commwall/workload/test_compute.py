@@ -1,0 +1,148 @@
+"""The kernel compute model against closed forms: wave quantization, the GEMM roofline, the
+FlashAttention FLOP convention, recomputation charged as what is recomputed, and the step."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from commwall import simulate
+from commwall.workload.compute import (
+    GEMM_CEILING,
+    HBM_SHARE,
+    KERNEL_LAUNCH,
+    SUSTAINED_GEMM,
+    attention_share,
+    device_for,
+    gemm_seconds,
+    layer_work,
+    wave_efficiency,
+)
+from commwall.workload.models import get_model
+
+H100 = device_for("h100-sxm", 989.4e12, 989.4e12, 3.35e12, "bf16")
+H100_FP8 = device_for("h100-sxm", 1978.9e12, 989.4e12, 3.35e12, "fp8")
+A100 = device_for("a100-sxm", 312e12, 312e12, 2.039e12, "bf16")
+
+
+def test_wave_quantization_closed_forms() -> None:
+    # 132 tiles of 128x128 fill exactly one wave of 132 SMs
+    assert wave_efficiency(128 * 132, 128, 132) == 1.0
+    # 133 such tiles need two waves: 133 of 264 slots busy (no other tile does better)
+    assert wave_efficiency(128 * 133, 128, 132) == pytest.approx(133 / 264)
+    # a ragged edge wastes the tile's unused part too (tile quantization)
+    assert wave_efficiency(100, 100, 1) == pytest.approx(100 * 100 / (128 * 128))
+
+
+def test_a_large_gemm_runs_at_the_measured_ceiling() -> None:
+    m = n = k = 16384
+    expected = (
+        2.0 * m * n * k / (989.4e12 * 794.5 / 989 * SUSTAINED_GEMM * wave_efficiency(m, n, 132))
+    )
+    assert gemm_seconds(m, n, k, H100, 2) == pytest.approx(expected + KERNEL_LAUNCH)
+    assert 0.95 < wave_efficiency(m, n, 132) <= 1.0
+
+
+def test_a_skinny_gemm_is_bound_by_hbm() -> None:
+    m, n, k = 1, 8192, 8192  # a matrix-vector product: 2 bytes per weight read once
+    memory = 2.0 * (m * k + k * n + m * n) / (3.35e12 * HBM_SHARE["h100-sxm"])
+    assert gemm_seconds(m, n, k, H100, 2) == pytest.approx(memory + KERNEL_LAUNCH)
+
+
+def test_bigger_gemms_run_closer_to_the_ceiling() -> None:
+    def achieved(h: int) -> float:
+        m, n, k = 4096, 4 * h, h
+        return 2.0 * m * n * k / gemm_seconds(m, n, k, H100, 2) / 989.4e12
+
+    small, large = achieved(1024), achieved(8192)
+    assert small < large <= GEMM_CEILING["h100-sxm"]["bf16"] * SUSTAINED_GEMM
+
+
+def test_the_flash_attention_flop_convention() -> None:
+    model = get_model("llama3-8b")
+    b, s, t = 2, 8192, 2
+    work = layer_work(model, H100, micro_batch=b, seq_len=s, tp=t, recompute="none")
+    (fwd,) = [k for k in work.forward if k.kind == "attention"]
+    (bwd,) = [k for k in work.backward if k.kind == "attention"]
+    causal = 4.0 * b * s * s * (model.n_heads // t) * model.head_dim / 2  # Dao 2023 §4.1
+    assert fwd.flops == causal and bwd.flops == 2.5 * causal
+    share_f, share_b = attention_share("cudnn-h100", s)
+    assert fwd.seconds == pytest.approx(causal / (989.4e12 * share_f) + KERNEL_LAUNCH)
+    assert bwd.seconds == pytest.approx(2.5 * causal / (989.4e12 * share_b) + KERNEL_LAUNCH)
+    assert share_f == pytest.approx(529 / 989.4)  # the published 8k point itself
+
+
+def test_gemm_flops_are_the_models_matmul_flops() -> None:
+    for name, t in (("llama3-70b", 8), ("mixtral-8x7b", 1), ("gpt3-175b", 8)):
+        model = get_model(name)
+        tokens = 4096
+        work = layer_work(model, H100, micro_batch=2, seq_len=2048, tp=t)
+        gemm = sum(k.flops for k in work.forward if k.kind == "gemm")
+        layer_weights = (
+            model.matmul_params_per_token() - model.vocab * model.hidden
+        ) / model.n_layers
+        assert gemm == pytest.approx(2.0 * layer_weights * tokens / t, rel=1e-3), name
+        head = sum(k.flops for k in work.head_forward if k.kind == "gemm")
+        assert head == pytest.approx(2.0 * model.vocab * model.hidden * tokens / t, rel=1e-3)
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+def test_recomputation_is_charged_as_what_is_recomputed(recompute: str) -> None:
+    work = layer_work(
+        get_model("llama3-8b"), H100, micro_batch=1, seq_len=4096, tp=1, recompute=recompute
+    )
+    redo = work.seconds(work.recompute)
+    if recompute == "none":
+        assert redo == 0
+    elif recompute == "full":
+        assert redo == pytest.approx(work.layer_forward())
+    else:
+        attention = [k for k in work.forward if k.kind == "attention"]
+        assert (
+            redo == pytest.approx(work.seconds(attention)) and 0 < redo < work.layer_forward() / 3
+        )
+
+
+def test_fp8_is_faster_but_not_twice() -> None:
+    model = get_model("llama3-70b")
+    bf16 = layer_work(model, H100, micro_batch=1, seq_len=8192, tp=8)
+    fp8 = layer_work(model, H100_FP8, micro_batch=1, seq_len=8192, tp=8)
+    speedup = (bf16.layer_forward() + bf16.layer_backward()) / (
+        fp8.layer_forward() + fp8.layer_backward()
+    )
+    # FP8 GEMMs reach 1402.6 of 1979 TFLOP/s against BF16's 794.5 of 989 (1.77x); attention
+    # stays 16-bit and every GEMM input is cast first
+    assert 1.2 < speedup < 1402.6 / 794.5
+
+
+def test_unfused_attention_is_slower_than_flash() -> None:
+    model = get_model("gpt3-175b")
+    flash = layer_work(model, A100, micro_batch=1, seq_len=2048, tp=8, attention="flash")
+    unfused = layer_work(model, A100, micro_batch=1, seq_len=2048, tp=8, attention="unfused")
+    assert unfused.layer_forward() > flash.layer_forward()
+
+
+def test_the_step_uses_the_kernels_and_the_flat_model_stays_an_override() -> None:
+    base = {"cluster": {"preset": "dgx-h100", "nodes": 1},
+            "job": {"model": "llama3-8b", "tp": 1, "global_batch": 8, "seq_len": 4096,
+                    "recompute": "none"}}  # fmt: skip
+    kernels = simulate(base)
+    tokens = 8 * 4096
+    # one GPU's share of the step's model FLOPs over its compute time: an MFU below the
+    # GEMM ceiling x sustained share, above half of it
+    flops = get_model("llama3-8b").training_flops_per_token(4096) * tokens / 8
+    mfu = flops / kernels.breakdown["compute"] / 989.4e12
+    assert 0.5 * 0.803 * SUSTAINED_GEMM < mfu < 0.803 * SUSTAINED_GEMM
+    flat = simulate({**base, "job": {**base["job"], "compute_efficiency": 0.5}})
+    assert flat.breakdown["compute"] == pytest.approx(flops / (989.4e12 * 0.5), rel=1e-9)
+    assert not math.isclose(flat.step_time, kernels.step_time)
+
+
+def test_a_gpu_without_kernel_data_is_a_clear_error() -> None:
+    with pytest.raises(
+        ValueError, match=r"no kernel-efficiency data for GPU 'mi300x'.*compute_efficiency"
+    ):
+        device_for("mi300x", 1.3e15, 1.3e15, 5.3e12, "bf16")
+    with pytest.raises(ValueError, match="no fp4 GEMM data for h100-sxm"):
+        device_for("h100-sxm", 1e15, 1e15, 3e12, "fp4")
