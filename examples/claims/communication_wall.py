@@ -74,9 +74,11 @@ GOOD_AT_MOST = 0.30
 _LABELS = {
     "compute": "compute",
     "tp": "tensor-parallel comm",
+    "cp": "context-parallel K/V",
     "ep": "expert-parallel all-to-all",
     "pp": "pipeline sends",
     "bubble": "pipeline bubble",
+    "imbalance": "slower stages",
     "dp": "exposed data-parallel comm",
     "optimizer": "optimizer step",
 }

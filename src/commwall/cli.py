@@ -255,6 +255,11 @@ def _print_report(report: Any) -> None:
         f"memory {report.memory.total / 1e9:,.1f} of {report.hbm_bytes / 1e9:,.0f} GB per GPU"
         + ("" if report.fits_in_memory else "  [bold red]DOES NOT FIT[/]")
     )
+    out.print(
+        f"energy   {report.kwh_per_million_tokens:,.3g} kWh and "
+        f"${report.usd_per_million_tokens:,.3g} of electricity per million tokens "
+        f"(PUE {report.pue:g}, ${report.electricity_price:g}/kWh; scenario economics section)"
+    )
     top = Table(title="Top collectives", title_justify="left")
     for col in ("collective", "size", "ranks", "calls", "each", "total", "algo/proto", "busbw"):
         top.add_column(col, justify="left" if col in ("collective", "algo/proto") else "right")

@@ -296,7 +296,7 @@ def export(
     except ScenarioError as e:
         raise ScenarioError(e.messages, str(scenario or "built-in default scenario")) from None
     plan = build_step(job, cl)
-    chosen = _ranks(ranks, job.n_gpus, job.tp * job.dp, job.pp)
+    chosen = _ranks(ranks, job.n_gpus, job.tp * job.grad_dp, job.pp)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         paths = write_schedule(str(out_dir / prefix), plan.schedule, world=job.n_gpus,

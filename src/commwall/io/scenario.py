@@ -322,8 +322,15 @@ class JobSpec(_Strict):
         default=1, ge=1, le=1024, description="Tensor-parallel degree (inside a scale-up domain)."
     )
     pp: int = Field(default=1, ge=1, le=1024, description="Pipeline-parallel stages.")
+    cp: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="Context-parallel degree: each sequence split over this many ranks, K/V "
+        "exchanged in a ring overlapped with attention (Megatron-Core / Transformer Engine).",
+    )
     dp: int | None = Field(
-        default=None, ge=1, description="Data-parallel degree. Default: GPUs / (tp × pp)."
+        default=None, ge=1, description="Data-parallel degree. Default: GPUs / (tp × cp × pp)."
     )
     ep: int = Field(
         default=1, ge=1, le=1024, description="Expert-parallel degree (MoE; divides dp)."
@@ -530,6 +537,25 @@ class FaultsSpec(_Strict):
     )
 
 
+class EconomicsSpec(_Strict):
+    """Prices that turn the step's power and time into energy and money per token."""
+
+    electricity_price: float = Field(
+        default=0.0806,
+        ge=0.0,
+        le=100.0,
+        description="Electricity, $ per kWh (default: the 2023 US average for industrial "
+        "customers, 8.06 ¢/kWh, EIA Electric Power Annual via Statista).",
+    )
+    pue: float = Field(
+        default=1.56,
+        ge=1.0,
+        le=10.0,
+        description="Power usage effectiveness: facility power / IT power (default: 1.56, "
+        "the average operators reported in Uptime Institute's 2024 Global Data Center Survey).",
+    )
+
+
 class Scenario(_Strict):
     """A whole scenario: cluster, job and simulation settings."""
 
@@ -542,6 +568,10 @@ class Scenario(_Strict):
     )
     faults: FaultsSpec | None = Field(
         default=None, description="Stragglers, failures, bit errors and goodput to include."
+    )
+    economics: EconomicsSpec = Field(
+        default_factory=EconomicsSpec,
+        description="Electricity price and PUE for energy and money per token.",
     )
 
 

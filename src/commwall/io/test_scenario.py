@@ -235,14 +235,14 @@ CASES: list[tuple[str, str, list[str]]] = [
         "degrees-do-not-multiply",
         "cluster:\n  nodes: 4\njob:\n  model: llama3-8b\n  tp: 8\n  pp: 2\n  dp: 4\n",
         [
-            "job.dp: tp × pp × dp = 8 × 2 × 4 = 64 but the cluster has 32 GPUs; "
+            "job.dp: tp × cp × pp × dp = 8 × 1 × 2 × 4 = 64 but the cluster has 32 GPUs; "
             "the degrees must multiply to the GPU count"
         ],
     ),
     (
         "tp-pp-do-not-divide-gpus",
         "cluster:\n  nodes: 3\njob:\n  model: llama3-8b\n  tp: 8\n  pp: 2\n",
-        ["job.tp × job.pp = 16 does not divide the cluster's 24 GPUs"],
+        ["job.tp × job.cp × job.pp = 16 does not divide the cluster's 24 GPUs"],
     ),
     (
         "pp-beyond-layers",

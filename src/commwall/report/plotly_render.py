@@ -23,9 +23,11 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b
 CATEGORY_COLOURS = {
     "compute": "#4e79a7",
     "tp": "#f28e2b",
+    "cp": "#ff9da7",
     "ep": "#b07aa1",
     "pp": "#59a14f",
     "bubble": "#bab0ac",
+    "imbalance": "#edc948",
     "dp": "#e15759",
     "optimizer": "#9c755f",
     "busy": "#4e79a7",

@@ -42,9 +42,11 @@ HEATMAP_LINKS = 32
 _CATEGORY_LABELS = {
     "compute": "compute",
     "tp": "tensor-parallel comm",
+    "cp": "context-parallel K/V",
     "ep": "expert-parallel all-to-all",
     "pp": "pipeline sends",
     "bubble": "pipeline bubble",
+    "imbalance": "waiting on slower stages",
     "dp": "exposed data-parallel comm",
     "optimizer": "optimizer step",
 }

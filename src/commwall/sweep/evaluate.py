@@ -5,7 +5,7 @@ sweep stores and analyses (every name below is a column of the sweep's Parquet d
 
 * time: ``step_time_s``, ``comm_wait_s``, ``comm_wait_share``, ``breakdown.<part>_s`` for
   compute, tp, ep, pp, bubble, dp and optimizer;
-* throughput: ``tokens_per_s``, ``mfu``;
+* throughput: ``tokens_per_s``, ``mfu``; energy: ``kwh_per_million_tokens``, ``usd_per_million_tokens``;
 * the machine: ``gpus``, ``nodes``, ``gpu``, ``fabric``, ``topology``, ``tiers``,
   ``oversubscription``, ``routing``, ``net_bw_per_gpu_Bps``, ``scale_up_bw_per_gpu_Bps``;
 * the fabric's bill: ``switches``, ``cables``, ``transceivers``, ``bisection_Bps``,
@@ -54,6 +54,8 @@ def metrics(report: Any) -> dict[str, Any]:
         "comm_wait_share": report.comm_wait_share,
         "tokens_per_s": report.tokens_per_second,
         "mfu": report.mfu,
+        "kwh_per_million_tokens": report.kwh_per_million_tokens,
+        "usd_per_million_tokens": report.usd_per_million_tokens,
     }
     out.update({f"breakdown.{k}_s": float(v) for k, v in report.breakdown.items()})
     out.update(

@@ -54,7 +54,7 @@ class TrainingRun:
     def n_gpus(self) -> int:
         """GPUs of the run: the product of its parallel degrees."""
         j = self.job
-        return int(j["tp"] * j["pp"] * j["dp"])
+        return int(j["tp"] * j.get("cp", 1) * j["pp"] * j["dp"])
 
     def scenario(self, compute_efficiency: float | None = None) -> dict[str, Any]:
         """The run as a scenario mapping (optionally on the old flat compute model)."""

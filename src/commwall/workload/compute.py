@@ -294,9 +294,16 @@ def layer_work(
     recompute: str = "selective",
     attention: str = "flash",
     elem_bytes: int = 2,
+    context_parallel: int = 1,
 ) -> LayerWork:
-    """The kernels of one micro-batch through one layer and the LM head (module docstring)."""
-    tokens = micro_batch * seq_len
+    """The kernels of one micro-batch through one layer and the LM head (module docstring).
+
+    With context parallelism ``cp`` the GPU holds ``s/cp`` of each sequence's tokens and
+    computes their attention against every earlier key: ``1/cp`` of the attention FLOPs
+    (Megatron-Core's load-balanced split: each rank holds two of ``2·cp`` chunks), in kernels
+    over ``s/(2·cp)``-long blocks.
+    """
+    tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
     low = dev.precision in ("fp8", "fp4")
     # GEMM inputs: 1 byte in FP8 (Transformer Engine casts them first), else the element size
@@ -334,7 +341,9 @@ def layer_work(
         gemm("mlp up", tokens, mlp_in * model.ffn_hidden // t, h)
         gemm("mlp down", tokens, h, model.ffn_hidden // t)
         active_ffn = model.ffn_hidden
-    attn_fwd, attn_bwd = _attention(model, dev, micro_batch, seq_len, t, attention, elem_bytes)
+    attn_fwd, attn_bwd = _attention(
+        model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel
+    )
     fwd += attn_fwd
     bwd += attn_bwd
     fwd_bytes, launches = _elementwise_bytes(model, t, sequence_parallel and t > 1, active_ffn)
@@ -390,14 +399,23 @@ def _memory(name: str, nbytes: float, dev: Device, launches: int = 1) -> Kernel:
 
 
 def _attention(
-    model: ModelSpec, dev: Device, b: int, s: int, t: int, kind: str, elem_bytes: int
+    model: ModelSpec,
+    dev: Device,
+    b: int,
+    s: int,
+    t: int,
+    kind: str,
+    elem_bytes: int,
+    cp: int = 1,
 ) -> tuple[list[Kernel], list[Kernel]]:
     """Attention core kernels, forward and backward (module docstring)."""
     heads = model.n_heads // t
     d = model.head_dim
-    full = 4.0 * b * s * s * heads * d  # QKᵀ and softmax·V over every score
+    full = 4.0 * b * s * s * heads * d / cp  # QKᵀ and softmax·V over every score
     if kind in ("flash", "flash2"):
-        share_f, share_b = attention_share(ATTENTION[dev.name][kind], s)
+        # the load-balanced split runs each step on blocks of s/(2·cp) queries or keys
+        block = s if cp == 1 else s // (2 * cp)
+        share_f, share_b = attention_share(ATTENTION[dev.name][kind], block)
         causal = full / 2.0
         grad = 2.5 * causal
         return (

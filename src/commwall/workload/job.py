@@ -41,6 +41,7 @@ class Job:
     peak_flops: float
     virtual_stages: int = 1
     device: Device | None = None
+    cp: int = 1
 
     @property
     def n_chunks(self) -> int:
@@ -72,7 +73,13 @@ class Job:
     @property
     def n_gpus(self) -> int:
         """GPUs the job uses."""
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def grad_dp(self) -> int:
+        """Ranks that hold the same parameters and reduce their gradients: ``dp × cp``
+        (Megatron-Core's data-parallel group with context parallelism)."""
+        return self.dp * self.cp
 
     @property
     def tokens_per_step(self) -> int:
@@ -81,8 +88,9 @@ class Job:
 
     @property
     def activation_bytes(self) -> float:
-        """One micro-batch's hidden-state tensor ``b·s·h``, bytes."""
-        return self.spec.micro_batch * self.spec.seq_len * self.model.hidden * self.element_bytes
+        """One micro-batch's hidden-state tensor on one GPU, ``b·(s/cp)·h``, bytes."""
+        tokens = self.spec.micro_batch * self.spec.seq_len / self.cp
+        return tokens * self.model.hidden * self.element_bytes
 
     @property
     def element_bytes(self) -> int:
@@ -101,6 +109,7 @@ class Job:
             "model": self.model.name,
             "params": self.model.total_params(),
             "tp": self.tp,
+            "cp": self.cp,
             "pp": self.pp,
             "virtual_stages": self.virtual_stages,
             "dp": self.dp,
@@ -158,17 +167,32 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"{model.name}'s {model.n_layers} layers; allowed: 1 to {max(1, model.n_layers // spec.pp)}"
         )
     dp = spec.dp
+    model_parallel = spec.tp * spec.cp * spec.pp
     if dp is None:
-        if n_gpus % (spec.tp * spec.pp):
+        if n_gpus % model_parallel:
             errors.append(
-                f"job.tp × job.pp = {spec.tp * spec.pp} does not divide the cluster's {n_gpus} GPUs"
+                f"job.tp × job.cp × job.pp = {model_parallel} does not divide the cluster's "
+                f"{n_gpus} GPUs"
             )
-        dp = max(1, n_gpus // (spec.tp * spec.pp))
-    elif spec.tp * spec.pp * dp != n_gpus:
+        dp = max(1, n_gpus // model_parallel)
+    elif model_parallel * dp != n_gpus:
         errors.append(
-            f"job.dp: tp × pp × dp = {spec.tp} × {spec.pp} × {dp} = {spec.tp * spec.pp * dp} "
-            f"but the cluster has {n_gpus} GPUs; the degrees must multiply to the GPU count"
+            f"job.dp: tp × cp × pp × dp = {spec.tp} × {spec.cp} × {spec.pp} × {dp} = "
+            f"{model_parallel * dp} but the cluster has {n_gpus} GPUs; the degrees must multiply "
+            "to the GPU count"
         )
+    if spec.cp > 1:
+        if spec.seq_len % (2 * spec.cp):
+            errors.append(
+                f"job.cp: {spec.cp} needs seq_len divisible by 2 × cp = {2 * spec.cp} (each rank "
+                f"holds two of the 2·cp chunks, balancing the causal mask); seq_len is {spec.seq_len}"
+            )
+        if spec.ep > 1:
+            errors.append("job.cp: context parallelism with expert parallelism is not modelled")
+        if spec.zero_stage == 3:
+            errors.append("job.cp: context parallelism with ZeRO-3/FSDP is not modelled")
+        if spec.attention == "unfused":
+            errors.append("job.cp: context parallelism needs a fused attention kernel (flash)")
     if spec.ep > 1:
         if model.n_experts <= 1:
             errors.append(
@@ -229,4 +253,5 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         peak_flops=peak,
         virtual_stages=spec.virtual_stages,
         device=device,
+        cp=spec.cp,
     )

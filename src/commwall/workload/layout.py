@@ -1,7 +1,8 @@
 """Where a job's communicators land on the cluster.
 
-Ranks are ordered tensor-parallel fastest, then data-parallel, then pipeline stage (Megatron-LM's
-default order ``tp-dp-pp``), and packed into scale-up domains of ``D`` consecutive GPUs. A
+Ranks are ordered tensor-parallel fastest, then context-parallel, then data-parallel, then
+pipeline stage (Megatron-Core's default order ``tp-cp-dp-pp``; with ``cp = 1`` Megatron-LM's
+``tp-dp-pp``), and packed into scale-up domains of ``D`` consecutive GPUs. A
 communicator of ``size`` ranks at ``stride`` then spans ``ceil(size / g)`` domains with
 ``g = min(size, D // stride)`` ranks in each (at least 1). A group that does not fill its last
 domain (dp 12 on 8-GPU domains: 8 + 4) is modelled as full domains (2 × 8), which overstates its

@@ -6,12 +6,16 @@ step splits, with nothing left over, into:
 
 * ``compute`` — forward/backward kernels; ``optimizer`` — the Adam step;
 * ``tp`` / ``ep`` — tensor- and expert-parallel collectives, which block the compute stream;
-* ``bubble`` — the 1F1B fill and drain, ``(pp−1)`` micro-batch slots;
-* ``pp`` — any further wait on pipeline sends beyond the ideal bubble;
+* ``cp`` — the part of context parallelism's K/V ring the overlapped compute did not hide;
+* ``pp`` — waits on pipeline sends, as long as the send being waited for took;
+* ``bubble`` — the schedule's fill and drain, ``(pp−1)/v`` micro-batch slots (Narayanan et al.
+  SC'21 §2.2: 1F1B, and the interleaved schedule's ``v``-fold smaller bubble);
+* ``imbalance`` — the rest of the stage's pipeline idle: waiting for stages with more work
+  (uneven layer splits; not communication);
 * ``dp`` — exposed data-parallel communication: what still runs after the last backward, plus
   (ZeRO-3/FSDP) the time the compute stream waits for a layer's parameter all-gather.
 
-**Communication wait share** = (tp + ep + pp + dp) / step: the share of the step the GPUs sit
+**Communication wait share** = (tp + cp + ep + pp + dp) / step: the share of the step the GPUs sit
 waiting on the network or NVLink — the "communication wall". MFU = model FLOPs per step /
 (step × GPUs × dense peak) (Chowdhery et al. 2022, PaLM appendix B).
 """
@@ -30,15 +34,17 @@ from commwall.workload.job import Job, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
 from commwall.workload.step import StepPlan, build_step
 
-CATEGORIES = ("compute", "tp", "ep", "pp", "bubble", "dp", "optimizer")
-COMM_CATEGORIES = ("tp", "ep", "pp", "dp")
+CATEGORIES = ("compute", "tp", "cp", "ep", "pp", "bubble", "imbalance", "dp", "optimizer")
+COMM_CATEGORIES = ("tp", "cp", "ep", "pp", "dp")
 #: Human names of the breakdown categories.
 CATEGORY_LABELS = {
     "compute": "compute",
     "tp": "tensor-parallel communication",
+    "cp": "exposed context-parallel K/V exchange",
     "ep": "expert-parallel all-to-all",
     "pp": "pipeline sends",
     "bubble": "pipeline bubble",
+    "imbalance": "waiting on slower pipeline stages",
     "dp": "exposed data-parallel communication",
     "optimizer": "optimizer step",
 }
@@ -80,6 +86,8 @@ class StepReport:
     peak_flops: float
     tokens_per_step: int
     result: Result
+    electricity_price: float = 0.0806
+    pue: float = 1.56
 
     @property
     def comm_wait(self) -> float:
@@ -100,6 +108,23 @@ class StepReport:
     def tokens_per_second(self) -> float:
         """Training throughput of the whole job."""
         return self.tokens_per_step / self.step_time
+
+    @property
+    def energy_per_step(self) -> float:
+        """Facility energy of one step, joules: the power model's GPUs and network at full
+        power for the step, times the PUE (servers' CPUs, memory and fans are not in the power
+        model)."""
+        return float(self.fabric["total_power_w"]) * self.step_time * self.pue
+
+    @property
+    def kwh_per_million_tokens(self) -> float:
+        """Facility kWh per million tokens trained."""
+        return self.energy_per_step / 3.6e6 * 1e6 / self.tokens_per_step
+
+    @property
+    def usd_per_million_tokens(self) -> float:
+        """Electricity cost per million tokens trained, $."""
+        return self.kwh_per_million_tokens * self.electricity_price
 
     @property
     def fits_in_memory(self) -> bool:
@@ -160,6 +185,13 @@ class StepReport:
             "comm_wait_share": self.comm_wait_share,
             "mfu": self.mfu,
             "tokens_per_s": self.tokens_per_second,
+            "energy": {
+                "joules_per_step": self.energy_per_step,
+                "kwh_per_million_tokens": self.kwh_per_million_tokens,
+                "usd_per_million_tokens": self.usd_per_million_tokens,
+                "electricity_usd_per_kwh": self.electricity_price,
+                "pue": self.pue,
+            },
             "critical_stage": self.critical_stage,
             "fabric": self.fabric,
             "bottleneck": self.bottleneck(),
@@ -211,7 +243,9 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     busy = dict.fromkeys(CATEGORIES, 0.0)
     busy_before = 0.0
     pipe_wait = 0.0  # compute-stream idle until the inputs other than DP were ready
+    send_wait = 0.0  # ... the part of it a pipeline transfer itself took
     dp_wait = 0.0  # ... and the rest of it, spent waiting on DP (ZeRO-3 gathers)
+    cp_wait = 0.0  # ... or on the context-parallel K/V ring
     free = 0.0
     for i, p in enumerate(phases):
         if p.stream != f"s{stage}.compute":
@@ -222,35 +256,70 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
             if p.start > free:
                 ready = min(max(free, _ready_without_dp(plan, result, i)), p.start)
                 pipe_wait += ready - free
-                dp_wait += p.start - ready
+                send_wait += min(ready - free, _transfer_before(plan, result, i, ready))
+                if _last_side_wait(plan, result, i) == "cp":
+                    cp_wait += p.start - ready
+                else:
+                    dp_wait += p.start - ready
             free = p.end
     slot = busy_before / job.micro_batches
     idle = max(0.0, last_bwd - busy_before)
-    dp_wait = idle if pipe_wait == 0.0 else min(dp_wait, idle)  # keep the sum exact
-    idle_pipeline = idle - dp_wait
-    # 1F1B fills and drains (pp − 1) slots; interleaving v chunks shrinks that v-fold.
-    bubble = min(idle_pipeline, (job.pp - 1) * slot / job.virtual_stages)
+    # keep the sum exact: without pipeline waits all idle is DP/CP; never more than the idle
+    side = dp_wait + cp_wait
+    if pipe_wait == 0.0 or side > idle:
+        scale = idle / side if side > 0 else 0.0
+        dp_wait, cp_wait = (dp_wait * scale, cp_wait * scale) if side > 0 else (idle, 0.0)
+    idle_pipeline = idle - dp_wait - cp_wait
+    # Pipeline idle is split three ways: the transfers themselves (a wait that ends with a
+    # pipeline send, for as long as that send took), the schedule's fill and drain (1F1B:
+    # (pp − 1) slots, interleaving v chunks shrinks that v-fold), and the rest — the critical
+    # stage waiting for stages with more work (uneven layers, the LM head).
+    sends = min(send_wait, idle_pipeline)
+    bubble = min(idle_pipeline - sends, (job.pp - 1) * slot / job.virtual_stages)
     breakdown = {
         "compute": busy["compute"],
         "tp": busy["tp"],
+        "cp": cp_wait,
         "ep": busy["ep"],
-        "pp": idle_pipeline - bubble,
+        "pp": sends,
         "bubble": bubble,
+        "imbalance": idle_pipeline - sends - bubble,
         "dp": dp_wait + max(0.0, step - last_bwd - busy["optimizer"]),
         "optimizer": busy["optimizer"],
     }
     return stage, step, breakdown
 
 
+def _transfer_before(plan: StepPlan, result: Result, index: int, ready: float) -> float:
+    """How long the pipeline send that made phase ``index`` ready at ``ready`` took (0 when
+    what it waited for last was not a pipeline send)."""
+    for d in plan.schedule.phases[index].after:
+        dep = result.phases[d]
+        if dep.category == "pp" and dep.end >= ready:
+            return dep.duration
+    return 0.0
+
+
+def _last_side_wait(plan: StepPlan, result: Result, index: int) -> str:
+    """The category (``dp`` or ``cp``) of the side-stream input of phase ``index`` that ended
+    last; ``dp`` when there is none."""
+    best, category = -1.0, "dp"
+    for d in plan.schedule.phases[index].after:
+        dep = result.phases[d]
+        if dep.category in ("dp", "cp") and dep.end > best:
+            best, category = dep.end, dep.category
+    return category
+
+
 def _ready_without_dp(plan: StepPlan, result: Result, index: int) -> float:
-    """When phase ``index``'s inputs other than DP communication were ready.
+    """When phase ``index``'s inputs other than DP (or CP) communication were ready.
 
     A DP dependency (an FSDP gather) counts by its own inputs, so a gather that only waited for a
-    pipeline receive leaves the wait to the pipeline.
+    pipeline receive leaves the wait to the pipeline; so does the context-parallel ring.
     """
     ready = 0.0
     for d in plan.schedule.phases[index].after:
-        if result.phases[d].category == "dp":
+        if result.phases[d].category in ("dp", "cp"):
             ready = max(ready, _ready_without_dp(plan, result, d))
         else:
             ready = max(ready, result.phases[d].end)
@@ -360,11 +429,11 @@ def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
         job.model,
         tp=job.tp,
         pp=job.pp,
-        dp=job.dp,
+        dp=job.grad_dp,
         ep=job.ep,
         zero_stage=spec.zero_stage,
         micro_batch=spec.micro_batch,
-        seq_len=spec.seq_len,
+        seq_len=spec.seq_len // job.cp,  # each context-parallel rank holds s/cp tokens
         param_bytes=job.element_bytes,
         grad_bytes=job.element_bytes,
         sequence_parallel=spec.sequence_parallel,
@@ -388,4 +457,6 @@ def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
         peak_flops=job.peak_flops,
         tokens_per_step=job.tokens_per_step,
         result=result,
+        electricity_price=scenario.economics.electricity_price,
+        pue=scenario.economics.pue,
     )

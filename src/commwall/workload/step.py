@@ -68,6 +68,7 @@ class Groups:
     ep: Group
     pp: Group
     edp: Group
+    cp: Group
 
 
 @dataclass
@@ -101,12 +102,15 @@ def job_groups(job: Job, cluster: Cluster) -> Groups:
 
 
 def _groups(job: Job, d: int) -> Groups:
+    # rank order tp-cp-dp-pp (Megatron-Core): the cp and dp digits are adjacent, so the ranks
+    # that reduce gradients together (dp × cp) form one group at stride tp
     return Groups(
         tp=group_shape("tp", job.tp, 1, d),
-        dp=group_shape("dp", job.dp, job.tp, d),
+        dp=group_shape("dp", job.grad_dp, job.tp, d),
         ep=group_shape("ep", job.ep, job.tp, d),
-        pp=pipeline_peer_group(job.tp, job.dp, d),
+        pp=pipeline_peer_group(job.tp, job.grad_dp, d),
         edp=group_shape("edp", job.dp // job.ep, job.tp * job.ep, d),
+        cp=group_shape("cp", job.cp, job.tp, d),
     )
 
 
@@ -130,6 +134,7 @@ def micro_batch_times(job: Job) -> tuple[float, float]:
             recompute=spec.recompute,
             attention=spec.attention,
             elem_bytes=job.element_bytes,
+            context_parallel=job.cp,
         )
         layers = job.model.n_layers
         forward = layers * work.layer_forward() + work.seconds(work.head_forward)
@@ -143,7 +148,7 @@ def _flat_times(job: Job) -> tuple[float, float]:
     spec = job.spec
     assert spec.compute_efficiency is not None  # resolve_job gives a device otherwise
     tokens = spec.micro_batch * spec.seq_len
-    flops = job.model.training_flops_per_token(spec.seq_len) * tokens / (job.tp * job.pp)
+    flops = job.model.training_flops_per_token(spec.seq_len) * tokens / (job.tp * job.pp * job.cp)
     rate = job.peak_flops * spec.compute_efficiency
     forward = flops / 3.0 / rate
     backward = 2.0 * flops / 3.0 / rate
@@ -153,7 +158,9 @@ def _flat_times(job: Job) -> tuple[float, float]:
         # Korthikanti et al. 2022 §5: recompute only the attention core (QKᵀ and AV,
         # 4·s·h FLOPs per token per layer in forward).
         m = job.model
-        backward += 4.0 * m.n_layers * m.q_dim * spec.seq_len * tokens / (job.tp * job.pp) / rate
+        backward += (
+            4.0 * m.n_layers * m.q_dim * spec.seq_len * tokens / (job.tp * job.pp * job.cp) / rate
+        )
     return forward, backward
 
 
@@ -323,12 +330,14 @@ class _Builder:
         return self.schedule.add(Phase(name, task, category, stream, after, repeat))
 
     def placed(self, group: Group, stage: int) -> Group:
-        """``group`` with the GPUs of every copy on pipeline stage ``stage`` (``tp-dp-pp`` order)."""
+        """``group`` with the GPUs of every copy on pipeline stage ``stage`` (``tp-cp-dp-pp``
+        order)."""
         job = self.job
-        span = job.tp * job.dp
+        span = job.tp * job.grad_dp
         size, stride = {
             "tp": (job.tp, 1),
-            "dp": (job.dp, job.tp),
+            "cp": (job.cp, job.tp),
+            "dp": (job.grad_dp, job.tp),
             "ep": (job.ep, job.tp),
             "edp": (job.dp // job.ep, job.tp * job.ep),
         }[group.name]
@@ -372,9 +381,37 @@ class _Builder:
         last = self.add(
             f"s{stage} {tag} compute", ComputeTask(seconds), "compute", f"s{stage}.compute", after
         )
+        if self.job.cp > 1:
+            self.context_exchange(stage, tag, layers, after)
         if self.job.tp > 1 or self.job.ep > 1:
             last = self.blocking_comm(stage, tag, layers, ())
         return last
+
+    def context_exchange(self, stage: int, tag: str, layers: int, after: tuple[int, ...]) -> None:
+        """Context parallelism's K/V ring for ``layers`` layers, overlapped with the chunk's
+        compute on its own stream; the stage's next compute waits for it.
+
+        Each layer's forward passes every rank's K and V chunks around the ring (an all-gather
+        of ``2·b·s·kv_dim/t`` elements over the cp group); backward passes K and V again and
+        returns their gradients (a reduce-scatter of the same size) — Megatron-Core's
+        ``attn_mask_type=causal`` ring attention with Transformer Engine (Liu et al. 2023, Ring
+        Attention; Korthikanti et al.'s sequence split). The exchange overlaps the whole
+        chunk's compute here; TE overlaps it with attention only, so a ring slower than the
+        chunk's attention is optimistic by the difference.
+        """
+        job = self.job
+        spec = job.spec
+        kv = 2.0 * spec.micro_batch * spec.seq_len * job.model.kv_dim / job.tp * job.element_bytes
+        stream = f"s{stage}.cp"
+        ops = [(Op.ALL_GATHER, "K/V all-gather")]
+        if tag.startswith("B"):
+            ops.append((Op.REDUCE_SCATTER, "dK/dV reduce-scatter"))
+        last = -1
+        for op, label in ops:
+            task = CollectiveTask(op, kv, self.groups.cp)
+            last = self.add(f"s{stage} {tag} CP {label}", task, "cp", stream, after, layers)
+            after = ()
+        self.blocking[stage] = (*self.blocking.get(stage, ()), last)
 
     def fsdp_layers(
         self, stage: int, chunk: int, tag: str, kind: str, after: tuple[int, ...]
@@ -471,11 +508,11 @@ class _Builder:
         """Two-rank group between stages ``src`` and ``dst`` (adjacent, or the chunk wrap); its
         placement pairs every rank of stage ``src`` with the same position in stage ``dst``."""
         job = self.job
-        k = job.tp * job.dp
+        k = job.tp * job.grad_dp
         if dst == src + 1:
-            group = pipeline_peer_group(job.tp, job.dp, self.domain, src)
+            group = pipeline_peer_group(job.tp, job.grad_dp, self.domain, src)
         elif dst == src - 1:
-            group = pipeline_peer_group(job.tp, job.dp, self.domain, dst)
+            group = pipeline_peer_group(job.tp, job.grad_dp, self.domain, dst)
         else:
             # interleaving wraps from the last stage to the first (or back): far apart
             same = k * job.pp <= self.domain

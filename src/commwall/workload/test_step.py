@@ -623,3 +623,83 @@ def test_uneven_chunks_cost_in_proportion_to_their_layers() -> None:
     r = run({"tp": 1, "pp": 3, "dp": 8, "global_batch": 48}, nodes=3)
     fwd = {p.stream: p.duration for p in r.result.phases if p.name.endswith("F0 compute")}
     assert fwd["s1.compute"] == pytest.approx(fwd["s0.compute"] * 11 / 10, rel=1e-12)
+
+
+def test_pipeline_idle_splits_into_sends_bubble_and_imbalance() -> None:
+    """Uneven stages show up as imbalance, not as pipeline communication (issue 17)."""
+    from commwall import simulate
+
+    def breakdown(layers: int) -> dict[str, float]:
+        model = {"name": f"even-{layers}", "n_layers": layers, "hidden": 4096,
+                 "ffn_hidden": 14336, "n_heads": 32, "n_kv_heads": 8, "vocab": 128256}  # fmt: skip
+        report = simulate({"cluster": {"preset": "dgx-h100", "nodes": 4},
+                           "job": {"model": model, "tp": 8, "pp": 4, "global_batch": 32,
+                                   "seq_len": 4096}})  # fmt: skip
+        b = report.breakdown
+        assert sum(b.values()) == pytest.approx(report.step_time, rel=1e-9)
+        return b
+
+    even, uneven = breakdown(32), breakdown(30)  # 8 layers a stage; 7, 7, 8, 8
+    assert even["imbalance"] < 0.01 * sum(even.values())
+    assert uneven["imbalance"] > 5 * max(even["imbalance"], 1e-6)
+    for b in (even, uneven):  # the sends themselves are a small part of the idle
+        assert b["pp"] < 0.02 * sum(b.values())
+
+
+def test_context_parallelism_splits_the_sequence_and_reduces_over_dp_times_cp() -> None:
+    """cp ranks each hold s/cp tokens: the same work per step, activations / cp, gradients
+    reduced over dp × cp (Megatron-Core), and the K/V ring on its own stream."""
+    from commwall import simulate
+
+    def run(cp: int) -> Any:
+        return simulate({"cluster": {"preset": "dgx-h100", "nodes": 4},
+                         "job": {"model": "llama3-8b", "tp": 2, "cp": cp, "global_batch": 64,
+                                 "seq_len": 32768}})  # fmt: skip
+
+    one, four = run(1), run(4)
+    assert one.job["dp"] == 16 and four.job["dp"] == 4 and four.job["cp"] == 4
+    assert four.memory.activations == pytest.approx(one.memory.activations / 4, rel=0.05)
+    # the same FLOPs on the same GPUs: compute within the attention-block efficiency change
+    assert four.breakdown["compute"] == pytest.approx(one.breakdown["compute"], rel=0.05)
+    assert sum(four.breakdown.values()) == pytest.approx(four.step_time, rel=1e-9)
+    names = {c.name for c in four.collectives}
+    assert any("CP K/V all-gather" in n for n in names), names
+    assert any(c.category == "dp" and c.nranks == 16 for c in four.collectives)
+
+
+@pytest.mark.parametrize(
+    ("job", "message"),
+    [({"cp": 3, "seq_len": 4096}, "seq_len divisible by 2 × cp"),
+     ({"cp": 2, "zero_stage": 3}, "ZeRO-3"),
+     ({"cp": 2, "attention": "unfused"}, "fused attention"),
+     ({"cp": 3}, "tp × cp × pp × dp")],
+)  # fmt: skip
+def test_context_parallel_settings_it_cannot_run_are_named(
+    job: dict[str, Any], message: str
+) -> None:
+    from commwall.io.scenario import ScenarioError, parse_scenario
+    from commwall.workload.simulate import simulate as run
+
+    spec = {"model": "llama3-8b", "tp": 8, "dp": 1, "global_batch": 8, "seq_len": 8192, **job}
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        run(parse_scenario({"cluster": {"preset": "dgx-h100", "nodes": 2}, "job": spec}))
+
+
+def test_energy_and_money_per_million_tokens_follow_power_time_and_prices() -> None:
+    from commwall import simulate
+    from commwall.io.scenario import ScenarioError, parse_scenario
+
+    base = {"cluster": {"preset": "dgx-h100", "nodes": 1},
+            "job": {"model": "llama3-8b", "tp": 8, "global_batch": 8, "seq_len": 4096}}  # fmt: skip
+    r = simulate({**base, "economics": {"electricity_price": 0.10, "pue": 1.2}})
+    joules = r.fabric["total_power_w"] * r.step_time * 1.2
+    assert r.energy_per_step == pytest.approx(joules)
+    kwh = joules / 3.6e6 / (8 * 4096) * 1e6
+    assert r.kwh_per_million_tokens == pytest.approx(kwh)
+    assert r.usd_per_million_tokens == pytest.approx(kwh * 0.10)
+    assert r.to_dict()["energy"]["pue"] == 1.2
+    default = simulate(base)
+    assert default.pue == 1.56 and default.electricity_price == 0.0806
+    for bad in ({"pue": 0.9}, {"electricity_price": -1}, {"price": 1}):
+        with pytest.raises(ScenarioError, match="economics"):
+            parse_scenario({**base, "economics": bad})
