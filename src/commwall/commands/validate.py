@@ -4,6 +4,7 @@
 >>> # commwall validate --op all_gather --rows   # and every point of every all_gather table
 >>> # commwall validate --min-size 1GiB --role held_out
 >>> # commwall validate --markdown > docs/validation.md
+>>> # commwall validate --training               # steps of published training runs
 
 Each table (``src/commwall/validation/nccl_tests_public.yaml``, with its source and a verbatim
 row) is rebuilt from the catalog presets and what the source says of its NICs and NCCL settings,
@@ -55,7 +56,8 @@ def validate(
     ] = False,
 ) -> None:
     """Predicted vs measured busbw for every bundled public nccl-tests table: median and worst
-    error per size regime, operation, scale and role, and the tables not compared with why."""
+    error per size regime, operation, scale and role, and the tables not compared with why
+    (--training: step times against published measured training runs instead)."""
     from commwall.units import parse_size
     from commwall.validation.report import markdown_page, validation_report
 
