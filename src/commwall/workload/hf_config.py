@@ -219,7 +219,22 @@ def _gpt2(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     )
 
 
+#: Largest layer count and layers × experts a definition may have: the step lists every
+#: gradient tensor (three per expert per layer), so a hostile definition could otherwise ask
+#: for billions of them. DeepSeek-V3 has 61 × 256 = 15,616.
+MAX_LAYERS: Final = 1024
+MAX_EXPERT_LAYERS: Final = 65_536
+
+
 def _checked(name: str, *, source: str, **fields: Any) -> ModelSpec:
+    layers, experts = int(fields.get("n_layers", 1)), int(fields.get("n_experts", 1))
+    if layers > MAX_LAYERS:
+        raise ModelDefinitionError(f"n_layers: {layers}: at most {MAX_LAYERS:,} layers")
+    if layers * experts > MAX_EXPERT_LAYERS:
+        raise ModelDefinitionError(
+            f"n_experts: {experts} experts x {layers} layers = {layers * experts:,} expert MLPs; "
+            f"at most {MAX_EXPERT_LAYERS:,}"
+        )
     try:
         spec = ModelSpec(name=name, published_params=0.0, source=source, **fields)
     except ValueError as e:

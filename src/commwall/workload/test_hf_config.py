@@ -99,7 +99,10 @@ def test_qwen_moe_activates_its_published_share() -> None:
      ({"attention_bias": True}, "attention_bias: true"),
      ({"tie_word_embeddings": "no"}, "tie_word_embeddings: 'no'"),
      ({"num_key_value_heads": 5}, "n_kv_heads=5 is invalid"),
-     ({"hidden_size": 10**12}, "hidden_size")],
+     ({"hidden_size": 10**12}, "hidden_size"),
+     ({"num_hidden_layers": 100_000}, "n_layers: 100000: at most 1,024"),
+     ({"model_type": "mixtral", "num_local_experts": 4096, "num_experts_per_tok": 2},
+      "n_experts: 4096 experts x 32 layers")],
 )  # fmt: skip
 def test_what_cannot_be_used_is_named(change: dict[str, Any], message: str) -> None:
     with pytest.raises(ModelDefinitionError, match=message.replace("(", r"\(")):
