@@ -1,6 +1,8 @@
-"""``commwall calibrate nccl-tests LOG...``: fit the model's link classes to measured collectives.
+"""``commwall calibrate nccl-tests LOG...``: fit the model's link classes to measured collectives;
+``commwall calibrate step SCENARIO --step-time T``: fit its compute to one measured step.
 
 >>> # commwall calibrate nccl-tests all_reduce_perf.log --cluster dgx-h100 --out my-cluster.yaml
+>>> # commwall calibrate step job.yaml --step-time 12.5s --out job-calibrated.yaml
 >>> # commwall calibrate nccl-tests gloo.log --out host.yaml       (a `commwall measure` log)
 
 Reads nccl-tests logs (or ``commwall measure`` logs), fits a bandwidth factor and a per-step
@@ -28,10 +30,67 @@ def register(app: typer.Typer) -> None:
     """Add ``commwall calibrate`` (nccl-tests) to ``app``."""
     sub = typer.Typer(
         no_args_is_help=True,
-        help="Fit the model's link classes (NVLink, PCIe, network) to measured collectives.",
+        help="Fit the model to measurements: link classes to collectives (nccl-tests), "
+        "compute to a measured step (step).",
     )
     sub.command("nccl-tests")(friendly(calibrate_nccl_tests))
+    sub.command("step")(friendly(calibrate_step))
     app.add_typer(sub, name="calibrate")
+
+
+def calibrate_step(
+    scenario: Annotated[Path, typer.Argument(help="The scenario of the measured job (YAML).")],
+    step_time: Annotated[str, typer.Option(help="The measured step time, e.g. 12.5s or 850ms.")],
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the scenario with job.compute_scale set here."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Fit job.compute_scale so the scenario's step lasts the measured time: every forward and
+    backward compute time is multiplied by it; communication keeps the model's times."""
+    from commwall.io.scenario import ScenarioError, load_scenario, load_scenario_text
+    from commwall.units import parse_time
+    from commwall.workload.simulate import StepFitError, fit_compute_scale
+
+    try:
+        measured = parse_time(step_time)
+    except ValueError as e:
+        fail(f"--step-time: {e}")
+    if out_file is not None and not out_file.parent.is_dir():
+        fail(f"--out: cannot write {str(out_file)!r}: no such directory")
+    try:
+        sc = load_scenario(scenario)
+        scale, before, after = fit_compute_scale(sc, measured)
+    except (ScenarioError, StepFitError) as e:
+        fail(str(e))
+    data = {"scenario": str(scenario), "measured_s": measured, "predicted_before_s": before,
+            "compute_scale": scale, "predicted_after_s": after}  # fmt: skip
+    if out_file is not None:
+        from commwall.io.atomic import write_text_atomic
+
+        document = yaml.safe_load(scenario.read_text(encoding="utf-8")) or {}
+        document.setdefault("job", {})["compute_scale"] = round(scale, 6)
+        text = (
+            f"# job.compute_scale fitted by commwall calibrate step to a measured "
+            f"{measured:.6g} s step ({date.today()}); the model alone gave {before:.6g} s.\n"
+            + yaml.safe_dump(document, sort_keys=False)
+        )
+        load_scenario_text(text, str(out_file))  # a scenario commwall run accepts
+        try:
+            write_text_atomic(out_file, text)
+        except OSError as e:
+            fail(f"--out: cannot write {str(out_file)!r}: {e.strerror or e}")
+        data["scenario_out"] = str(out_file)
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    out.print(
+        f"model {before:.4g} s, measured {measured:.4g} s ({before / measured - 1:+.1%}): "
+        f"job.compute_scale [bold]{scale:.4f}[/] gives {after:.4g} s"
+        + (f"; written to {out_file}" if out_file is not None else ""),
+        markup=True,
+    )
 
 
 #: The algorithm gloo runs for each operation (gloo's ring all-reduce, ring all-gather and

@@ -181,3 +181,44 @@ def test_one_rank_logs_have_nothing_to_calibrate(tmp_path: Path) -> None:
     log.write_text(_log_of(CalibrationSpec(), nodes=1, per_node=1))
     result = runner.invoke(app, ["calibrate", "nccl-tests", str(log), "--cluster", "dgx-h100"])
     assert result.exit_code == 2 and "cross no link class" in result.output
+
+
+def test_calibrate_step_recovers_a_known_compute_scale(tmp_path: Path) -> None:
+    from commwall import simulate
+
+    scenario = tmp_path / "job.yaml"
+    scenario.write_text("name: mine\ncluster: {preset: dgx-h100, nodes: 2}\n"
+                        "job: {model: llama3-8b, tp: 8, global_batch: 16, seq_len: 4096}\n")  # fmt: skip
+    truth = simulate({"name": "mine", "cluster": {"preset": "dgx-h100", "nodes": 2},
+                      "job": {"model": "llama3-8b", "tp": 8, "global_batch": 16, "seq_len": 4096,
+                              "compute_scale": 1.3}}).step_time  # fmt: skip
+    out = tmp_path / "fitted.yaml"
+    result = runner.invoke(app, ["calibrate", "step", str(scenario), "--step-time",
+                                 f"{truth}s", "--out", str(out), "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["compute_scale"] == pytest.approx(1.3, rel=2e-3)
+    assert data["predicted_after_s"] == pytest.approx(truth, rel=2e-3)
+    assert data["predicted_before_s"] < truth
+    fitted = load_scenario(out)
+    assert fitted.name == "mine" and fitted.job.compute_scale == pytest.approx(1.3, rel=2e-3)
+    assert simulate(fitted).step_time == pytest.approx(truth, rel=2e-3)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--step-time", "1ns"], "outside what scaling compute"),
+     (["--step-time", "soon"], "--step-time"),
+     (["--step-time=-2s"], "negative values are not allowed"),
+     (["--step-time", "0s"], "positive"),
+     (["--step-time", "1s", "--out", "/no/such/dir/x.yaml"], "--out: cannot write")],
+)  # fmt: skip
+def test_calibrate_step_bad_input_is_one_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    scenario = tmp_path / "job.yaml"
+    scenario.write_text("cluster: {preset: dgx-h100, nodes: 1}\n"
+                        "job: {model: llama3-8b, tp: 8, global_batch: 8, seq_len: 2048}\n")  # fmt: skip
+    result = runner.invoke(app, ["calibrate", "step", str(scenario), *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output

@@ -358,6 +358,13 @@ class JobSpec(_Strict):
         "(0–1], e.g. from a measured step. Default: price each kernel (GEMMs by shape, "
         "attention, memory-bound kernels; docs/compute-model.md).",
     )
+    compute_scale: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=100.0,
+        description="Multiplies every forward/backward compute time, e.g. measured / predicted "
+        "from one measured step (`commwall calibrate step`). 1 = the model as it is.",
+    )
     attention: Literal["flash", "flash2", "unfused"] = Field(
         default="flash",
         description="Attention kernel: flash (the GPU's fused causal kernel: FlashAttention-2 "

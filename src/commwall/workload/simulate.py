@@ -460,3 +460,43 @@ def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
         electricity_price=scenario.economics.electricity_price,
         pue=scenario.economics.pue,
     )
+
+
+class StepFitError(ValueError):
+    """A measured step the compute scale cannot reach (one line naming the value)."""
+
+
+def fit_compute_scale(
+    scenario: Scenario, measured: float, *, low: float = 0.05, high: float = 20.0
+) -> tuple[float, float, float]:
+    """``compute_scale`` that makes ``scenario``'s step last ``measured`` seconds, with the step
+    before and after: ``(scale, step_before, step_after)``.
+
+    The step never shortens when compute takes longer, so bisection on the scale finds it (to
+    0.1 % of the step). Only compute is scaled: communication, bubbles and the optimizer keep
+    the model's times, so a measured step shorter than those alone cannot be reached.
+    """
+    if not measured > 0 or measured != measured or measured == float("inf"):
+        raise StepFitError(f"measured step: {measured!r} s; need a positive, finite time")
+
+    def step(scale: float) -> float:
+        job = scenario.job.model_copy(update={"compute_scale": scale})
+        return simulate(scenario.model_copy(update={"job": job})).step_time
+
+    before = simulate(scenario).step_time
+    lo_step, hi_step = step(low), step(high)
+    if not lo_step <= measured <= hi_step:
+        raise StepFitError(
+            f"measured step: {measured:.4g} s is outside what scaling compute by {low:g}-{high:g} "
+            f"gives ({lo_step:.4g}-{hi_step:.4g} s); check the scenario matches the run"
+        )
+    for _ in range(60):
+        mid = (low * high) ** 0.5
+        if step(mid) < measured:
+            low = mid
+        else:
+            high = mid
+        if high / low < 1.0005:
+            break
+    scale = (low * high) ** 0.5
+    return scale, before, step(scale)

@@ -119,7 +119,7 @@ def micro_batch_times(job: Job) -> tuple[float, float]:
     average: the layers and the LM head spread over ``pp`` stages).
 
     Priced kernel by kernel (:mod:`commwall.workload.compute`), or with the flat
-    ``compute_efficiency`` when the job sets one.
+    ``compute_efficiency`` when the job sets one; both times ``compute_scale``.
     """
     if job.device is not None:
         spec = job.spec
@@ -139,8 +139,10 @@ def micro_batch_times(job: Job) -> tuple[float, float]:
         layers = job.model.n_layers
         forward = layers * work.layer_forward() + work.seconds(work.head_forward)
         backward = layers * work.layer_backward() + work.seconds(work.head_backward)
-        return forward / job.pp, backward / job.pp
-    return _flat_times(job)
+        scale = spec.compute_scale / job.pp
+        return forward * scale, backward * scale
+    forward, backward = _flat_times(job)
+    return forward * job.spec.compute_scale, backward * job.spec.compute_scale
 
 
 def _flat_times(job: Job) -> tuple[float, float]:
