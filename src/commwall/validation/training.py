@@ -29,6 +29,7 @@ import yaml
 
 from commwall.io.scenario import ModelDef, ScenarioError, parse_scenario
 from commwall.workload.hf_config import model_from_def
+from commwall.workload.models import ModelSpec
 
 DATA_FILE: Final = "training_public.yaml"
 _METRICS: Final = ("step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu")
@@ -49,6 +50,11 @@ class TrainingRun:
     measured: dict[str, Any]
     skip: str | None
     assumed: tuple[str, ...]
+
+    @functools.cached_property
+    def spec(self) -> ModelSpec:
+        """The run's architecture as a :class:`ModelSpec` (built once)."""
+        return model_from_def(ModelDef(**self.model))
 
     @property
     def n_gpus(self) -> int:
@@ -88,8 +94,7 @@ class TrainingRun:
                 96 * batch * s * layers * h * h * (1 + s / (6 * h) + vocab / (16 * layers * h))
             )
         if formula == "model":
-            spec = model_from_def(ModelDef(**self.model))
-            return float(spec.training_flops_per_token(s) * batch * s)
+            return float(self.spec.training_flops_per_token(s) * batch * s)
         raise ValueError(f"{self.id}: measured.flops {formula!r}; allowed: narayanan, model")
 
 
@@ -235,7 +240,7 @@ def _group_key(c: TrainingComparison, key: str) -> str:
         return str(run.job["precision"])
     if key == "source":
         return run.id.split("-")[0]
-    params = model_from_def(ModelDef(**run.model)).total_params()
+    params = run.spec.total_params()
     return "< 20B" if params < 20e9 else ("20-200B" if params < 200e9 else ">= 200B")
 
 

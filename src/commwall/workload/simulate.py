@@ -266,9 +266,10 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     idle = max(0.0, last_bwd - busy_before)
     # keep the sum exact: without pipeline waits all idle is DP/CP; never more than the idle
     side = dp_wait + cp_wait
-    if pipe_wait == 0.0 or side > idle:
-        scale = idle / side if side > 0 else 0.0
-        dp_wait, cp_wait = (dp_wait * scale, cp_wait * scale) if side > 0 else (idle, 0.0)
+    if side > 0 and (pipe_wait == 0.0 or side > idle):
+        dp_wait, cp_wait = dp_wait * idle / side, cp_wait * idle / side
+    elif pipe_wait == 0.0:
+        dp_wait = idle
     idle_pipeline = idle - dp_wait - cp_wait
     # Pipeline idle is split three ways: the transfers themselves (a wait that ends with a
     # pipeline send, for as long as that send took), the schedule's fill and drain (1F1B:
