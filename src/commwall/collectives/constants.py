@@ -154,6 +154,12 @@ LL128_RING_EFFICIENCY: Final = 0.92
 TREE_SIMPLE_EFFICIENCY: Final = 0.92
 #: LL moves 4 B of data per 8 B line: half the link (device.h; tuning.cc ``0.5·busBw``).
 LL_EFFICIENCY: Final = 0.5
+#: Data bytes per byte on the wire: LL 4 of 8, LL128 120 of 128, Simple all (``device.h``).
+WIRE_DATA_SHARE: Final[dict[Proto, float]] = {
+    Proto.LL: 0.5,
+    Proto.LL128: 120.0 / 128.0,
+    Proto.SIMPLE: 1.0,
+}
 #: LL128 on a tree: 120/128 across nodes, 7/9 inside one node (tuning.cc).
 LL128_TREE_EFFICIENCY_MULTINODE: Final = 120.0 / 128.0
 LL128_TREE_EFFICIENCY_SINGLENODE: Final = 7.0 / 9.0

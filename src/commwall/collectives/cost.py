@@ -26,6 +26,7 @@ from commwall.collectives.constants import (
     LL_MAX_BW,
     PER_CH_MAX_RING_LL128_BW,
     PER_CH_MAX_TREE_BW,
+    WIRE_DATA_SHARE,
     Gen,
     Hw,
     Proto,
@@ -209,10 +210,21 @@ def intra_hop(f: CommFabric, algo: str, proto: Proto, rate: float, count: int) -
     return Hop(latency, slice_overhead(f, algo, proto), rate, window, count, streaming)
 
 
-def net_hop(f: CommFabric, algo: str, proto: Proto, rate: float, count: int, *, window: int) -> Hop:
+def net_hop(
+    f: CommFabric, algo: str, proto: Proto, rate: float, count: int, *, window: int,
+    link_share: float,
+) -> Hop:  # fmt: skip
     """The network hop class: NCCL's per-step network latency (:func:`net_latency`) and the GPU's
-    per-slice overhead; ``window`` slices in flight per connection."""
+    per-slice overhead; ``window`` slices in flight per connection.
+
+    Store-and-forward for every protocol (NCCL v2.30): the proxy posts a step's RDMA write only
+    once all of it is in the connection's FIFO — for Simple and LL128 when the GPU advances the
+    tail after writing and fencing the whole step (``postSend``, ``prims_ll128.h``), for LL when
+    every line's flag of the step is set (``sendProxyProgress``, ``net.cc``). The step then crosses the wire
+    whole at the channel's ``link_share`` of the NICs, flags included
+    (:data:`~commwall.collectives.constants.WIRE_DATA_SHARE`); only the receiving GPU reads LL
+    and LL128 lines as they land."""
     return Hop(
         net_latency(f, algo, proto), slice_overhead(f, algo, proto), rate, window, count,
-        proto is not Proto.SIMPLE,
+        streaming=False, forward_rate=link_share * WIRE_DATA_SHARE[proto],
     )  # fmt: skip

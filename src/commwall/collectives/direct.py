@@ -132,7 +132,8 @@ def _p2p_hops(
     if network:
         # copy into the FIFO, the NIC's RDMA write, copy out of the receiver's FIFO
         copy = Hop(0.0, overhead, copy_rate, NCCL_STEPS, 2, streaming)
-        wire = Hop(net_latency(f, "ring", proto), 0.0, wire_rate, NCCL_STEPS, 1, streaming)
+        # store-and-forward: the proxy sends a step once all of it is in the FIFO (net_hop)
+        wire = Hop(net_latency(f, "ring", proto), 0.0, wire_rate, NCCL_STEPS, 1)
         return [copy, wire], chunk, items, nc
     # the sender's SM writes into the peer over NVLink/PCIe; the receiver's copies out
     latency = max(0.0, step_latency(f, f.intra_hw, "ring", Proto.LL))

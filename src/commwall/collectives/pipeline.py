@@ -21,8 +21,11 @@ the network — with
   for a slot comes back one round trip (``2ℓ``) after it was sent.
 
 A slice of ``s`` bytes then occupies a hop for ``svc = max(o + s/b, (2ℓ + o + s/b) / W)``, and
-reaches the peer ``ℓ + o + s/b`` after it started — or ``ℓ + o`` for LL and LL128, whose flags
-travel in every 8- or 128-byte line, so the peer can forward data as it arrives (``streaming``).
+reaches the peer ``ℓ + o + s/b`` after it started — or ``ℓ + o`` on a ``streaming`` hop, where LL
+and LL128 flags travel in every 8- or 128-byte line so the peer can forward data as it arrives.
+The network never streams: NCCL's proxy posts a step only once the GPU has written all of it,
+so a network slice reaches the peer ``ℓ + o + s/f`` after it started, ``f`` being the rate at
+which the whole step then crosses the wire (``forward_rate``; :func:`~commwall.collectives.cost.net_hop`).
 
 * :func:`ring_time` — every rank sends and receives each step (rings): steps follow each other
   at ``max(k·svc_max, max over the ring's hop classes of (ℓ + o + s/b))`` for ``k`` slices per
@@ -59,6 +62,10 @@ class Hop:
     window: int
     count: int
     streaming: bool = False
+    #: For a store-and-forward hop (the network, whatever the protocol: NCCL's proxy sends a
+    #: step only once the GPU has written all of it): bytes/s at which the whole slice then
+    #: crosses the wire before the peer holds any of it; 0 means ``rate``.
+    forward_rate: float = 0.0
 
     def service(self, slice_bytes: float) -> float:
         """Seconds one slice occupies this hop: its data and overhead, or the window's share
@@ -71,7 +78,7 @@ class Hop:
         for a streaming protocol)."""
         if self.streaming:
             return self.latency + self.overhead
-        return self.latency + self.overhead + slice_bytes / self.rate
+        return self.latency + self.overhead + slice_bytes / (self.forward_rate or self.rate)
 
 
 def _live(hops: Sequence[Hop]) -> list[Hop]:
@@ -109,13 +116,14 @@ def chain_time(
 ) -> tuple[float, float]:
     """``(latency, bw_time)`` of ``items`` slices pipelined along ``path`` (module doc): every
     slice passes the slowest hop (``bw_time``), and the first one must first reach it — the
-    journey along the path, less the one service the bandwidth term already counts (a
-    streaming protocol's first bytes travel without waiting for a whole slice)."""
+    journey along the path, less the one service the bandwidth term already counts when the
+    slowest hop holds whole slices (when it streams, the first bytes travel without waiting for
+    a whole slice and nothing is counted twice)."""
     live = _live(path)
     fill = sum(h.count * h.arrival(slice_bytes) for h in live)
-    service = max(h.service(slice_bytes) for h in live)
-    streaming = all(h.streaming for h in live)
-    extra = fill if streaming else max(0.0, fill - service)
+    slowest = max(live, key=lambda h: h.service(slice_bytes))
+    service = slowest.service(slice_bytes)
+    extra = fill if slowest.streaming else max(0.0, fill - service)
     return base + extra, max(1, items) * service
 
 

@@ -114,7 +114,8 @@ def ring_hops(f: CommFabric, proto: Proto, channels: int, *, window: int) -> lis
         rate = channel_rate(f, proto, f.intra_bw, channels)
         hops.append(Hop(intra.latency, intra.overhead, rate, window, p - n_dom))
     net_rate = channel_rate(f, proto, f.node_net_bw, channels)
-    hops.append(net_hop(f, "ring", proto, net_rate, n_dom, window=window))
+    share = f.node_net_bw / max(1, channels)
+    hops.append(net_hop(f, "ring", proto, net_rate, n_dom, window=window, link_share=share))
     return hops
 
 

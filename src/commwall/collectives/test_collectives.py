@@ -110,6 +110,41 @@ def test_ring_steps_are_paced_by_the_slowest_hop() -> None:
     assert nccl.latency == pytest.approx(BASE_LAT["ring"][Proto.LL] + 56 * intra + 6 * 2.7 * US)
 
 
+def test_network_steps_are_store_and_forward() -> None:
+    # NCCL's proxy sends a step only once the GPU has written all of it (prims_ll128.h postSend,
+    # net.cc sendProxyProgress), so across nodes an LL128 ring step waits for the network
+    # latency, the fence and then the whole step on the wire (flags included), not the latency
+    # alone: at 16 MiB on 2 H100 nodes that is what paces each of the 15 all-gather steps.
+    f = h100(n_domains=2)
+    s = 16 * 2**20
+    c = evaluate(Op.ALL_GATHER, s, f, "ring", Proto.LL128)
+    nc = c.channels
+    step = s / (nc * 16)
+    wire = 8 * 47.5e9 / nc * 120 / 128
+    latency = HW_LAT[Hw.NET]["ring"][Proto.LL128] + f.net_extra_latency
+    fence = HW_LAT[Hw.NVLINK]["ring"][Proto.LL128] - HW_LAT[Hw.NVLINK]["ring"][Proto.LL]
+    period = latency + fence + step / wire
+    assert c.time == pytest.approx(BASE_LAT["ring"][Proto.LL128] + 15 * period, rel=1e-6)
+    # streaming the step (NCCL's tuner model) would be ~40% faster here
+    assert c.time > 1.3 * (BASE_LAT["ring"][Proto.LL128] + 15 * max(latency + fence, step / wire))
+
+
+def test_chain_fill_subtracts_one_service_only_when_the_slowest_hop_stores_and_forwards() -> None:
+    from commwall.collectives.pipeline import Hop, chain_time
+
+    net = Hop(latency=4e-6, overhead=0.0, rate=10e9, window=8, count=2, forward_rate=20e9)
+    fast = Hop(latency=1e-6, overhead=0.0, rate=40e9, window=8, count=3, streaming=True)
+    s = 100e3
+    lat, bw = chain_time(items=10, slice_bytes=s, path=[net, fast], base=0.0)
+    fill = 2 * (4e-6 + s / 20e9) + 3 * 1e-6
+    assert bw == pytest.approx(10 * s / 10e9)
+    assert lat == pytest.approx(fill - s / 10e9)  # the first slice's own service is in bw
+    slow_stream = Hop(latency=1e-6, overhead=0.0, rate=5e9, window=8, count=3, streaming=True)
+    lat, bw = chain_time(items=10, slice_bytes=s, path=[net, slow_stream], base=0.0)
+    assert bw == pytest.approx(10 * s / 5e9)
+    assert lat == pytest.approx(2 * (4e-6 + s / 20e9) + 3 * 1e-6)  # streamed: nothing to take back
+
+
 def test_ring_bandwidth_bound_by_domain_nics() -> None:
     # 8 × 25 GB/s NICs (200 GB/s per node) below NVLink: the ring's busbw is the node's NIC total.
     f = h100(n_domains=4, net=25e9)

@@ -129,7 +129,9 @@ def tree(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool =
     if g > 1:
         path.append(intra_hop(f, "tree", proto, rate, 2 * (g - 1)))
     if n_dom > 1:
-        path.append(net_hop(f, "tree", proto, rate, 2 * max(1, log2i(n_dom)), window=NCCL_STEPS))
+        hops = 2 * max(1, log2i(n_dom))
+        share = f.node_net_bw / nc
+        path.append(net_hop(f, "tree", proto, rate, hops, window=NCCL_STEPS, link_share=share))
     latency, bw_time = chain_time(
         items=items, slice_bytes=per_channel / items, path=path, base=base_latency("tree", proto)
     )

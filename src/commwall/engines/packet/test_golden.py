@@ -688,21 +688,21 @@ GOLDEN: dict[str, dict[str, Any]] = {'ber-ib': {'counters': {'corrupt_packets': 
                      'ports': 'f9dd2a0a5f064ad5',
                      'queue_series': '88feeb76f008221d'}}
 GOLDEN_ENGINE: dict[str, Any] = {'dgx-h100': {'counters': {'delivered': 120000000.0,
-                           'events': 388447.0,
+                           'events': 388462.0,
                            'flows': 256.0,
                            'peak_buffer_bytes': 53586.0,
                            'sent': 120000000.0},
-              'details': '1c617bb976ccf680',
-              'makespan': 0.000174664674,
-              'phases': [(0.0, 0.000174664674)]},
+              'details': 'a8479bbc62d5e534',
+              'makespan': 0.000195740018,
+              'phases': [(0.0, 0.000195740018)]},
  'dgx-h100-roce': {'counters': {'delivered': 60000000.0,
-                                'events': 194729.0,
+                                'events': 194740.0,
                                 'flows': 256.0,
                                 'peak_buffer_bytes': 37602.0,
                                 'sent': 60000000.0},
-                   'details': 'adcf892abfb767aa',
-                   'makespan': 0.000102660566,
-                   'phases': [(0.0, 0.000102660566)]}}
+                   'details': '7f37ac056d61866f',
+                   'makespan': 0.000113341399,
+                   'phases': [(0.0, 0.000113341399)]}}
 # fmt: on
 
 
