@@ -154,6 +154,7 @@ def stragglers(
         straggler_scaling,
     )
 
+    sc = None
     if compute is not None:
         if scenario is not None:
             fail("--compute and --scenario exclude each other: give one")
@@ -162,7 +163,7 @@ def stragglers(
         profile = StepProfile(compute=c, n_ranks=gpus or 1024, fixed=f)
         label = f"compute {compute} + fixed {fixed} per step"
     else:
-        sc, _, report = _scenario_report(scenario)
+        sc, cluster, report = _scenario_report(scenario)
         profile = profile_from_report(report)
         if gpus is not None:
             profile = profile.at_scale(gpus)
@@ -179,9 +180,16 @@ def stragglers(
         clock_jitter=_time("--clock-jitter", clock_jitter) or 0.0,
     )
     result = simulate_stragglers(profile, v, steps=steps, seed=seed, method=method)  # type: ignore[arg-type]
-    scaled = (
-        straggler_scaling(profile, v, _scales(scales), steps=steps, seed=seed) if scales else []
-    )
+    if not scales:
+        scaled = []
+    elif sc is None:  # a bare profile: the same per-rank step at every scale
+        scaled = straggler_scaling(profile, v, _scales(scales), steps=steps, seed=seed)
+    else:  # a scenario: its step rebuilt at every scale
+        from commwall.faults.analysis import rebuilt_scaling
+
+        scaled = rebuilt_scaling(
+            sc, v, _scales(scales), gpus_per_node=cluster.gpus_per_node, steps=steps, seed=seed
+        )
     if as_json:
         data = {"scenario": label, **result.to_dict(), "scaling": [r.to_dict() for r in scaled]}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -190,7 +198,7 @@ def stragglers(
               f"({result.method} sampling)")  # fmt: skip
     print_stragglers(result)
     if scaled:
-        print_scaling(scaled)
+        print_scaling(scaled, rebuilt=sc is not None)
 
 
 def _ci(interval: tuple[float, float], fmt: Any) -> str:
@@ -229,22 +237,34 @@ def print_stragglers(r: Any) -> None:
         out.print(f"each source alone adds per step: {parts}")
 
 
-def print_scaling(results: list[Any]) -> None:
-    """Straggler amplification as the job grows."""
+def print_scaling(results: list[Any], *, rebuilt: bool = False) -> None:
+    """Straggler amplification as the job grows: each scale's own step (``rebuilt``: the
+    scenario weak-scaled and simulated there) or the same per-rank step."""
     from commwall.units import format_time
 
-    table = Table(title="Straggler amplification (same per-rank step)", title_justify="left")
-    for col in ("ranks", "mean step", "p99 step", "slowdown", "waiting"):
+    title = (
+        "Straggler amplification (step rebuilt at each scale)"
+        if rebuilt
+        else "Straggler amplification (same per-rank step)"
+    )
+    table = Table(title=title, title_justify="left")
+    for col in ("ranks", "ideal step", "mean step", "p99 step", "slowdown", "waiting"):
         table.add_column(col, justify="right")
     for r in results:
         table.add_row(
             f"{r.n_ranks:,}",
+            format_time(r.ideal),
             format_time(r.step_time.mean),
             format_time(r.step_time.quantile(0.99)),
             f"{r.slowdown.mean:.4f}x",
             f"{r.waiting_share:.1%}",
         )
     out.print(table)
+    if rebuilt:
+        out.print(
+            "each scale: same model parallelism and per-rank batch, data parallelism grown with "
+            "the GPUs (analytic engine)"
+        )
 
 
 # ---- goodput ---------------------------------------------------------------------------------

@@ -40,6 +40,19 @@ def test_stragglers_on_the_default_scenario_with_scaling() -> None:
     assert isinstance(scaling, list) and [r["n_ranks"] for r in scaling] == [1024, 16384]
     assert scaling[1]["step_time_s"]["mean"] > scaling[0]["step_time_s"]["mean"]
     assert set(d["contributions_s"]) == {"compute jitter", "network tail"}  # type: ignore[arg-type]
+    # each scale is the scenario rebuilt there: the default's own 1,024 GPUs give its step,
+    # 16,384 a step of their own
+    ideals = [r["ideal_step_s"] for r in scaling]
+    assert ideals[0] == pytest.approx(d["ideal_step_s"]) and ideals[1] > ideals[0]
+
+
+def test_stragglers_scaling_refuses_a_scale_the_job_cannot_take() -> None:
+    result = runner.invoke(app, ["faults", "stragglers", "--scales", "1000", "--steps", "50"])
+    assert result.exit_code == 2, result.output
+    assert (
+        "1,000 GPUs do not split into model-parallel groups of tp x cp x pp = 32" in result.output
+    )
+    assert "Traceback" not in result.output
 
 
 def test_stragglers_table() -> None:

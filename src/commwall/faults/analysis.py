@@ -12,10 +12,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from commwall.faults.bit_errors import BitErrorResult, cluster_bit_errors
+from commwall.faults.errors import FaultError
 from commwall.faults.failures import FailureImpact
 from commwall.faults.goodput import GoodputResult, JobSize, RunPlan, goodput_study
 from commwall.faults.stragglers import StragglerResult, Variability, simulate_stragglers
-from commwall.io.scenario import GoodputSpec, Scenario, StragglersSpec
+from commwall.io.scenario import (
+    GoodputSpec,
+    Scenario,
+    ScenarioError,
+    StragglersSpec,
+    parse_scenario,
+)
 
 __all__ = [
     "DEFAULT_RUN_DAYS",
@@ -23,6 +30,8 @@ __all__ = [
     "analyse_faults",
     "cluster_with_scenario_failures",
     "plan_from_spec",
+    "rebuilt_scaling",
+    "scenario_at_scale",
     "variability_from_spec",
 ]
 
@@ -178,3 +187,81 @@ def analyse_faults(
         tokens_per_s=report.tokens_per_step / report.step_time,
         engine=scenario.simulation.engine,
     )
+
+
+def scenario_at_scale(scenario: Scenario, gpus_per_node: int, n_gpus: int) -> Scenario:
+    """``scenario`` weak-scaled to ``n_gpus``: the model-parallel layout (tp, cp, pp, ep, virtual
+    stages) and every rank's batch stay; data parallelism, nodes and the global batch grow or
+    shrink with the GPUs. Its ``faults`` section is dropped (the scaled step is its baseline).
+
+    Raises :class:`FaultError` naming the scale when the GPUs do not fill whole nodes and
+    model-parallel groups, or the scaled scenario is not valid."""
+    job = scenario.job
+    group = job.tp * job.cp * job.pp
+    if n_gpus < 1 or n_gpus % gpus_per_node:
+        raise FaultError(
+            f"scales: {n_gpus:,} GPUs do not fill whole {gpus_per_node}-GPU nodes; "
+            f"allowed: multiples of {gpus_per_node}"
+        )
+    if n_gpus % group:
+        raise FaultError(
+            f"scales: {n_gpus:,} GPUs do not split into model-parallel groups of tp x cp x pp = "
+            f"{group}; allowed: multiples of {group}"
+        )
+    dp = job.dp if job.dp is not None else scenario.cluster.nodes * gpus_per_node // group
+    per_replica, rest = divmod(job.global_batch, dp)
+    if rest:
+        raise FaultError(
+            f"scales: the global batch {job.global_batch} does not split evenly over dp = {dp}, "
+            "so there is no per-rank batch to keep; allowed: a global batch divisible by dp"
+        )
+    new_dp = n_gpus // group
+    data = scenario.model_dump(mode="json", exclude_none=True)
+    data["cluster"]["nodes"] = n_gpus // gpus_per_node
+    data["job"]["dp"] = new_dp
+    data["job"]["global_batch"] = per_replica * new_dp
+    data.pop("faults", None)
+    try:
+        return parse_scenario(data, origin=f"{scenario.name} at {n_gpus:,} GPUs")
+    except ScenarioError as err:
+        raise FaultError(f"scales: {n_gpus:,} GPUs: " + "; ".join(err.messages)) from None
+
+
+def rebuilt_scaling(
+    scenario: Scenario,
+    variability: Variability,
+    scales: list[int],
+    *,
+    gpus_per_node: int,
+    steps: int = 10_000,
+    seed: int = 0,
+) -> list[StragglerResult]:
+    """Straggler amplification as the job grows, with the step rebuilt at each scale: the
+    weak-scaled scenario (:func:`scenario_at_scale`) is simulated with the analytic engine —
+    NCCL's algorithm choice at that size, so a data-parallel all-reduce over 16,384 ranks waits
+    on the message steps of the tree or ring NCCL would pick there — and its step perturbed by
+    ``variability`` like the scenario's own (:func:`~commwall.faults.stragglers.simulate_stragglers`).
+    """
+    from commwall.faults.stragglers import profile_from_report
+    from commwall.workload.simulate import simulate
+
+    if not scales:
+        raise FaultError("scales: empty; allowed: one or more GPU counts, e.g. 1024,16384,131072")
+    out = []
+    for n in scales:
+        scaled = scenario_at_scale(scenario, gpus_per_node, int(n))
+        analytic = scaled.model_copy(
+            update={"simulation": scaled.simulation.model_copy(update={"engine": "analytic"})}
+        )
+        try:
+            report = simulate(analytic)
+        except ScenarioError as err:
+            raise FaultError(f"scales: {n:,} GPUs: " + "; ".join(err.messages)) from None
+        # direct draws (OS noise) cost steps × ranks: keep each scale to ~2·10⁸ draws
+        k = steps if not variability.has_noise else max(200, min(steps, 200_000_000 // int(n)))
+        out.append(
+            simulate_stragglers(
+                profile_from_report(report), variability, steps=k, seed=seed, contributions=False
+            )
+        )
+    return out

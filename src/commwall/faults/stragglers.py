@@ -640,7 +640,8 @@ def simulate_stragglers(
         ideal=ideal,
         step_time=summarize(step, name="step_time"),
         slowdown=summarize(step / ideal if ideal > 0 else np.ones(steps), name="slowdown"),
-        compute_wait=float(np.mean(comp)) - _mean_rank_compute(profile, variability),
+        # the slowest rank never beats the mean one; rounding can leave a few attoseconds below
+        compute_wait=max(0.0, float(np.mean(comp)) - _mean_rank_compute(profile, variability)),
         network_tail=float(np.mean(net)),
         variability=variability,
         contributions=parts,

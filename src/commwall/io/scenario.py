@@ -342,6 +342,14 @@ class JobSpec(_Strict):
         description="Model chunks per pipeline stage (Megatron interleaved 1F1B; 1 = plain 1F1B). "
         "Shrinks the bubble by this factor at the cost of more pipeline sends.",
     )
+    pipeline_layout: str | None = Field(
+        default=None,
+        max_length=65_536,
+        description="Which layers each virtual pipeline stage holds, in Megatron-Core's "
+        "--pipeline-model-parallel-layout syntax: stages split by '|', E embedding, t decoder "
+        "layer, L loss (final norm, LM head, cross-entropy), X*n repeats, e.g. "
+        "'Et*7|(t*8|)*14,t*7L'. Default: layers split evenly, E on the first stage, L on the last.",
+    )
     global_batch: int = Field(default=1024, ge=1, description="Sequences per optimizer step.")
     micro_batch: int = Field(
         default=1, ge=1, le=4096, description="Sequences per micro-batch per GPU."

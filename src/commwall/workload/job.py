@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 from dataclasses import dataclass
 
@@ -16,6 +18,7 @@ from commwall.io.scenario import JobSpec, ScenarioError
 from commwall.workload.compute import Device, device_for
 from commwall.workload.hf_config import ModelDefinitionError, resolve_model
 from commwall.workload.models import ModelSpec, UnknownModelError
+from commwall.workload.pipeline_layout import LayoutError, VirtualStage, even_layout, parse_layout
 
 #: Micro-batches × stages the step schedule will hold (each slot is a few phases).
 MAX_PIPELINE_SLOTS = 50_000
@@ -42,24 +45,46 @@ class Job:
     virtual_stages: int = 1
     device: Device | None = None
     cp: int = 1
+    layout: tuple[VirtualStage, ...] = ()
+    """What each virtual stage ``chunk·pp + stage`` holds (:mod:`~commwall.workload.pipeline_layout`);
+    empty: Megatron's default (:func:`~commwall.workload.pipeline_layout.even_layout`)."""
 
     @property
     def n_chunks(self) -> int:
         """Model chunks (virtual pipeline stages): ``pp × virtual_stages``."""
         return self.pp * self.virtual_stages
 
-    def chunk_layers(self, stage: int, chunk: int) -> range:
-        """Layers of model chunk ``chunk`` on ``stage`` — virtual stage ``chunk·pp + stage``.
+    @functools.cached_property
+    def stages(self) -> tuple[VirtualStage, ...]:
+        """The layout in force: the job's, or the even split with E first and L last."""
+        return self.layout or even_layout(self.model.n_layers, self.n_chunks)
 
-        Layers are spread as evenly as integers allow: virtual stage ``k`` of ``n`` holds
-        ``[⌊k·L/n⌋, ⌊(k+1)·L/n⌋)``.
+    @functools.cached_property
+    def _starts(self) -> tuple[int, ...]:
+        starts, total = [], 0
+        for vs in self.stages:
+            starts.append(total)
+            total += vs.layers
+        return tuple(starts)
+
+    def virtual_stage(self, stage: int, chunk: int) -> VirtualStage:
+        """What model chunk ``chunk`` on ``stage`` holds (virtual stage ``chunk·pp + stage``)."""
+        return self.stages[chunk * self.pp + stage]
+
+    def chunk_layers(self, stage: int, chunk: int) -> range:
+        """Layers of model chunk ``chunk`` on ``stage`` — virtual stage ``chunk·pp + stage``:
+        by default spread as evenly as integers allow (virtual stage ``k`` of ``n`` holds
+        ``[⌊k·L/n⌋, ⌊(k+1)·L/n⌋)``), else as ``job.pipeline_layout`` says.
         """
-        k, n, layers = chunk * self.pp + stage, self.n_chunks, self.model.n_layers
-        return range(k * layers // n, (k + 1) * layers // n)
+        k = chunk * self.pp + stage
+        start = self._starts[k]
+        return range(start, start + self.stages[k].layers)
 
     def layer_owner(self, layer: int) -> tuple[int, int]:
         """(stage, chunk) that holds ``layer`` (the inverse of :meth:`chunk_layers`)."""
-        virtual = ((layer + 1) * self.n_chunks - 1) // self.model.n_layers
+        virtual = bisect.bisect_right(self._starts, layer) - 1
+        while self.stages[virtual].layers == 0:  # an empty stage shares its start
+            virtual -= 1
         return virtual % self.pp, virtual // self.pp
 
     @property
@@ -161,7 +186,7 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
     v = spec.virtual_stages
     if v > 1 and spec.pp == 1:
         errors.append(f"job.virtual_stages: {v} needs pipeline parallelism (pp > 1); use 1")
-    elif spec.pp * v > model.n_layers:
+    elif spec.pp * v > model.n_layers and spec.pipeline_layout is None:  # a layout may hold E, L
         errors.append(
             f"job.virtual_stages: pp × virtual_stages = {spec.pp * v} model chunks exceed "
             f"{model.name}'s {model.n_layers} layers; allowed: 1 to {max(1, model.n_layers // spec.pp)}"
@@ -219,6 +244,20 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"job.virtual_stages: the interleaved schedule needs micro-batches ({micro_batches}) "
             f"to be a multiple of pp ({spec.pp}) (Megatron-LM's requirement)"
         )
+    layout: tuple[VirtualStage, ...] = ()
+    if spec.pipeline_layout is not None:
+        try:
+            layout = parse_layout(spec.pipeline_layout, pp=spec.pp, n_layers=model.n_layers)
+        except LayoutError as e:
+            errors.append(f"job.pipeline_layout: {e}")
+        else:
+            if len(layout) != spec.pp * v:
+                errors.append(
+                    f"job.pipeline_layout: {len(layout)} virtual stages, but pp × virtual_stages "
+                    f"= {spec.pp} × {v} = {spec.pp * v}; set virtual_stages to "
+                    f"{len(layout) // spec.pp} or give {spec.pp * v} stages"
+                )
+                layout = ()
     if spec.seq_len > model.max_seq_len:
         errors.append(
             f"job.seq_len: {spec.seq_len} exceeds {model.name}'s context of {model.max_seq_len} tokens"
@@ -254,4 +293,5 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         virtual_stages=spec.virtual_stages,
         device=device,
         cp=spec.cp,
+        layout=layout,
     )

@@ -4,12 +4,14 @@
 :class:`~commwall.collectives.schedule.Schedule` for every pipeline stage of one data-parallel
 replica (all replicas behave alike on an ideal fabric):
 
-* **Compute** per micro-batch and stage: the kernels of the stage's layers and its share of the
-  LM head, priced one by one (:mod:`commwall.workload.compute`: GEMMs by shape and precision,
-  fused attention, memory-bound kernels, recomputation as what is recomputed). With the flat
-  override ``compute_efficiency``: ``training_flops_per_token × tokens / (tp·pp)`` at the GPU's
-  dense peak × that share, split 1:2 forward:backward (Narayanan et al. SC'21), full
-  recomputation adding a forward to the backward.
+* **Compute** per micro-batch and model chunk: the kernels of the chunk's layers, and of the
+  final norm, LM head and loss where the pipeline layout puts them (the last stage by default,
+  as Megatron does; :mod:`commwall.workload.pipeline_layout`), priced one by one
+  (:mod:`commwall.workload.compute`: GEMMs by shape and precision, fused attention,
+  memory-bound kernels, recomputation as what is recomputed). With the flat override
+  ``compute_efficiency``: the layers' and the LM head's FLOPs at the GPU's dense peak × that
+  share, split 1:2 forward:backward (Narayanan et al. SC'21), full recomputation adding the
+  layers' forward to their backward. The embedding lookup is not priced.
 * **Tensor parallel** (Megatron-LM; Korthikanti et al. 2022 §4.2): per layer two all-gathers and
   two reduce-scatters of ``b·s·h`` half-precision values in forward and again in backward with
   sequence parallelism, or two all-reduces each way without. They block the compute stream.
@@ -114,13 +116,22 @@ def _groups(job: Job, d: int) -> Groups:
     )
 
 
-def micro_batch_times(job: Job) -> tuple[float, float]:
-    """Forward and backward compute seconds of one micro-batch on one stage (the stages'
-    average: the layers and the LM head spread over ``pp`` stages).
+@dataclass(frozen=True)
+class UnitTimes:
+    """Compute seconds of one micro-batch on one GPU: one decoder layer, and the loss unit
+    (final norm, LM head, cross-entropy), forward and backward."""
 
-    Priced kernel by kernel (:mod:`commwall.workload.compute`), or with the flat
-    ``compute_efficiency`` when the job sets one; both times ``compute_scale``.
+    layer_forward: float
+    layer_backward: float
+    head_forward: float
+    head_backward: float
+
+
+def unit_times(job: Job) -> UnitTimes:
+    """:class:`UnitTimes` of ``job``, priced kernel by kernel (:mod:`commwall.workload.compute`),
+    or with the flat ``compute_efficiency`` when the job sets one; all times ``compute_scale``.
     """
+    scale = job.spec.compute_scale
     if job.device is not None:
         spec = job.spec
         work = layer_work(
@@ -136,34 +147,42 @@ def micro_batch_times(job: Job) -> tuple[float, float]:
             elem_bytes=job.element_bytes,
             context_parallel=job.cp,
         )
-        layers = job.model.n_layers
-        forward = layers * work.layer_forward() + work.seconds(work.head_forward)
-        backward = layers * work.layer_backward() + work.seconds(work.head_backward)
-        scale = spec.compute_scale / job.pp
-        return forward * scale, backward * scale
-    forward, backward = _flat_times(job)
-    return forward * job.spec.compute_scale, backward * job.spec.compute_scale
+        return UnitTimes(
+            work.layer_forward() * scale,
+            work.layer_backward() * scale,
+            work.seconds(work.head_forward) * scale,
+            work.seconds(work.head_backward) * scale,
+        )
+    return _flat_times(job, scale)
 
 
-def _flat_times(job: Job) -> tuple[float, float]:
-    """The flat model: executed FLOPs at ``compute_efficiency`` × peak, 1:2 forward:backward."""
-    spec = job.spec
+def micro_batch_times(job: Job) -> tuple[float, float]:
+    """Forward and backward compute seconds of one micro-batch on one stage, the stages'
+    average: all layers and the loss unit over ``pp`` stages (:func:`unit_times`)."""
+    u = unit_times(job)
+    layers = job.model.n_layers
+    forward = (layers * u.layer_forward + u.head_forward) / job.pp
+    backward = (layers * u.layer_backward + u.head_backward) / job.pp
+    return forward, backward
+
+
+def _flat_times(job: Job, scale: float) -> UnitTimes:
+    """The flat model: executed FLOPs at ``compute_efficiency`` × peak, 1:2 forward:backward;
+    the LM head's ``6·V·h`` FLOPs per token (counted in ``training_flops_per_token``) apart."""
+    spec, m = job.spec, job.model
     assert spec.compute_efficiency is not None  # resolve_job gives a device otherwise
-    tokens = spec.micro_batch * spec.seq_len
-    flops = job.model.training_flops_per_token(spec.seq_len) * tokens / (job.tp * job.pp * job.cp)
-    rate = job.peak_flops * spec.compute_efficiency
-    forward = flops / 3.0 / rate
-    backward = 2.0 * flops / 3.0 / rate
+    tokens = spec.micro_batch * spec.seq_len / (job.tp * job.cp)
+    rate = job.peak_flops * spec.compute_efficiency / scale
+    head = 6.0 * m.vocab * m.hidden * tokens
+    layer = (m.training_flops_per_token(spec.seq_len) * tokens - head) / m.n_layers
+    forward, backward = layer / 3.0 / rate, 2.0 * layer / 3.0 / rate
     if spec.recompute == "full":
         backward += forward
     elif spec.recompute == "selective":
         # Korthikanti et al. 2022 §5: recompute only the attention core (QKᵀ and AV,
         # 4·s·h FLOPs per token per layer in forward).
-        m = job.model
-        backward += (
-            4.0 * m.n_layers * m.q_dim * spec.seq_len * tokens / (job.tp * job.pp * job.cp) / rate
-        )
-    return forward, backward
+        backward += 4.0 * m.q_dim * spec.seq_len * tokens / rate
+    return UnitTimes(forward, backward, head / 3.0 / rate, 2.0 * head / 3.0 / rate)
 
 
 def _stage_tensors(job: Job, stage: int, chunk: int | None = None) -> list[tuple[str, int, float]]:
@@ -290,9 +309,9 @@ class _Builder:
         self.v = job.virtual_stages
         self.groups = _groups(job, scale_up_domain)
         self.schedule = Schedule()
-        # Per micro-batch and stage; a layer gets its share, so uneven chunks cost in proportion.
+        # Per micro-batch: a chunk costs its layers, plus the loss unit where the layout puts it.
+        self.units = unit_times(job)
         self.t_f, self.t_b = micro_batch_times(job)
-        self.per_layer = job.pp / job.model.n_layers
         self.blocking: dict[int, tuple[int, ...]] = {}  # buckets the next compute must wait for
         self.sp = self.spec.sequence_parallel and job.tp > 1
         act = job.activation_bytes
@@ -369,7 +388,22 @@ class _Builder:
 
     def layer_seconds(self, kind: str) -> float:
         """Forward (``F``) or backward (``B``) seconds of one layer of one micro-batch."""
-        return (self.t_f if kind == "F" else self.t_b) * self.per_layer
+        u = self.units
+        return u.layer_forward if kind == "F" else u.layer_backward
+
+    def head_seconds(self, kind: str, stage: int, chunk: int) -> float:
+        """Seconds of the loss unit (final norm, LM head, cross-entropy) in this chunk, if the
+        pipeline layout puts it here; 0 otherwise."""
+        if not self.job.virtual_stage(stage, chunk).loss:
+            return 0.0
+        u = self.units
+        return u.head_forward if kind == "F" else u.head_backward
+
+    def chunk_seconds(self, kind: str, stage: int, chunk: int) -> float:
+        """One micro-batch's compute of a model chunk: its layers and, where it holds it, the
+        loss unit."""
+        layers = len(self.job.chunk_layers(stage, chunk))
+        return layers * self.layer_seconds(kind) + self.head_seconds(kind, stage, chunk)
 
     def ready(self, stage: int, after: tuple[int, ...]) -> tuple[int, ...]:
         """``after`` plus any gradient buckets the stage must finish first (no overlap)."""
@@ -383,6 +417,8 @@ class _Builder:
         last = self.add(
             f"s{stage} {tag} compute", ComputeTask(seconds), "compute", f"s{stage}.compute", after
         )
+        if layers == 0:  # the embedding or the loss unit alone: no layer collectives
+            return last
         if self.job.cp > 1:
             self.context_exchange(stage, tag, layers, after)
         if self.job.tp > 1 or self.job.ep > 1:
@@ -425,8 +461,9 @@ class _Builder:
         ``overlap`` each gather waits for the previous layer and its reduce-scatter.
         """
         job, grads = self.job, self.layer_param_bytes()
-        layers = max(1, len(job.chunk_layers(stage, chunk)))
+        layers = len(job.chunk_layers(stage, chunk))
         seconds = self.layer_seconds(kind)
+        head = self.head_seconds(kind, stage, chunk)
         compute_stream, dp_stream = f"s{stage}.compute", f"s{stage}.dp"
         sharded = self.groups.dp.nranks > 1  # a one-rank DP group has nothing to gather
         root = self.root_param_bytes(stage, chunk) if sharded else 0.0
@@ -440,6 +477,11 @@ class _Builder:
         computes: list[int] = []
         last = -1
         blocking: tuple[int, ...] = ()
+        if kind == "B" and (head > 0 or layers == 0):
+            # the loss unit's backward runs first (the compute stream orders the layers after)
+            last = self.add(
+                f"s{stage} {tag} head compute", ComputeTask(head), "compute", compute_stream, after
+            )
         for i in range(layers):
             if not sharded:
                 computes.append(
@@ -488,6 +530,14 @@ class _Builder:
                     (last,),
                 )
                 blocking = (rs,)
+        if kind == "F" and (head > 0 or layers == 0):
+            last = self.add(
+                f"s{stage} {tag} head compute",
+                ComputeTask(head),
+                "compute",
+                compute_stream,
+                after if layers == 0 else (),
+            )
         if kind == "B" and root > 0:
             root_task = CollectiveTask(Op.REDUCE_SCATTER, root, self.groups.dp)
             self.add(
@@ -559,7 +609,8 @@ class _Builder:
             last = self.fsdp_layers(stage, chunk, tag, "F", after)
         else:
             layers = len(self.job.chunk_layers(stage, chunk))
-            last = self.chunk_work(stage, tag, layers * self.layer_seconds("F"), layers, after)
+            seconds = self.chunk_seconds("F", stage, chunk)
+            last = self.chunk_work(stage, tag, seconds, layers, after)
         self.p2p("F", stage, chunk, j, last)
 
     def backward(self, stage: int, chunk: int, j: int) -> None:
@@ -573,7 +624,8 @@ class _Builder:
             last = self.last_backward(stage, chunk, after)
         else:
             layers = len(self.job.chunk_layers(stage, chunk))
-            last = self.chunk_work(stage, tag, layers * self.layer_seconds("B"), layers, after)
+            seconds = self.chunk_seconds("B", stage, chunk)
+            last = self.chunk_work(stage, tag, seconds, layers, after)
             if self.spec.zero_stage == 2:
                 # Gradients are sharded: every micro-batch reduce-scatters into the shard
                 # (ZeRO-2; Rajbhandari et al. SC'20 §5.2), under the next micro-batch — or,
@@ -594,6 +646,13 @@ class _Builder:
         done_after: dict[int, int] = {}
         last = -1
         head_done = -1
+        head = self.head_seconds("B", stage, chunk)
+        if head > 0:  # the loss unit's backward comes first; its gradients are ready after it
+            name = f"s{stage} B-last head compute"
+            last = head_done = self.add(
+                name, ComputeTask(head), "compute", f"s{stage}.compute", after
+            )
+            after = ()
         for layer in reversed(layers):
             name = f"s{stage} B-last layer {layer} compute"
             last = self.add(name, ComputeTask(seconds), "compute", f"s{stage}.compute", after)
@@ -603,6 +662,11 @@ class _Builder:
             done_after[layer] = last
             if head_done < 0:
                 head_done = last
+        if last < 0:  # nothing to compute (an embedding-only chunk): anchor the buckets
+            last = self.add(
+                f"s{stage} B-last compute", ComputeTask(0.0), "compute", f"s{stage}.compute", after
+            )
+            head_done = last
         done_after[job.model.n_layers] = head_done
         done_after[-1] = last
         self.dp_buckets(stage, chunk, done_after)

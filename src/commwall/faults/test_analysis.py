@@ -1,0 +1,74 @@
+"""The scenario side of the fault models: weak scaling a scenario and rebuilding its step."""
+
+from __future__ import annotations
+
+import pytest
+
+from commwall.faults import FaultError
+from commwall.faults.analysis import rebuilt_scaling, scenario_at_scale
+from commwall.faults.stragglers import Variability, profile_from_report, simulate_stragglers
+from commwall.io.scenario import parse_scenario
+from commwall.workload.simulate import simulate
+
+
+def _zero3(nodes: int = 2) -> object:
+    return parse_scenario(
+        {
+            "name": "zero3",
+            "cluster": {"preset": "dgx-h100", "nodes": nodes},
+            "job": {"model": "llama3-8b", "global_batch": 8 * nodes, "micro_batch": 1,
+                    "seq_len": 4096, "zero_stage": 3, "tp": 2},
+            "faults": {"stragglers": {"jitter": 0.01}},
+        }
+    )  # fmt: skip
+
+
+def test_weak_scaling_keeps_model_parallelism_and_the_per_rank_batch() -> None:
+    sc = _zero3(nodes=2)  # 16 GPUs, tp 2 -> dp 8, 2 sequences per replica
+    big = scenario_at_scale(sc, 8, 64)  # type: ignore[arg-type]
+    assert big.cluster.nodes == 8
+    assert (big.job.tp, big.job.pp, big.job.cp) == (2, 1, 1)
+    assert big.job.dp == 32
+    assert big.job.global_batch == 64  # 2 per replica, as before
+    assert big.faults is None
+    assert big.name == sc.name  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("n", "needle"), [(12, "whole 8-GPU nodes"), (0, "whole 8-GPU nodes")])
+def test_scales_that_do_not_fill_nodes_are_refused(n: int, needle: str) -> None:
+    with pytest.raises(FaultError, match=needle):
+        scenario_at_scale(_zero3(), 8, n)  # type: ignore[arg-type]
+
+
+def test_scales_that_do_not_fill_model_parallel_groups_are_refused() -> None:
+    sc = parse_scenario(
+        {"cluster": {"preset": "dgx-h100", "nodes": 2}, "job": {"model": "llama3-8b", "tp": 8,
+         "pp": 2, "global_batch": 8}}
+    )  # fmt: skip
+    with pytest.raises(FaultError, match="model-parallel groups of tp x cp x pp = 16"):
+        scenario_at_scale(sc, 8, 24)
+
+
+def test_a_batch_that_does_not_split_over_dp_is_refused() -> None:
+    sc = parse_scenario(
+        {"cluster": {"preset": "dgx-h100", "nodes": 2}, "job": {"model": "llama3-8b", "tp": 2,
+         "global_batch": 12, "micro_batch": 1}}
+    )  # fmt: skip
+    with pytest.raises(FaultError, match="does not split evenly over dp = 8"):
+        scenario_at_scale(sc, 8, 32)
+
+
+def test_the_rebuilt_step_at_the_scenarios_own_scale_is_its_own_step() -> None:
+    sc = _zero3(nodes=2)
+    v = Variability(message_tail=2e-6)
+    own, bigger = rebuilt_scaling(sc, v, [16, 256], gpus_per_node=8, steps=200)  # type: ignore[arg-type]
+    alone = simulate_stragglers(profile_from_report(simulate(sc)), v, steps=200)  # type: ignore[arg-type]
+    assert own.ideal == pytest.approx(alone.ideal)
+    assert own.step_time.mean == pytest.approx(alone.step_time.mean)
+    # at 16x the GPUs the ZeRO-3 gathers span 16x the ranks: the step itself is rebuilt
+    assert bigger.n_ranks == 256 and bigger.ideal > own.ideal
+
+
+def test_rebuilt_scaling_needs_scales() -> None:
+    with pytest.raises(FaultError, match="scales: empty"):
+        rebuilt_scaling(_zero3(), Variability(), [], gpus_per_node=8)  # type: ignore[arg-type]
