@@ -102,6 +102,7 @@ def run(
     from commwall.io.scenario import ScenarioError, load_scenario
     from commwall.workload.simulate import simulate
 
+    _check_outputs(("--trace", trace), ("--parquet", parquet))
     sc = load_scenario(scenario) if scenario is not None else default_scenario()
     sc = _override(sc, engine, routing)
     faults = failures = None
@@ -160,6 +161,15 @@ def _override(sc: Any, engine: str | None, routing: str | None) -> Any:
     return sc
 
 
+def _check_outputs(*options: tuple[str, Path | None]) -> None:
+    """Refuse an output path that cannot be written before the work starts (one line, exit 2)."""
+    from commwall.io.atomic import output_problem
+
+    for option, path in options:
+        if path is not None and (problem := output_problem(path)) is not None:
+            fail(f"{option}: cannot write {str(path)!r}: {problem}")
+
+
 def _write_trace(path: Path, result: Any) -> None:
     """Write ``result`` as a Perfetto trace (link utilisation as counters when the engine has it)."""
     from commwall.io.trace import trace_events, write_trace
@@ -204,7 +214,7 @@ def _print_report(report: Any) -> None:
     from commwall.workload.simulate import CATEGORIES, CATEGORY_LABELS, COMM_CATEGORIES
 
     c, j = report.cluster, report.job
-    out.print(f"[bold]{report.scenario}[/]")
+    out.print(f"[bold]{escape(report.scenario)}[/]")
     out.print(
         f"cluster  {c['gpus']:,} x {c['gpu']} in {c['nodes']:,} nodes; scale-up {c['scale_up']} "
         f"domain of {c['scale_up_domain']} at {_gb(c['scale_up_bw_per_gpu'])}/GPU; "
@@ -393,6 +403,7 @@ def collective(
         fail("--routing and --trace need --engine flow (the analytic engine assumes ideal balance)")
     if packet_fabric is not None and engine != "packet":
         fail("--fabric needs --engine packet")
+    _check_outputs(("--trace", trace), ("--parquet", parquet))
     flow: Any = None
     if engine == "packet":
         flow, group = _packet_engine(cl, fabric, packet_fabric, routing, hi, policy)

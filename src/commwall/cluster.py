@@ -580,5 +580,17 @@ def cluster_from_option(
     if gdr is not None:
         update["gpudirect_rdma"] = gdr
     if update:
-        spec = ClusterSpec.model_validate({**spec.model_dump(), **update})
+        from pydantic import ValidationError
+
+        from commwall.io.scenario import validation_messages
+
+        try:
+            spec = ClusterSpec.model_validate({**spec.model_dump(), **update})
+        except ValidationError as err:  # e.g. --nodes 10000000 beyond cluster.nodes' limit
+            messages = validation_messages(err)
+            if all(m.startswith("nodes: ") for m in messages):
+                raise ScenarioError(
+                    [m.removeprefix("nodes: ") for m in messages], "--nodes"
+                ) from None
+            raise ScenarioError(messages, option) from None
     return build_cluster(spec)

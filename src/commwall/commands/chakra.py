@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from commwall.console import fail, friendly, out
 
@@ -303,5 +304,5 @@ def export(
                                ranks=chosen, scale_up_domain=cl.scale_up_domain)  # fmt: skip
     except OSError as e:
         fail(f"--out: cannot write {str(out_dir)!r}: {e.strerror or e}")
-    out.print(f"{len(paths):,} trace(s) of {sc.name} ({len(plan.schedule.phases):,} phases, "
-              f"{job.n_gpus:,} ranks) written to {out_dir}/{prefix}.<rank>.et")  # fmt: skip
+    out.print(f"{len(paths):,} trace(s) of {escape(sc.name)} ({len(plan.schedule.phases):,} "
+              f"phases, {job.n_gpus:,} ranks) written to {escape(f'{out_dir}/{prefix}')}.<rank>.et")  # fmt: skip

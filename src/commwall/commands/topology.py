@@ -88,10 +88,10 @@ def build(
 
         part = load_catalog().switch(switch)
         physics = {"link_rate": part.port_rate, "switch_latency": part.latency}
-        radix = radix or part.ports
+        radix = part.ports if radix is None else radix
     if link_rate is not None:
         physics["link_rate"] = link_rate
-    r = radix or 64
+    r = 64 if radix is None else radix
     ratios = _ratios(oversubscription)
     taper: float | tuple[float, ...] | None = (
         ratios[0] if ratios is not None and len(ratios) == 1 else ratios
@@ -121,7 +121,7 @@ def build(
     if kind in ("rail-optimized", "rail-only") and nodes is None:
         raise ValueError(f"{kind} needs --nodes (servers, each with --rails NICs)")
     if kind == "fat-tree":
-        t = tiers or 3
+        t = 3 if tiers is None else tiers
         return fat_tree(r, t, 1.0 if taper is None else taper, endpoints=nodes, **physics)
     first = 1.0 if ratios is None else ratios[0]
     if kind == "leaf-spine":

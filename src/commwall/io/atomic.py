@@ -68,3 +68,19 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         handle.write(text)
 
     write_atomic(path, write)
+
+
+def output_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be written as an output file, or None: checked before a long run so
+    that nothing computed is lost to a typo in the output path."""
+    p = Path(path)
+    if p.is_dir():
+        return "is a directory"
+    parent = p.parent
+    if not parent.is_dir():
+        return f"its folder {str(parent)!r} does not exist"
+    if not os.access(parent, os.W_OK):
+        return f"its folder {str(parent)!r} is not writable"
+    if p.exists() and not os.access(p, os.W_OK):
+        return "the file exists and is not writable"
+    return None

@@ -571,11 +571,26 @@ class EconomicsSpec(_Strict):
     )
 
 
+def _printable(value: object) -> object:
+    """Refuse control characters (terminal escape sequences, carriage returns) in free text that
+    reaches terminals and reports; newlines and tabs are allowed."""
+    if isinstance(value, str):
+        for i, ch in enumerate(value):
+            if (ord(ch) < 32 and ch not in "\n\t") or 127 <= ord(ch) < 160:
+                raise ValueError(
+                    f"control character {ch!r} at position {i + 1}; allowed: printable text"
+                )
+    return value
+
+
+Text = Annotated[str, BeforeValidator(_printable)]
+
+
 class Scenario(_Strict):
     """A whole scenario: cluster, job and simulation settings."""
 
-    name: str = Field(default="scenario", description="A label for reports.")
-    description: str = Field(default="", description="Free text.")
+    name: Text = Field(default="scenario", max_length=1000, description="A label for reports.")
+    description: Text = Field(default="", max_length=100_000, description="Free text.")
     cluster: ClusterSpec = Field(default_factory=ClusterSpec, description="The machine.")
     job: JobSpec = Field(default_factory=JobSpec, description="The training job.")
     simulation: SimulationSpec = Field(
@@ -625,8 +640,13 @@ def parse_scenario(data: object, origin: str = "scenario") -> Scenario:
     if data is None:
         data = {}
     if not isinstance(data, dict):
+        # the type only: the text of a file that is not a scenario is not echoed back
         raise ScenarioError(
-            [f"the top level must be a mapping of sections, got {_short(data)}"], origin
+            [
+                f"the top level must be a mapping of sections (cluster:, job:, ...), got "
+                f"{type(data).__name__}"
+            ],
+            origin,
         )
     try:
         return Scenario.model_validate(data)
@@ -656,8 +676,67 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+#: Largest scenario or spec file read (a scenario is a few KB; /dev/zero is endless).
+MAX_FILE_BYTES = 16 * 2**20
+#: Most values a parsed document may expand to through YAML aliases (a 478-byte "billion laughs"
+#: expands to hundreds of millions and would take minutes and gigabytes to validate).
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+def expanded_size(data: object, limit: int = MAX_EXPANDED_VALUES) -> int:
+    """Values ``data`` holds once every alias is written out (shared subtrees counted each time
+    they are used), computed once per shared object and stopped past ``limit``."""
+    sizes: dict[int, int] = {}
+
+    def size(x: object, depth: int) -> int:
+        if depth > 200:  # deeper than any scenario; refuse before Python's own limit
+            return limit + 1
+        if not isinstance(x, dict | list):
+            return 1
+        key = id(x)
+        if key not in sizes:
+            sizes[key] = limit + 1  # a cycle (a recursive alias) is too big
+            items = [*x.keys(), *x.values()] if isinstance(x, dict) else x
+            total = 1
+            for item in items:
+                total += size(item, depth + 1)
+                if total > limit:
+                    break
+            sizes[key] = total
+        return sizes[key]
+
+    return size(data, 0)
+
+
+def read_text_file(path: str | Path, what: str = "file") -> str:
+    """The UTF-8 text of a small file (at most :data:`MAX_FILE_BYTES`), or :class:`ScenarioError`
+    saying why not: unreadable, too large, not UTF-8 text."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise ScenarioError([f"cannot read the file: {err.strerror}"], str(p)) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ScenarioError(
+            [f"the {what} is larger than {MAX_FILE_BYTES // 2**20} MiB; a {what} is YAML text"],
+            str(p),
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ScenarioError(
+            [
+                f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); a {what} is "
+                "YAML text"
+            ],
+            str(p),
+        ) from None
+
+
 def load_scenario_text(text: str, origin: str = "scenario") -> Scenario:
-    """Parse YAML text into a :class:`Scenario`."""
+    """Parse YAML text into a :class:`Scenario`; an empty document is an error (run without a
+    file for the built-in default)."""
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as err:
@@ -665,17 +744,29 @@ def load_scenario_text(text: str, origin: str = "scenario") -> Scenario:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err)
         raise ScenarioError([f"YAML syntax error at {where}{problem}"], origin) from None
+    if data is None:
+        raise ScenarioError(
+            [
+                "empty (or only comments): give at least a cluster or a job section; `commwall run` "
+                "without a file runs the built-in default"
+            ],
+            origin,
+        )
+    if expanded_size(data) > MAX_EXPANDED_VALUES:
+        raise ScenarioError(
+            [
+                f"expands to more than {MAX_EXPANDED_VALUES:,} values through YAML aliases (or nests "
+                "deeper than 200 levels); a scenario is a few hundred"
+            ],
+            origin,
+        )
     return parse_scenario(data, origin)
 
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ScenarioError([f"cannot read the file: {err.strerror}"], str(p)) from None
-    scenario = load_scenario_text(text, str(p))
+    scenario = load_scenario_text(read_text_file(p, "scenario"), str(p))
     model = scenario.job.model
     if isinstance(model, ModelDef) and model.hf_config and not Path(model.hf_config).is_absolute():
         # a config.json next to the scenario file is found from any working directory

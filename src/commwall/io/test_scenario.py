@@ -53,9 +53,13 @@ CASES: list[tuple[str, str, list[str]]] = [
     (
         "top-level-list",
         "- cluster\n- job\n",
-        ["the top level must be a mapping of sections, got ['cluster', 'job']"],
+        ["the top level must be a mapping of sections (cluster:, job:, ...), got list"],
     ),
-    ("top-level-scalar", "42\n", ["the top level must be a mapping of sections, got 42"]),
+    (
+        "top-level-scalar",
+        "42\n",
+        ["the top level must be a mapping of sections (cluster:, job:, ...), got int"],
+    ),
     (
         "section-not-mapping",
         "cluster: 5\n",
@@ -454,8 +458,13 @@ def test_yaml_merge_keys_still_work() -> None:
     assert scenario.job.model == "llama3-8b" and scenario.job.tp == 8
 
 
-def test_empty_file_is_the_default_scenario() -> None:
-    assert load_scenario_text("") == parse_scenario({})
+def test_an_empty_file_is_an_error_and_an_empty_mapping_the_defaults() -> None:
+    # an empty or comment-only file is a mistake, not the 8-GPU field defaults (issue 19);
+    # `commwall run` without a file runs the built-in default
+    for text in ("", "# nothing yet\n"):
+        with pytest.raises(ScenarioError, match=r"empty \(or only comments\)"):
+            load_scenario_text(text)
+    assert load_scenario_text("{}") == parse_scenario({})
 
 
 def test_missing_file_names_the_path(tmp_path: Path) -> None:

@@ -138,17 +138,28 @@ def _sample_indices(spec: SweepSpec, sizes: list[int]) -> list[tuple[int, ...]]:
 
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and validate the spec at ``path`` (a relative ``base`` is relative to it)."""
+    from commwall.io.scenario import (
+        MAX_EXPANDED_VALUES,
+        ScenarioError,
+        expanded_size,
+        read_text_file,
+    )
+
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise SweepError([f"cannot read the file: {e.strerror or e}"], str(p)) from None
+        data = yaml.safe_load(read_text_file(p, "sweep spec"))
+    except ScenarioError as e:
+        raise SweepError(e.messages, str(p)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
         raise SweepError(
             [f"YAML syntax error at {where}{getattr(e, 'problem', e)}"], str(p)
         ) from None
+    if expanded_size(data) > MAX_EXPANDED_VALUES:
+        raise SweepError(
+            [f"expands to more than {MAX_EXPANDED_VALUES:,} values through YAML aliases"], str(p)
+        )
     return parse_sweep(data, origin=str(p), root=p.parent)
 
 

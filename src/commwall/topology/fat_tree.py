@@ -29,8 +29,19 @@ __all__ = ["fat_tree", "leaf_spine", "rail_only", "rail_optimized"]
 Taper = float | Sequence[float]
 
 
+#: Most hosts a Clos is built with: 4,194,304 (a radix-256 three-tier fat tree); a full radix-
+#: 100,000 fat tree would need petabytes before the first link.
+MAX_ENDPOINTS = 1 << 22
+#: Most ports a switch may have here (the largest ASICs have 512).
+MAX_RADIX = 1024
+
+
 def _even_radix(name: str, value: object, what: str) -> int:
     r = ck.check_int(name, value, 4, "a switch needs at least 2 ports down and 2 up")
+    if r > MAX_RADIX:
+        raise TopologyError(
+            f"{name}={r:,}: at most {MAX_RADIX:,} ports per switch (the largest ASICs have 512)"
+        )
     if r % 2:
         raise TopologyError(
             f"{name}={r}: {name} must be even: {what} splits each switch's {name} ports half "
@@ -58,8 +69,15 @@ def _tapers(value: Taper, n: int) -> tuple[float, ...]:
 
 def _endpoints(value: int | None, maximum: int, what: str, fix: str) -> int:
     if value is None:
+        if maximum > MAX_ENDPOINTS:
+            raise TopologyError(
+                f"{what} holds {maximum:,} hosts; commwall builds at most {MAX_ENDPOINTS:,}: "
+                "give the endpoints (--nodes) or use a smaller radix"
+            )
         return maximum
     e = ck.check_int("endpoints", value, 1)
+    if e > MAX_ENDPOINTS:
+        raise TopologyError(f"endpoints={e:,}: commwall builds at most {MAX_ENDPOINTS:,} hosts")
     if e > maximum:
         raise TopologyError(f"endpoints={e}: {what} holds at most {maximum:,}; {fix}")
     return e

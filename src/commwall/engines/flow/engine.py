@@ -59,6 +59,8 @@ def parse_routing(name: str | None, default: str = "ecmp") -> tuple[RoutingPolic
     """``(policy, pxn)`` for a routing name such as ``ecmp``, ``spray+pxn`` or ``pxn``."""
     text = (name or default).strip().lower()
     parts = [p.strip() for p in text.split("+")]
+    if parts.count("pxn") > 1:
+        raise ValueError(f"routing={name!r}: '+pxn' given {parts.count('pxn')} times; give it once")
     pxn = "pxn" in parts
     rest = [p for p in parts if p != "pxn"] or ["ecmp"]
     if len(rest) != 1 or rest[0] not in ROUTINGS:

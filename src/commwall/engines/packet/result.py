@@ -60,7 +60,10 @@ class PacketResult:
         return self.total_bytes / self.makespan if self.makespan > 0 else 0.0
 
     def percentiles(self) -> dict[str, float]:
-        """min / p50 / p99 / max completion time, seconds."""
+        """min / p50 / p99 / max completion time, seconds (all 0 when no flow ran: a collective
+        of a few bytes can leave every rank nothing to send)."""
+        if len(self.fct) == 0:
+            return dict.fromkeys(("min", "p50", "p99", "max"), 0.0)
         q = np.percentile(self.fct, [0, 50, 99, 100])
         return dict(zip(("min", "p50", "p99", "max"), (float(v) for v in q), strict=True))
 
@@ -73,7 +76,7 @@ class PacketResult:
             "flows": self.flows,
             "total_bytes": self.total_bytes,
             "fct_s": self.percentiles(),
-            "fct_mean_s": float(self.fct.mean()),
+            "fct_mean_s": float(self.fct.mean()) if len(self.fct) else 0.0,
             "makespan_s": self.makespan,
             "goodput_Bps": self.goodput,
             "fairness_jain": self.fairness,
