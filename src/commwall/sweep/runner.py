@@ -27,6 +27,7 @@ import yaml
 
 from commwall.io.atomic import write_text_atomic
 from commwall.sweep.evaluate import design_id, evaluate_point
+from commwall.sweep.lifeline import die_with_parent
 from commwall.sweep.spec import Point, SweepError, SweepSpec, feasible
 from commwall.sweep.store import done_ids, write_point
 
@@ -269,13 +270,21 @@ def _pool(todo: list[Point], workers: int) -> Iterator[dict[str, Any]]:
     context: BaseContext
     if "forkserver" in multiprocessing.get_all_start_methods():
         server = multiprocessing.get_context("forkserver")
-        server.set_forkserver_preload(["commwall.sweep.evaluate", "commwall.workload.simulate"])
+        server.set_forkserver_preload(
+            [
+                "commwall.sweep._forkserver_lifeline",  # dies with this driver (lifeline doc)
+                "commwall.sweep.evaluate",
+                "commwall.workload.simulate",
+            ]
+        )
         context = server
     else:
         context = multiprocessing.get_context("spawn")
     pending: set[Future[dict[str, Any]]] = set()
     queue = iter(todo)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=die_with_parent
+    ) as pool:
         try:
             while True:
                 while len(pending) < workers * _IN_FLIGHT_PER_WORKER:

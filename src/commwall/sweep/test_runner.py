@@ -102,6 +102,66 @@ def test_a_killed_sweep_resumes_without_losing_or_recomputing_points(tmp_path: P
     assert not [p for p in (out / "points").iterdir() if p.name.startswith(".")]
 
 
+def _children(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {c for c, p in parents.items() if p in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_no_pool_process_outlives_a_killed_driver(tmp_path: Path, sig: signal.Signals) -> None:
+    """Kill only the driver (not its process group): the forkserver and the workers follow it."""
+    import yaml
+
+    many = {**SPEC, "base": str(ROOT / SPEC["base"]),  # type: ignore[operator]
+            "axes": {"cluster.nics_per_node": [1, 2, 4, 8],
+                     "cluster.topology.oversubscription": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}  # fmt: skip
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text(yaml.safe_dump(many, sort_keys=False))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", "from commwall.cli import main; main()", "sweep", "run",
+           str(spec_file), "--out", str(out), "--jobs", "2"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    pool: set[int] = set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        pool = _children(proc.pid)
+        if len(pool) >= 3 and done_ids(out):  # forkserver + 2 workers, and work under way
+            break
+        time.sleep(0.05)
+    assert len(pool) >= 3 and proc.poll() is None, "the pool should be running"
+    os.kill(proc.pid, sig)
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(p) for p in pool):
+        time.sleep(0.1)
+    survivors = [p for p in pool if _alive(p)]
+    for p in survivors:  # do not leave them behind whatever the outcome
+        os.kill(p, signal.SIGKILL)
+    assert not survivors, f"{len(survivors)} pool process(es) outlived the driver"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray not installed")
 def test_ray_executor_gives_the_same_records(tmp_path: Path) -> None:
     small = {**SPEC, "zip": [], "axes": {"cluster.nics_per_node": [1, 2],
