@@ -534,6 +534,7 @@ _BINARY_DATA: Final[_Prefixes] = [
     (2.0**50, "Pi"),
 ]
 _TIME_PREFIXES: Final[_Prefixes] = [
+    (1e-15, "fs"),  # clock jitter and rounding residues are femtoseconds
     (1e-12, "ps"),
     (1e-9, "ns"),
     (1e-6, "µs"),
@@ -649,6 +650,8 @@ def format_time(seconds: float, *, digits: int = 4) -> str:
     '2.5 µs'
     >>> format_time(3600)
     '3600 s'
+    >>> format_time(8e-15)
+    '8 fs'
     """
     return _format(seconds, _TIME_PREFIXES, "", digits)
 

@@ -199,7 +199,9 @@ def _print(data: dict[str, Any]) -> None:
     results = data["scenarios"]
     for r in results:
         where = f" ({r['file']})" if r["file"] else ""
-        out.print(f"[bold]{escape(r['label'])}[/]{escape(where)}: {escape(r['name'])}")
+        # the built-in default's name already starts with its label ("default: Llama-3-70B …")
+        name = str(r["name"]).removeprefix(f"{r['label']}: ")
+        out.print(f"[bold]{escape(r['label'])}[/]{escape(where)}: {escape(name)}")
         out.print(f"  cluster  {escape(_cluster_line(r['cluster']))}")
         out.print(f"  job      {escape(_job_line(r['job']))}")
     table = Table(

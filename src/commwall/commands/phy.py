@@ -99,13 +99,25 @@ def phy(
         }
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
-    _print_choice(choice, source, lanes, out)
+    _print_choice(choice, source, lanes, out, levels)
 
 
-def _print_choice(choice: Any, source: str, lanes: int, out: Any) -> None:
+def _signalling(lane: Any, levels: int) -> str:
+    """The lane's signalling, or the forced modulation and the symbol rate it would need."""
+    if levels == lane.levels:
+        return f"{lane.modulation.upper()} {lane.baud_rate / 1e9:g} GBd"
+    name = "NRZ" if levels == 2 else f"PAM{levels}"
+    baud = lane.line_rate_bps / math.log2(levels)
+    return (
+        f"{name} (forced; the standard lane is {lane.modulation.upper()} at "
+        f"{lane.baud_rate / 1e9:g} GBd, {name} needs {baud / 1e9:g} GBd)"
+    )
+
+
+def _print_choice(choice: Any, source: str, lanes: int, out: Any, levels: int) -> None:
     lane = choice.lane
     out.print(
-        f"lane     {lane.name} {lane.modulation.upper()} {lane.baud_rate / 1e9:g} GBd, line "
+        f"lane     {lane.name} {_signalling(lane, levels)}, line "
         f"{lane.line_rate_bps / 1e9:g} Gb/s, payload {lane.payload_rate_bps / 1e9:g} Gb/s, "
         f"standard FEC {lane.fec} ({lane.standard})"
         + (f", codeword striped over {lanes} lanes" if lanes > 1 else "")

@@ -129,20 +129,30 @@ def _points_table(
 ) -> Table:
     """One row per point: its index, the extra columns, its axis values, then ``metrics``."""
     table = Table(title=title, title_justify="left")
-    table.add_column("#", justify="right")
-    for name, _ in extra:
-        table.add_column(name, justify="right")
-    for a in axes:  # fold, not ellipsis: a cut axis name says nothing
-        table.add_column(escape(a), overflow="fold")
-    for m in metrics:
-        table.add_column(escape(m), justify="right", overflow="fold")
-    for i, r in enumerate(records):
-        table.add_row(
+    rows = [
+        [
             str(r.get("index", "")),
             *(str(values[i]) for _, values in extra),
-            *(escape(format_value(a, r.get(a))) for a in axes),
-            *(escape(format_value(m, r.get(m))) for m in metrics),
-        )
+            *(format_value(a, r.get(a)) for a in axes),
+            *(format_value(m, r.get(m)) for m in metrics),
+        ]
+        for i, r in enumerate(records)
+    ]
+
+    def widest(column: int) -> int:
+        return max((len(row[column]) for row in rows), default=1)
+
+    # numbers keep their width (a value cut mid-digit reads as another number); names fold
+    table.add_column("#", justify="right", min_width=widest(0), no_wrap=True)
+    for k, (name, _) in enumerate(extra, start=1):
+        table.add_column(name, justify="right", min_width=widest(k), no_wrap=True)
+    first = 1 + len(extra)
+    for a in axes:  # fold, not ellipsis: a cut axis name says nothing
+        table.add_column(escape(a), overflow="fold")
+    for k, m in enumerate(metrics, start=first + len(axes)):
+        table.add_column(escape(m), justify="right", overflow="fold", min_width=widest(k))
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
     return table
 
 

@@ -109,3 +109,18 @@ def test_a_sweep_spec_that_is_not_text_is_one_line(tmp_path: Path) -> None:
     code, output = invoke("sweep", "run", str(spec), "--out", str(tmp_path / "out"))
     assert code == 2, output
     assert "not UTF-8 text" in output
+
+
+def test_compare_names_the_default_once() -> None:
+    example = Path(__file__).resolve().parents[3] / "examples" / "llama3-8b-ddp-pcie.yaml"
+    code, output = invoke("compare", "--default", str(example))
+    assert code == 0, output
+    assert "default: default:" not in output and "default: Llama-3-70B" in output
+
+
+def test_phy_says_when_the_modulation_is_forced() -> None:
+    code, output = invoke("phy", "--lane", "100G", "--modulation", "nrz")
+    assert code == 0, output
+    assert "NRZ (forced; the standard lane is PAM4 at 53.125 GBd, NRZ needs 106.25 GBd)" in output
+    code, output = invoke("phy", "--lane", "100G")
+    assert "100G PAM4 53.125 GBd" in output

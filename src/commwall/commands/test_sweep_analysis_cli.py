@@ -102,3 +102,20 @@ def test_format_value() -> None:
     assert format_value("tokens_per_s", 88671.2) == "88,671"
     assert format_value("fits_in_memory", True) == "yes" and format_value("x", None) == "-"
     assert format_value("cluster.topology.kind", "fat-tree") == "fat-tree"
+
+
+def test_a_narrow_points_table_never_cuts_a_number() -> None:
+    """On a narrow terminal the axis names fold; every metric value stays whole (issue 19)."""
+    from rich.console import Console
+
+    from commwall.commands.sweep_analysis import _points_table
+
+    records = [{"index": i, "cluster.topology.oversubscription": 3.0, "job.tp": 8,
+                "step_time_s": 12.3456789 + i, "tokens_per_s": 1_234_567.0 + i} for i in range(3)]  # fmt: skip
+    table = _points_table("Pareto front", records, ["cluster.topology.oversubscription", "job.tp"],
+                          ["step_time_s", "tokens_per_s"])  # fmt: skip
+    console = Console(width=48, record=True, color_system=None)
+    console.print(table)
+    text = console.export_text()
+    for i in range(3):
+        assert f"1,234,56{7 + i}" in text and f"{12.3 + i:.1f} s" in text, text
