@@ -71,20 +71,52 @@ def test_bad_sql_names_duckdbs_complaint(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "SQL: Binder Error" in result.output
 
 
-def test_query_is_read_only(tmp_path: Path) -> None:
+def _hashes(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+
+def test_query_is_read_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile queries change no byte under the sweep folder and write nowhere (issue 19)."""
     out = tmp_path / "out"
     runner.invoke(app, ["sweep", "run", str(_spec(tmp_path)), "--out", str(out), "--jobs", "1"])
+    before = _hashes(out)
+    stored = next(p for p in (out / "points").glob("*.parquet"))
     target = tmp_path / "written.csv"
+    monkeypatch.chdir(tmp_path)  # where DuckDB would put its .tmp/ spill folder
     for sql in (
         f"copy (select 1) to '{target}'",
+        f"copy (select 0.001 as step_time_s) to '{stored}' (format parquet)",
+        f"copy points to '{out / 'points' / 'extra.parquet'}' (format parquet)",
+        f"select * from read_parquet('{stored}')",
         "select * from read_csv('/etc/hostname')",
         f"attach '{tmp_path / 'x.duckdb'}' as d",
         "set enable_external_access = true",
+        "set allowed_directories = ['/']",
+        "set temp_directory = '.tmp'",
+        "install httpfs",
         " ",
     ):
         result = runner.invoke(app, ["query", str(out), sql])
         assert result.exit_code == 2 and "Traceback" not in result.output, (sql, result.output)
-    assert not target.exists()
+    assert _hashes(out) == before
+    assert not target.exists() and not (tmp_path / ".tmp").exists()
+    ok = runner.invoke(app, ["query", str(out), "select count(*) from points"])
+    assert ok.exit_code == 0 and "4" in ok.output
+
+
+def test_a_query_that_runs_too_long_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from commwall.sweep import query
+
+    out = tmp_path / "out"
+    runner.invoke(app, ["sweep", "run", str(_spec(tmp_path)), "--out", str(out), "--jobs", "1"])
+    monkeypatch.setattr(query, "TIME_LIMIT_S", 0.5)
+    result = runner.invoke(app, ["query", str(out), "select count(*) from range(100000000000)"])
+    assert result.exit_code == 2 and "stopped after 0.5 s" in result.output, result.output
 
 
 def test_markup_in_names_is_printed_as_text(tmp_path: Path) -> None:

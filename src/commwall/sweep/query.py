@@ -1,11 +1,13 @@
 """SQL over a sweep's points with DuckDB (``commwall query SWEEP "SQL"``).
 
-The points are exposed as the view ``points``: DuckDB's ``read_parquet`` over
-``SWEEP/points/*.parquet`` with ``union_by_name`` (points of different statuses carry different
-columns; absent ones are NULL). Dotted column names are quoted in SQL: ``"cluster.nodes"``.
-The connection is in-memory and sandboxed: it reads the sweep's points and nothing else
-(DuckDB's ``allowed_directories`` with external access off and the configuration locked), so a
-query cannot write, attach, install or read other files.
+The points are the table ``points``: DuckDB's ``read_parquet`` over ``SWEEP/points/*.parquet``
+with ``union_by_name`` (points of different statuses carry different columns; absent ones are
+NULL), copied into an in-memory table before the query runs. Dotted column names are quoted in
+SQL: ``"cluster.nodes"``. The connection is then sealed: no file access at all (external access
+off, no allowed directories, no temporary directory), at most :data:`MEMORY_LIMIT` and
+:data:`THREADS`, the configuration locked, and the query interrupted after
+:data:`TIME_LIMIT_S` — so a query cannot write (not even into the sweep's own folder), attach,
+install, read other files or run forever.
 
 >>> # run_query("runs/fabric", 'select "cluster.nodes", min(step_time_s) from points group by 1')
 """
@@ -15,7 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QueryError", "connect", "run_query"]
+__all__ = ["MEMORY_LIMIT", "THREADS", "TIME_LIMIT_S", "QueryError", "connect", "run_query"]
+
+#: Memory one query may use (DuckDB ``memory_limit``); nothing spills to disk.
+MEMORY_LIMIT = "2GB"
+#: Threads one query may use.
+THREADS = 2
+#: Seconds before a query is interrupted.
+TIME_LIMIT_S = 120.0
 
 
 class QueryError(ValueError):
@@ -34,14 +43,16 @@ def connect(sweep: str | Path) -> Any:
         raise QueryError(f"{sweep}: no stored points (is it a sweep directory?)")
     con = duckdb.connect(":memory:")
     pattern = str(folder / "[!.]*.parquet").replace("'", "''")
-    allowed = str(folder.resolve()).replace("'", "''") + "/"
     try:
+        con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
+        con.execute(f"set threads = {THREADS}")
         con.execute(
-            f"create view points as select * from read_parquet('{pattern}', union_by_name = true)"
+            f"create table points as select * from read_parquet('{pattern}', union_by_name = true)"
         )
-        # read-only sandbox: the points and nothing else (no copy/attach/install, no other
-        # files), and the settings locked so a query cannot lift it
-        con.execute(f"set allowed_directories = ['{allowed}']")
+        # sealed: the points are in memory, so no file is needed any more — no reads, no
+        # writes (COPY TO, even into the sweep), no attach/install, no spilling to a temporary
+        # directory — and the settings locked so a query cannot lift it
+        con.execute("set temp_directory = ''")
         con.execute("set enable_external_access = false")
         con.execute("set lock_configuration = true")
     except duckdb.Error as e:
@@ -57,7 +68,12 @@ def run_query(sweep: str | Path, sql: str) -> tuple[list[str], list[tuple[Any, .
 
     if not sql.strip():
         raise QueryError("SQL: empty; give a query over the table points")
+    import threading
+
     con = connect(sweep)
+    timer = threading.Timer(TIME_LIMIT_S, con.interrupt)
+    timer.daemon = True
+    timer.start()
     try:
         result = con.execute(sql)
         if result.description is None:
@@ -66,6 +82,9 @@ def run_query(sweep: str | Path, sql: str) -> tuple[list[str], list[tuple[Any, .
         return columns, result.fetchall()
     except duckdb.Error as e:
         first = str(e).strip().splitlines()[0]
+        if not timer.is_alive():
+            first = f"stopped after {TIME_LIMIT_S:g} s ({first})"
         raise QueryError(f"SQL: {first}") from None
     finally:
+        timer.cancel()
         con.close()
