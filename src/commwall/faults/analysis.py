@@ -242,7 +242,7 @@ def rebuilt_scaling(
     on the message steps of the tree or ring NCCL would pick there — and its step perturbed by
     ``variability`` like the scenario's own (:func:`~commwall.faults.stragglers.simulate_stragglers`).
     """
-    from commwall.faults.stragglers import profile_from_report
+    from commwall.faults.stragglers import profile_from_report, steps_at_scale
     from commwall.workload.simulate import simulate
 
     if not scales:
@@ -257,8 +257,7 @@ def rebuilt_scaling(
             report = simulate(analytic)
         except ScenarioError as err:
             raise FaultError(f"scales: {n:,} GPUs: " + "; ".join(err.messages)) from None
-        # direct draws (OS noise) cost steps × ranks: keep each scale to ~2·10⁸ draws
-        k = steps if not variability.has_noise else max(200, min(steps, 200_000_000 // int(n)))
+        k = steps_at_scale(variability, steps, int(n))
         out.append(
             simulate_stragglers(
                 profile_from_report(report), variability, steps=k, seed=seed, contributions=False

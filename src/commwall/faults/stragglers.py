@@ -66,6 +66,7 @@ __all__ = [
     "expected_max_normal",
     "profile_from_report",
     "simulate_stragglers",
+    "steps_at_scale",
     "straggler_scaling",
     "sync_pattern",
     "sync_steps",
@@ -648,6 +649,14 @@ def simulate_stragglers(
     )
 
 
+def steps_at_scale(variability: Variability, steps: int, n_ranks: int) -> int:
+    """Monte Carlo steps for one scale of a scaling table: direct draws (OS noise) cost
+    steps × ranks, so each scale keeps to ~2·10⁸ draws (at least 200 steps)."""
+    if not variability.has_noise:
+        return steps
+    return max(200, min(steps, 200_000_000 // n_ranks))
+
+
 def straggler_scaling(
     profile: StepProfile,
     variability: Variability,
@@ -663,11 +672,13 @@ def straggler_scaling(
         raise FaultError("scales: empty; allowed: one or more rank counts, e.g. 1024,16384,131072")
     out = []
     for n in scales:
-        # direct draws (OS noise) cost steps × ranks: keep each scale to ~2·10⁸ draws
-        k = steps if not variability.has_noise else max(200, min(steps, 200_000_000 // int(n)))
         out.append(
             simulate_stragglers(
-                profile.at_scale(int(n)), variability, steps=k, seed=seed, contributions=False
+                profile.at_scale(int(n)),
+                variability,
+                steps=steps_at_scale(variability, steps, int(n)),
+                seed=seed,
+                contributions=False,
             )
         )
     return out

@@ -29,6 +29,26 @@ def without_seconds(records: list[dict[str, object]]) -> list[dict[str, object]]
     return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
 
 
+MANY = {**SPEC, "base": str(ROOT / SPEC["base"]),  # type: ignore[operator]
+        "axes": {"cluster.nics_per_node": [1, 2, 4, 8],
+                 "cluster.topology.oversubscription": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}  # fmt: skip
+
+
+def _start_sweep(tmp_path: Path, jobs: int) -> tuple[subprocess.Popen[bytes], Path]:
+    """``commwall sweep run`` of the 80 designs of :data:`MANY` in its own session; its output
+    folder."""
+    import yaml
+
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text(yaml.safe_dump(MANY, sort_keys=False))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", "from commwall.cli import main; main()", "sweep", "run",
+           str(spec_file), "--out", str(out), "--jobs", str(jobs)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    return proc, out
+
+
 def test_every_point_stored_once_and_a_rerun_computes_nothing(tmp_path: Path) -> None:
     spec = parse_sweep(SPEC, root=ROOT)
     first = run_sweep(spec, tmp_path, jobs=1)
@@ -74,18 +94,7 @@ def test_another_sweep_in_the_same_directory_is_refused(tmp_path: Path) -> None:
 def test_a_killed_sweep_resumes_without_losing_or_recomputing_points(tmp_path: Path) -> None:
     """Kill the CLI mid-sweep (SIGKILL: no clean-up), then rerun: the stored points are kept,
     none is half-written, and only the rest is computed."""
-    spec_file = tmp_path / "s.yaml"
-    import yaml
-
-    many = {**SPEC, "base": str(ROOT / SPEC["base"]),  # type: ignore[operator]
-            "axes": {"cluster.nics_per_node": [1, 2, 4, 8],
-                     "cluster.topology.oversubscription": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}  # fmt: skip
-    spec_file.write_text(yaml.safe_dump(many, sort_keys=False))
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-c", "from commwall.cli import main; main()", "sweep", "run",
-           str(spec_file), "--out", str(out), "--jobs", "1"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    proc, out = _start_sweep(tmp_path, jobs=1)
     deadline = time.monotonic() + 120
     while len(done_ids(out)) < 3 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.01)
@@ -94,7 +103,7 @@ def test_a_killed_sweep_resumes_without_losing_or_recomputing_points(tmp_path: P
     kept = done_ids(out)
     assert 3 <= len(kept) < 80, "the kill should land mid-sweep"
     assert all(len(r) > 5 for r in read_points(out))  # every stored file reads whole
-    spec = parse_sweep(many)
+    spec = parse_sweep(MANY)
     assert len(plan(spec, out).todo) == 80 - len(kept)
     resumed = run_sweep(spec, out, jobs=2)
     assert resumed.stored_before == len(kept) and resumed.computed == 80 - len(kept)
@@ -131,18 +140,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_no_pool_process_outlives_a_killed_driver(tmp_path: Path, sig: signal.Signals) -> None:
     """Kill only the driver (not its process group): the forkserver and the workers follow it."""
-    import yaml
-
-    many = {**SPEC, "base": str(ROOT / SPEC["base"]),  # type: ignore[operator]
-            "axes": {"cluster.nics_per_node": [1, 2, 4, 8],
-                     "cluster.topology.oversubscription": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}  # fmt: skip
-    spec_file = tmp_path / "s.yaml"
-    spec_file.write_text(yaml.safe_dump(many, sort_keys=False))
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-c", "from commwall.cli import main; main()", "sweep", "run",
-           str(spec_file), "--out", str(out), "--jobs", "2"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    proc, out = _start_sweep(tmp_path, jobs=2)
     deadline = time.monotonic() + 120
     pool: set[int] = set()
     while time.monotonic() < deadline and proc.poll() is None:

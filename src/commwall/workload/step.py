@@ -159,7 +159,10 @@ def unit_times(job: Job) -> UnitTimes:
 def micro_batch_times(job: Job) -> tuple[float, float]:
     """Forward and backward compute seconds of one micro-batch on one stage, the stages'
     average: all layers and the loss unit over ``pp`` stages (:func:`unit_times`)."""
-    u = unit_times(job)
+    return _stage_average(job, unit_times(job))
+
+
+def _stage_average(job: Job, u: UnitTimes) -> tuple[float, float]:
     layers = job.model.n_layers
     forward = (layers * u.layer_forward + u.head_forward) / job.pp
     backward = (layers * u.layer_backward + u.head_backward) / job.pp
@@ -311,7 +314,7 @@ class _Builder:
         self.schedule = Schedule()
         # Per micro-batch: a chunk costs its layers, plus the loss unit where the layout puts it.
         self.units = unit_times(job)
-        self.t_f, self.t_b = micro_batch_times(job)
+        self.t_f, self.t_b = _stage_average(job, self.units)
         self.blocking: dict[int, tuple[int, ...]] = {}  # buckets the next compute must wait for
         self.sp = self.spec.sequence_parallel and job.tp > 1
         act = job.activation_bytes
