@@ -53,3 +53,15 @@ def test_readme_sweep_spec_is_valid_and_its_constraint_skips() -> None:
     spec = parse_sweep(yaml.safe_load(spec_text), root=ROOT)
     p = plan(spec, ROOT / "no-such-sweep-directory")
     assert p.total == 300 and 0 < len(p.skipped) < p.total
+
+
+def test_the_test_extra_pins_torch_and_the_readme_says_how_to_get_the_cpu_build() -> None:
+    """Issue 19, row 16: a torch range in the test extra takes PyPI's newest CUDA build (GBs) on
+    a machine without a local CPU wheel; an exact pin plus PyTorch's CPU index avoids it."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    torch = [r for r in project["optional-dependencies"]["test"] if r.startswith("torch")]
+    assert torch == ["torch==2.13.0"]  # exact: "2.13.0+cpu" satisfies it, a newer CUDA build not
+    readme = (ROOT / "README.md").read_text()
+    assert "PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu" in readme

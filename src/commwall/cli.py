@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from commwall import __version__
-from commwall.console import err, fail, friendly, out, write_parquet
+from commwall.console import err, event_progress, fail, friendly, out, write_parquet
 
 #: Engines ``--engine`` accepts.
 ENGINES = ("analytic", "flow")
@@ -112,7 +112,12 @@ def run(
             from commwall.faults.analysis import cluster_with_scenario_failures
 
             cluster, failures = cluster_with_scenario_failures(sc, cluster)
-        report = simulate(sc, cluster)
+        if sc.simulation.engine == "analytic":  # instant: nothing to show
+            report = simulate(sc, cluster)
+        else:
+            label = f"{sc.name} on the {sc.simulation.engine} engine"
+            with event_progress(label, quiet=as_json) as progress:
+                report = simulate(sc, cluster, progress=progress)
     except ScenarioError as e:  # name the file, not "scenario"
         raise ScenarioError(e.messages, str(scenario or "built-in default scenario")) from None
     if sc.faults is not None:
@@ -136,10 +141,29 @@ def run(
         return
     _print_report(report)
     _print_flow_details(report.result)
+    _print_caveats(scenario, sc, report)
     if faults is not None:
         from commwall.commands.faults_variability import print_faults
 
         print_faults(faults)
+
+
+def _print_caveats(path: Path | None, sc: Any, report: Any) -> None:
+    """Say so when the step ran a job the file did not describe, or one that cannot run."""
+    if path is not None and "job" not in sc.model_fields_set:
+        j = report.job
+        err.print(
+            f"note: {escape(str(path))} describes no job, so this is the default job "
+            f"({j['model']}, TP {j['tp']} x PP {j['pp']} x DP {j['dp']}); add a job: section "
+            "for yours (model, tp, pp, global_batch; docs/compute-model.md)"
+        )
+    if not report.fits_in_memory:
+        err.print(
+            f"[bold red]warning:[/] the job needs {report.memory.total / 1e9:,.1f} GB per GPU "
+            f"and the GPU has {report.hbm_bytes / 1e9:,.0f} GB: it cannot run as described, so "
+            "the step time above is not one a cluster would measure; raise job.tp, job.pp or "
+            "job.zero_stage, or set job.recompute: full"
+        )
 
 
 def _override(sc: Any, engine: str | None, routing: str | None) -> Any:
@@ -219,8 +243,12 @@ def _print_report(report: Any) -> None:
         f"cluster  {c['gpus']:,} x {c['gpu']} in {c['nodes']:,} nodes; scale-up {c['scale_up']} "
         f"domain of {c['scale_up_domain']} at {_gb(c['scale_up_bw_per_gpu'])}/GPU; "
         f"scale-out {c['nic']} ({c['fabric']}, {_gb(c['net_bw_per_gpu'])}/GPU achievable), "
-        f"{c['topology']} {c['tiers']}-tier {c['switch']}, oversubscription "
-        f"{c['oversubscription']:g}:1"
+        + (
+            f"{c['topology']} {c['tiers']}-tier {c['switch']}, oversubscription "
+            f"{c['oversubscription']:g}:1"
+            if report.fabric.get("needed", True)
+            else "no switches (one node)"
+        )
     )
     if c.get("calibration"):
         fitted = ", ".join(
@@ -242,6 +270,8 @@ def _print_report(report: Any) -> None:
     out.print(
         f"fabric   {f['switches']:,} switches ({tiers}), {f['cables']:,} cables, bisection "
         f"{f['bisection_Bps'] / 1e12:,.1f} TB/s per direction, diameter {f['diameter_links']} links"
+        if f.get("needed", True)
+        else "fabric   none: one node, no traffic leaves it"
     )
     if "bom_error" in f:
         out.print(f"power    not computed: {escape(f['bom_error'])}")

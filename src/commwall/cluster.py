@@ -480,6 +480,15 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
     radix = switch_radix(switch, nic.rate)
     needed = _tiers_needed(endpoints, radix)
     tiers = spec.topology.tiers or needed
+    if spec.topology.kind == "rail-optimized" and needed:
+        from commwall.topology import rail_optimized_tiers
+
+        # the rails meet at the spines: 2 tiers even where one switch would hold every port
+        rail_tiers = rail_optimized_tiers(
+            spec.nodes, nics_per_node, radix, spec.topology.oversubscription
+        )
+        needed = min(3, max(needed, rail_tiers))
+        tiers = spec.topology.tiers or needed
     if needed == 0:
         errors.append(
             f"cluster.nodes: {endpoints} NIC ports exceed a 3-tier fat tree of radix "
@@ -494,11 +503,11 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
         allowed = "3" if needed == 3 else f"{needed} to 3"
         fix = f"allowed: {allowed}, or leave it out to get the fewest that fit"
         if tiers == 1 and spec.topology.kind == "rail-optimized":
-            if spec.nodes > radix:  # one leaf per rail holds up to radix nodes
-                errors.append(
-                    f"cluster.topology.tiers: 1 tier (one {radix}-port leaf per rail) "
-                    f"holds at most {radix} nodes but the cluster has {spec.nodes}; {fix}"
-                )
+            errors.append(
+                "cluster.topology.tiers: 1; a rail-optimized fabric joins its rails through "
+                f"spines, so it has 2 or 3 tiers ({fix}); one switch per rail and no spine is "
+                "cluster.topology.kind: rail-only"
+            )
         else:
             held = radix**tiers // 2 ** (tiers - 1)
             errors.append(

@@ -7,7 +7,9 @@ without importing the CLI module that registers them.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -96,3 +98,30 @@ def write_parquet(
     except ParquetError as e:
         fail(f"{option}: {e}")
     err.print(f"{len(records)} rows written to {path} (Parquet)")
+
+
+@contextmanager
+def event_progress(label: str, *, quiet: bool) -> Iterator[Callable[[int, float, int, int], None]]:
+    """A live line on standard error for a long event-driven run: events, events/s, simulated
+    time and flows done (``progress(events, simulated s, flows done, flows)``, the packet
+    engine's :data:`~commwall.engines.packet.network.Progress`). Nothing is drawn when ``quiet``
+    (``--json``) or when standard error is not a terminal; it is cleared when the run ends."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from commwall.units import format_time
+
+    show = not quiet and err.is_terminal
+    columns = (SpinnerColumn(), TextColumn("[bold]{task.description}"),
+               TextColumn("{task.fields[figures]}"), TimeElapsedColumn())  # fmt: skip
+    with Progress(*columns, console=err, transient=True, disable=not show) as bar:
+        task = bar.add_task(escape(label), total=None, figures="starting")
+        start = time.perf_counter()
+
+        def report(events: int, simulated: float, done: int, flows: int) -> None:
+            wall = time.perf_counter() - start
+            rate = f"{events / wall:,.0f} events/s" if wall > 0 else ""
+            figures = (f"{events:,} events ({rate}), {format_time(simulated)} simulated, "
+                       f"{done:,} of {flows:,} flows done")  # fmt: skip
+            bar.update(task, figures=figures)
+
+        yield report

@@ -100,10 +100,17 @@ def test_fat_tree_leaf_holds_down_ports_over_nics_per_node() -> None:
 
 
 def test_one_tier_fabric_never_oversubscribes() -> None:
-    c = cluster(preset="dgx-h100", nodes=8, topology={"oversubscription": 4.0})
+    fat = {"kind": "fat-tree"}
+    c = cluster(preset="dgx-h100", nodes=8, topology={**fat, "oversubscription": 4.0})
     assert c.tiers == 1 and not c.leaves_crossed
     assert c.switch_hops == 1
-    assert c.net_bw_per_gpu == pytest.approx(cluster(preset="dgx-h100", nodes=8).net_bw_per_gpu)
+    assert c.net_bw_per_gpu == pytest.approx(
+        cluster(preset="dgx-h100", nodes=8, topology=fat).net_bw_per_gpu
+    )
+    # rail-optimized: its spines join the rails, but same-rail traffic stays on one leaf
+    rail = cluster(preset="dgx-h100", nodes=8, topology={"oversubscription": 4.0})
+    assert rail.tiers == 2 and not rail.leaves_crossed and rail.switch_hops == 1
+    assert rail.net_bw_per_gpu == pytest.approx(c.net_bw_per_gpu)
 
 
 # ---- GPUDirect RDMA -------------------------------------------------------------------------
@@ -144,9 +151,14 @@ def test_tiers_needed_follow_r_r2_over_2_r3_over_4(endpoints: int, tiers: int) -
     assert _tiers_needed(endpoints, 64) == tiers
 
 
-@pytest.mark.parametrize(("nodes", "tiers"), [(8, 1), (9, 2), (256, 2), (257, 3), (8192, 3)])
-def test_build_cluster_picks_the_fewest_tiers(nodes: int, tiers: int) -> None:
-    c = cluster(preset="dgx-h100", nodes=nodes)  # 8 NIC ports per node, radix 64
+@pytest.mark.parametrize(
+    ("kind", "nodes", "tiers"),
+    [("fat-tree", 8, 1), ("fat-tree", 9, 2), ("fat-tree", 256, 2), ("fat-tree", 257, 3),
+     ("fat-tree", 8192, 3), ("rail-optimized", 1, 2), ("rail-optimized", 8, 2),
+     ("rail-optimized", 256, 2), ("rail-optimized", 257, 3), ("rail-optimized", 8192, 3)],
+)  # fmt: skip
+def test_build_cluster_picks_the_fewest_tiers(kind: str, nodes: int, tiers: int) -> None:
+    c = cluster(preset="dgx-h100", nodes=nodes, topology={"kind": kind})  # 8 NICs/node, radix 64
     assert c.tiers == tiers
     hops = 2 * tiers - 1 if c.leaves_crossed else 1
     assert c.switch_hops == hops

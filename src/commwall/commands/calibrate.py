@@ -298,6 +298,12 @@ def _write_scenario(
         + ("" if held is None else f"; median |error| on held-out sizes: {held:.1%}") + ".",
         "# bandwidth_factor multiplies the class's modelled bandwidth; latency is added per step.",
     ]  # fmt: skip
+    if "job" not in document:
+        header.append(
+            "# It describes the machine only: commwall collective --cluster uses it as it is; "
+            "add a job: section (model, tp, pp, global_batch) before commwall run, which "
+            "otherwise simulates the default job."
+        )
     text = "\n".join(header) + "\n" + yaml.safe_dump(document, sort_keys=False)
     load_scenario_text(text, str(path))  # a scenario commwall run accepts, or a clear error
     write_text_atomic(path, text)

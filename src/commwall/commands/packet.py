@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from commwall.console import fail, friendly, out
+from commwall.console import event_progress, fail, friendly, out
 
 #: Shown under the tables: what the run is and is not.
 _MODEL_NOTE = (
@@ -305,21 +305,24 @@ def _run(
         )
         marking = _ecn(opts["ecn"])
         timeout = parse_time(opts["rto"]) if opts["rto"] is not None else None
-        results = [
-            run_packet_traffic(
-                topo,
-                src,
-                dst,
-                int(nbytes),
-                fab,
-                routing=routing,
-                config=config,
-                seed=opts["seed"],
-                ecn=marking,
-                rto_s=timeout,
-            )
-            for fab in fabrics
-        ]
+        results = []
+        for fab in fabrics:
+            with event_progress(f"{pattern} on {fab}", quiet=opts["as_json"]) as progress:
+                results.append(
+                    run_packet_traffic(
+                        topo,
+                        src,
+                        dst,
+                        int(nbytes),
+                        fab,
+                        routing=routing,
+                        config=config,
+                        seed=opts["seed"],
+                        ecn=marking,
+                        rto_s=timeout,
+                        progress=progress,
+                    )
+                )
         flow_rows = (
             _flow_check(topo, src, dst, nbytes, results, opts["seed"]) if opts["flow"] else []
         )

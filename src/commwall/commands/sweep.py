@@ -148,14 +148,15 @@ def sweep_status(
 
     from commwall.sweep.runner import plan
     from commwall.sweep.spec import SweepError, parse_sweep
-    from commwall.sweep.store import read_points
+    from commwall.sweep.store import check_points
 
     if not (sweep_dir / "sweep.yaml").is_file():
         fail(f"{sweep_dir}: not a sweep directory (no sweep.yaml); run commwall sweep run first")
     try:
-        points = read_points(sweep_dir)
-    except Exception as e:  # a damaged point file: pyarrow's own error types
-        fail(f"{sweep_dir}: cannot read the stored points: {str(e).splitlines()[0]}")
+        stored = check_points(sweep_dir)
+    except OSError as e:
+        fail(f"{sweep_dir}: cannot read the stored points: {e.strerror or e}")
+    points = stored.records
     status = Counter(p["status"] for p in points)
     reasons = Counter(str(p["error"]).split(";")[0] for p in points if p["status"] != "ok")
     import yaml
@@ -164,11 +165,12 @@ def sweep_status(
     try:
         spec = parse_sweep(yaml.safe_load((sweep_dir / "sweep.yaml").read_text()),
                            origin=str(sweep_dir / "sweep.yaml"))  # fmt: skip
-        remaining = len(plan(spec, sweep_dir).todo)
+        remaining = len(plan(spec, sweep_dir, stored={p["point_id"] for p in points}).todo)
     except SweepError as e:
         err.print(f"note: the stored spec no longer validates: {esc(e.messages[0])}")
     data = {"stored": len(points), "status": dict(status), "remaining": remaining,
-            "invalid_reasons": dict(reasons.most_common(10))}  # fmt: skip
+            "invalid_reasons": dict(reasons.most_common(10)),
+            "damaged": dict(stored.damaged), "extra_files": stored.extra}  # fmt: skip
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
@@ -179,6 +181,16 @@ def sweep_status(
     )
     for reason, n in reasons.most_common(5):
         out.print(f"  {n:,} x {esc(reason)}")
+    if stored.damaged:
+        out.print(
+            f"[yellow]{len(stored.damaged):,} damaged point file(s)[/], not counted (the next "
+            "commwall sweep run of this spec recomputes them):"
+        )
+        for name, why in stored.damaged[:5]:
+            out.print(f"  {esc(name)}: {esc(why)}")
+    if stored.extra:
+        shown = ", ".join(stored.extra[:5]) + (" ..." if len(stored.extra) > 5 else "")
+        out.print(f"{len(stored.extra):,} other file(s) in points/, not points: {esc(shown)}")
 
 
 def query(

@@ -95,14 +95,16 @@ def _json(data: Any) -> None:
 def _load(sweep: Path, axes: str | None) -> tuple[list[dict[str, Any]], list[str]]:
     """The sweep's points and axis columns, or exit 2 naming SWEEP / --axes."""
     from commwall.sweep.analysis import AnalysisError, axis_columns, sweep_axes
-    from commwall.sweep.store import POINTS, read_points
+    from commwall.sweep.store import POINTS, DamagedPoints, read_points
 
     if not sweep.is_dir():
         fail(f"SWEEP: {str(sweep)!r} is not a directory")
     try:
         records = read_points(sweep)
-    except Exception as e:  # a damaged Parquet file: say which sweep, keep it one line
-        fail(f"SWEEP: cannot read the points of {str(sweep)!r}: {type(e).__name__}: {e}")
+    except DamagedPoints as e:
+        fail(f"SWEEP: {e}")
+    except OSError as e:
+        fail(f"SWEEP: cannot read the points of {str(sweep)!r}: {e.strerror or e}")
     if not records:
         fail(f"SWEEP: no points in {str(sweep / POINTS)!r} (run the sweep first)")
     try:

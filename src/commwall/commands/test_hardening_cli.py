@@ -124,3 +124,82 @@ def test_phy_says_when_the_modulation_is_forced() -> None:
     assert "NRZ (forced; the standard lane is PAM4 at 53.125 GBd, NRZ needs 106.25 GBd)" in output
     code, output = invoke("phy", "--lane", "100G")
     assert "100G PAM4 53.125 GBd" in output
+
+
+def test_a_rail_optimized_cluster_reports_the_tiers_it_builds() -> None:
+    """Row 15: the summary said 1 tier while the builder made 2 (rail leaves and spines)."""
+    from commwall.cluster import build_cluster
+    from commwall.io.scenario import ClusterSpec
+
+    for nodes in (1, 4, 256, 257):
+        cluster = build_cluster(ClusterSpec.model_validate({"preset": "dgx-h100", "nodes": nodes}))
+        built = max(cluster.scale_out_topology().counts().switches)
+        assert cluster.tiers == built == (3 if nodes > 256 else 2), nodes
+    with pytest.raises(ScenarioError, match=r"cluster\.topology\.kind: rail-only"):
+        build_cluster(ClusterSpec.model_validate(
+            {"preset": "dgx-h100", "nodes": 4, "topology": {"kind": "rail-optimized", "tiers": 1}}
+        ))  # fmt: skip
+
+
+def test_a_one_node_cluster_buys_no_fabric(tmp_path: Path) -> None:
+    """Row 15: one node got 12 switches and a ~$1M network; no traffic leaves it."""
+    import json
+
+    path = tmp_path / "one.yaml"
+    path.write_text("cluster: {preset: dgx-h100, nodes: 1}\njob: {model: llama3-8b, tp: 8}\n")
+    code, output = invoke("run", str(path), "--json")
+    assert code == 0, output
+    fabric = json.loads(output)["fabric"]
+    assert (fabric["switches"], fabric["cables"], fabric["transceivers"]) == (0, 0, 0)
+    assert fabric["network_cost_usd_estimate"] == 0.0 and fabric["power_w"]["switches"] == 0.0
+    assert fabric["network_power_w"] == fabric["power_w"]["nics"] > 0  # the node's own NICs
+    code, output = invoke("run", str(path))
+    assert "fabric   none: one node" in output and "no switches (one node)" in output
+    two = tmp_path / "two.yaml"
+    two.write_text(path.read_text().replace("nodes: 1", "nodes: 2"))
+    assert json.loads(invoke("run", str(two), "--json")[1])["fabric"]["switches"] == 12
+
+
+def test_a_host_file_without_a_job_says_which_job_ran(tmp_path: Path) -> None:
+    """Row 15: a cluster-only file (what calibrate writes for a host) silently ran Llama-3-70B on
+    two GPUs; now the default job is named, and a job that cannot fit is called out."""
+    host = tmp_path / "host.yaml"
+    host.write_text("cluster: {preset: dgx-h100, nodes: 1, gpus_per_node: 2, scale_up: pcie, "
+                    "scale_up_domain: 2}\n")  # fmt: skip
+    code, output = invoke("run", str(host))
+    assert code == 0, output
+    flat = " ".join(output.split())
+    assert "describes no job, so this is the default job (llama3-70b" in flat
+    assert "it cannot run as described" in flat
+    fits = tmp_path / "fits.yaml"
+    fits.write_text("cluster: {preset: dgx-h100, nodes: 1}\njob: {model: llama3-8b, tp: 8}\n")
+    code, output = invoke("run", str(fits))
+    assert "default job" not in output and "cannot run" not in output
+
+
+def test_a_long_packet_run_shows_its_progress_on_a_terminal_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Row 17: ``commwall packet permutation ... --size 2MB`` ran minutes with nothing shown."""
+    import io
+
+    from rich.console import Console
+
+    from commwall import console
+    from commwall.engines.packet import network
+
+    monkeypatch.setattr(network, "PROGRESS_EVENTS", 2_000)
+    args = ("packet", "permutation", "--topology", "fat-tree", "--radix", "4", "--size", "64KB",
+            "--fabric", "uec", "--routing", "spray")  # fmt: skip
+    for quiet, terminal in ((False, True), (True, True), (False, False)):
+        screen = io.StringIO()
+        monkeypatch.setattr(console, "err", Console(file=screen, force_terminal=terminal,
+                                                    width=200))  # fmt: skip
+        code, output = invoke(*args, *(("--json",) if quiet else ()))
+        assert code == 0, output
+        drawn = screen.getvalue()
+        if terminal and not quiet:
+            assert "permutation on uec" in drawn and "events/s" in drawn
+            assert "simulated" in drawn and "of 16 flows done" in drawn
+        else:
+            assert "events/s" not in drawn

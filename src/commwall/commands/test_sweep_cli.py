@@ -127,3 +127,43 @@ def test_markup_in_names_is_printed_as_text(tmp_path: Path) -> None:
                                  "--jobs", "1"])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "fabric [/bold] [red]x[/red]" in result.output
+
+
+def test_a_changed_point_is_named_by_every_reader_and_recomputed(tmp_path: Path) -> None:
+    """A stored point overwritten behind the sweep's back (another tool, a hand edit) is caught
+    by its content hash in status, best, report and query, and ``sweep run`` recomputes it;
+    other files in points/ are not counted as points (issue 19, row 13)."""
+    from commwall.io.parquet import read_parquet, write_parquet
+
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    runner.invoke(app, ["sweep", "run", str(spec), "--out", str(out), "--jobs", "1"])
+    victim = min(
+        p for p in (out / "points").glob("*.parquet") if "step_time_s" in read_parquet(p)[0][0]
+    )
+    rows, meta = read_parquet(victim)
+    honest = rows[0]["step_time_s"]
+    # what `COPY ... TO` from an unsealed query did: same name, a better step time, the old hash
+    write_parquet(victim, [{**rows[0], "step_time_s": 0.001}], metadata=meta)
+    (out / "points" / "notes.txt").write_text("mine")
+    write_parquet(out / "points" / "extra.parquet", [{"step_time_s": 0.0}])
+
+    status = runner.invoke(app, ["sweep", "status", str(out), "--json"])
+    data = json.loads(status.stdout)
+    assert data["stored"] == 3 and data["remaining"] == 1, data
+    assert (
+        victim.name in data["damaged"] and "does not match its hash" in data["damaged"][victim.name]
+    )
+    assert sorted(data["extra_files"]) == ["extra.parquet", "notes.txt"]
+    text = runner.invoke(app, ["sweep", "status", str(out)])
+    assert "1 damaged point file" in text.output and "2 other file(s)" in text.output
+    for args in (["sweep", "best", str(out)], ["query", str(out), "select min(step_time_s) from points"],
+                 ["report", str(out), "-o", str(tmp_path / "r.html")]):  # fmt: skip
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert victim.name in result.output and "Traceback" not in result.output, result.output
+
+    again = runner.invoke(app, ["sweep", "run", str(spec), "--out", str(out), "--json"])
+    assert json.loads(again.stdout)["computed"] == 1
+    assert read_parquet(victim)[0][0]["step_time_s"] == honest
+    best = runner.invoke(app, ["sweep", "best", str(out), "--json"])
+    assert best.exit_code == 0, best.output

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from commwall.console import fail, friendly, out
+from commwall.console import event_progress, fail, friendly, out
 
 
 def register(app: typer.Typer) -> None:
@@ -115,7 +115,8 @@ def traffic(
             src, dst = pattern_flows(pattern, endpoints, senders=senders, seed=seed)
             flow_bytes = nbytes
         policy = RoutingPolicy(routing, qps=qps, polarized=polarized)
-        result = run_traffic(topo, src, dst, flow_bytes, policy, seed=seed)
+        with event_progress(f"{pattern} ({routing})", quiet=as_json) as progress:
+            result = run_traffic(topo, src, dst, flow_bytes, policy, seed=seed, progress=progress)
     except (TopologyError, RoutingError, UnitError, ValueError) as e:
         fail(str(e))
     data = {"pattern": pattern, "topology": topo.name, "endpoints": endpoints, **result.to_dict()}

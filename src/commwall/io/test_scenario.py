@@ -358,8 +358,8 @@ CASES: list[tuple[str, str, list[str]]] = [
         "tiers-too-few-rail",
         "cluster:\n  nodes: 128\n  topology: {tiers: 1}\n",
         [
-            "cluster.topology.tiers: 1 tier (one 64-port leaf per rail) holds at most 64 nodes but "
-            "the cluster has 128; allowed: 2 to 3"
+            "cluster.topology.tiers: 1; a rail-optimized fabric joins its rails through spines, "
+            "so it has 2 or 3 tiers (allowed: 2 to 3"
         ],
     ),
     (

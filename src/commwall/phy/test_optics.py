@@ -337,7 +337,10 @@ def test_default_top_tier_length_grows_with_cluster_size() -> None:
 
 
 def test_one_tier_cluster_has_only_host_links() -> None:
-    co = cluster_optics(cluster(preset="dgx-h100", nodes=2))
+    co = cluster_optics(cluster(preset="dgx-h100", nodes=2, topology={"kind": "fat-tree"}))
     assert [t.name for t in co.tiers] == ["host-leaf"] and co.links == 16
+    # rail-optimized, even this small, has spines joining its rails (as its builder makes it)
+    rail = cluster_optics(cluster(preset="dgx-h100", nodes=2))
+    assert [t.name for t in rail.tiers] == ["host-leaf", "leaf-spine"]
     data = co.to_dict()
     assert data["tiers"][0]["links"] == 16 and data["technologies"][0]["kind"] == "dsp"

@@ -116,12 +116,14 @@ def load_result_json(path: str | Path) -> ResultInput:
 
 def load_sweep(path: str | Path) -> SweepInput:
     """A sweep directory's points; an empty or unreadable one is a :class:`ReportError`."""
-    from commwall.sweep.store import POINTS, read_points
+    from commwall.sweep.store import POINTS, DamagedPoints, read_points
 
     p = Path(path)
     try:
         records = read_points(p)
-    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+    except DamagedPoints as e:
+        raise ReportError(str(e)) from None
+    except OSError as e:
         raise ReportError(f"{p}: cannot read the sweep's points: {e}") from None
     if not records:
         raise ReportError(

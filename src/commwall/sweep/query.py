@@ -1,7 +1,8 @@
 """SQL over a sweep's points with DuckDB (``commwall query SWEEP "SQL"``).
 
-The points are the table ``points``: DuckDB's ``read_parquet`` over ``SWEEP/points/*.parquet``
-with ``union_by_name`` (points of different statuses carry different columns; absent ones are
+The points are the table ``points``: DuckDB's ``read_parquet`` over the point files that pass
+their content check (:func:`commwall.sweep.store.check_points`; a damaged one stops the query
+and is named) with ``union_by_name`` (points of different statuses carry different columns; absent ones are
 NULL), copied into an in-memory table before the query runs. Dotted column names are quoted in
 SQL: ``"cluster.nodes"``. The connection is then sealed: no file access at all (external access
 off, no allowed directories, no temporary directory), at most :data:`MEMORY_LIMIT` and
@@ -37,17 +38,25 @@ def connect(sweep: str | Path) -> Any:
         import duckdb
     except ImportError:
         raise QueryError("duckdb is not installed; pip install duckdb") from None
-    folder = Path(sweep) / "points"
-    files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith("."))
-    if not files:
+    from commwall.sweep.store import DamagedPoints, check_points, point_path
+
+    stored = check_points(sweep)
+    try:
+        records = stored.require_intact(sweep)
+    except DamagedPoints as e:
+        raise QueryError(str(e)) from None
+    if not records:
         raise QueryError(f"{sweep}: no stored points (is it a sweep directory?)")
+    # only the checked point files: not a damaged one, not an extra file someone put there
+    files = ", ".join(
+        "'" + str(point_path(sweep, r["point_id"])).replace("'", "''") + "'" for r in records
+    )
     con = duckdb.connect(":memory:")
-    pattern = str(folder / "[!.]*.parquet").replace("'", "''")
     try:
         con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
         con.execute(f"set threads = {THREADS}")
         con.execute(
-            f"create table points as select * from read_parquet('{pattern}', union_by_name = true)"
+            f"create table points as select * from read_parquet([{files}], union_by_name = true)"
         )
         # sealed: the points are in memory, so no file is needed any more — no reads, no
         # writes (COPY TO, even into the sweep), no attach/install, no spilling to a temporary

@@ -5,8 +5,9 @@ The driver writes each finished point itself (:func:`commwall.sweep.store.write_
 so workers need no shared file system (Ray nodes may be other machines) and a sweep killed at
 any moment keeps everything it finished: rerunning the same spec into the same directory skips
 the stored points (their ids are content hashes of the resolved scenario) and computes only the
-rest. Records are identical whatever the executor or the number of workers, except ``seconds``
-(the wall time a point took).
+rest, and any stored point whose file fails its content check (:mod:`commwall.sweep.store`).
+Records are identical whatever the executor or the number of workers, except ``seconds`` (the
+wall time a point took).
 """
 
 from __future__ import annotations
@@ -80,10 +81,12 @@ class Plan:
     """Axis combinations that resolve to a design already in the sweep (computed once)."""
 
 
-def plan(spec: SweepSpec, out: str | Path) -> Plan:
-    """Enumerate ``spec``: points failing a constraint, points already stored in ``out``, and
-    the rest (each design once, even if two axis combinations resolve to the same scenario)."""
-    stored = done_ids(out)
+def plan(spec: SweepSpec, out: str | Path, *, stored: set[str] | None = None) -> Plan:
+    """Enumerate ``spec``: points failing a constraint, points already stored in ``out`` (or
+    the ids ``stored``, when the caller has checked the folder already), and the rest (each
+    design once, even if two axis combinations resolve to the same scenario)."""
+    if stored is None:
+        stored = done_ids(out)
     todo: list[Point] = []
     skipped: list[tuple[Point, str]] = []
     seen: set[str] = set()

@@ -13,7 +13,13 @@ from commwall.topology.dragonfly import (
     dragonfly,
     dragonfly_plus,
 )
-from commwall.topology.fat_tree import fat_tree, leaf_spine, rail_only, rail_optimized
+from commwall.topology.fat_tree import (
+    fat_tree,
+    leaf_spine,
+    rail_only,
+    rail_optimized,
+    rail_optimized_tiers,
+)
 from commwall.topology.graph import (
     LinkKind,
     Medium,
@@ -79,5 +85,6 @@ __all__ = [
     "pcie_tree",
     "rail_only",
     "rail_optimized",
+    "rail_optimized_tiers",
     "scale_up_facts",
 ]

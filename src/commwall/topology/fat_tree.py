@@ -24,7 +24,7 @@ from commwall.topology import _checks as ck
 from commwall.topology.clos import ClosStructure, build_clos, spread
 from commwall.topology.graph import Topology, TopologyError
 
-__all__ = ["fat_tree", "leaf_spine", "rail_only", "rail_optimized"]
+__all__ = ["fat_tree", "leaf_spine", "rail_only", "rail_optimized", "rail_optimized_tiers"]
 
 Taper = float | Sequence[float]
 
@@ -243,8 +243,8 @@ def rail_optimized(
     sus = -(-n // down1)
     leaves = rails * sus
     if tiers is None:
-        tiers = 2 if leaves <= r else 3
-    if tiers not in (2, 3):
+        tiers = rail_optimized_tiers(n, rails, r, o1)
+    if tiers not in (2, 3):  # one tier cannot join the rails: that is rail_only()
         raise TopologyError(f"tiers={tiers!r}: must be 2, 3 or None (choose automatically)")
     max_leaves = r if tiers == 2 else r * down2
     if leaves > max_leaves:
@@ -278,6 +278,19 @@ def rail_optimized(
         switch_latency=ck.check_time("switch_latency", switch_latency),
         params=params,
     )
+
+
+def rail_optimized_tiers(nodes: int, rails: int, radix: int, oversubscription: float) -> int:
+    """The tiers :func:`rail_optimized` builds when not told: 2 (rail leaves and spines) while
+    the leaves fit one spine's ports, else 3. Never 1: the spines are what join the rails.
+
+    >>> rail_optimized_tiers(1, 8, 64, 1.0), rail_optimized_tiers(256, 8, 64, 1.0)
+    (2, 2)
+    >>> rail_optimized_tiers(257, 8, 64, 1.0)
+    3
+    """
+    down1, _ = ck.split_ports(radix, oversubscription)
+    return 2 if rails * -(-nodes // down1) <= radix else 3
 
 
 def rail_only(

@@ -23,6 +23,7 @@ waiting on the network or NVLink — the "communication wall". MFU = model FLOPs
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -362,7 +363,8 @@ def _strip_tags(name: str) -> str:
 
 def fabric_summary(cluster: Cluster) -> dict[str, Any]:
     """The cluster's scale-out fabric (topology builders) and its bill of materials: switches,
-    cables, transceivers, bisection, and power by category for the scenario's optics."""
+    cables, transceivers, bisection, and power by category for the scenario's optics; a
+    one-node cluster has none (:func:`_one_node`)."""
     from commwall.topology.bom import bill_of_materials
     from commwall.topology.graph import TopologyError
     from commwall.topology.metrics import bisection_bandwidth, diameter
@@ -401,7 +403,30 @@ def fabric_summary(cluster: Cluster) -> dict[str, Any]:
         network_cost_usd_estimate=sum(bom.cost_usd.values()),
         network_cost_usd_by_part={str(k): float(v) for k, v in bom.cost_usd.items()},
     )
-    return summary
+    return _one_node(summary) if cluster.n_nodes == 1 else summary
+
+
+def _one_node(summary: dict[str, Any]) -> dict[str, Any]:
+    """A one-node cluster's fabric: none. No traffic leaves the node, so no switch, cable or
+    transceiver is bought or powered; the node's own NICs and GPUs still draw power."""
+    watts = {k: (float(v) if k in ("nics", "gpus") else 0.0) for k, v in summary["power_w"].items()}
+    return {
+        **summary,
+        "topology": f"none: one node, no traffic leaves it (not built: {summary['topology']})",
+        "needed": False,
+        "switches_per_tier": {},
+        "cables_per_tier": {},
+        "switches": 0,
+        "cables": 0,
+        "bisection_Bps": 0.0,
+        "diameter_links": 0,
+        "transceivers": 0,
+        "power_w": watts,
+        "network_power_w": watts.get("nics", 0.0),
+        "total_power_w": sum(watts.values()),
+        "network_cost_usd_estimate": 0.0,
+        "network_cost_usd_by_part": {},
+    }
 
 
 def inflight_micro_batches(job: Job) -> int:
@@ -417,12 +442,21 @@ def inflight_micro_batches(job: Job) -> int:
     return min(m, -(-chunks // v))
 
 
-def simulate(scenario: Scenario, cluster: Cluster | None = None) -> StepReport:
-    """Simulate one training step of ``scenario`` (raises ScenarioError on bad input)."""
+def simulate(
+    scenario: Scenario,
+    cluster: Cluster | None = None,
+    *,
+    progress: Callable[[int, float, int, int], None] | None = None,
+) -> StepReport:
+    """Simulate one training step of ``scenario`` (raises ScenarioError on bad input);
+    ``progress(events, simulated s, flows done, flows)`` hears how far a flow or packet run is."""
     cl = cluster or build_cluster(scenario.cluster)
     job = resolve_job(scenario.job, cl)
     plan = build_step(job, cl)
-    engine = get_engine(scenario.simulation.engine, policy=scenario.simulation.policy)
+    options: dict[str, Any] = {"policy": scenario.simulation.policy}
+    if progress is not None and scenario.simulation.engine != "analytic":
+        options["progress"] = progress
+    engine = get_engine(scenario.simulation.engine, **options)
     result = engine.run(plan.schedule, cl, cl.routing, seed=scenario.simulation.seed)
     stage, step, breakdown = account(plan, result, job)
     spec = job.spec

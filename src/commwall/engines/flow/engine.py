@@ -19,6 +19,7 @@ queue pairs for the life of a communicator, so repeated calls take the same path
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -122,13 +123,20 @@ class _Compiled:
 
 
 class FlowEngine:
-    """Flow-level engine (``Engine`` protocol)."""
+    """Flow-level engine (``Engine`` protocol); ``progress`` hears how far a run is
+    (:func:`~commwall.engines.flow.fluid.simulate`)."""
 
     name = "flow"
 
-    def __init__(self, policy: str = "nccl", track: int = 16) -> None:
+    def __init__(
+        self,
+        policy: str = "nccl",
+        track: int = 16,
+        progress: Callable[[int, float, int, int], None] | None = None,
+    ) -> None:
         self.policy = policy
         self.track = track
+        self.progress = progress
         self.analytic = AnalyticEngine(policy)
 
     def run(
@@ -156,7 +164,7 @@ class FlowEngine:
         scale = routes.capacity_scale if routes is not None else 1.0
         capacity = np.concatenate([net.capacity(scale), net.virtual_capacity(routes)])
         tasks, phase_tasks = self._tasks(schedule, per_phase, routes, net)
-        fluid = simulate(capacity, tasks, track=self.track)
+        fluid = simulate(capacity, tasks, track=self.track, progress=self.progress)
         return self._result(
             schedule, per_phase, phase_tasks, fluid, net, capacity, policy, pxn, routes
         )

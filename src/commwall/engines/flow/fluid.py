@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,12 +42,16 @@ from commwall.engines.flow.maxmin import FloatArray, IntArray, distinct, max_min
 
 __all__ = [
     "CHECKED_INVARIANTS",
+    "PROGRESS_S",
     "FlowBatch",
     "FluidResult",
     "FluidTask",
     "LinkTimeline",
     "simulate",
 ]
+
+#: Wall seconds between two progress reports of a run.
+PROGRESS_S = 0.25
 
 #: What :func:`simulate` verifies on every run (for ``Result.invariants``).
 CHECKED_INVARIANTS = (
@@ -122,6 +127,7 @@ def simulate(
     *,
     track: int = 16,
     rtol: float = 1e-9,
+    progress: Callable[[int, float, int, int], None] | None = None,
 ) -> FluidResult:
     """Run ``tasks`` on links of ``capacity`` (bytes/s) and return when everything happened.
 
@@ -129,7 +135,9 @@ def simulate(
     (ties: lower index first; links that carry nothing are never tracked). Every byte is
     delivered, so they are known from the input; the loop records ``track`` loads per event, so
     the timeline costs ``8 × track × events`` bytes, whatever the number of flows.
-    ``rtol``: completions this close (relative, in bytes) share one event. Raises ``ValueError``
+    ``rtol``: completions this close (relative, in bytes) share one event. ``progress(events,
+    simulated seconds, flows done, flows)`` is called at most every :data:`PROGRESS_S` of wall
+    time and at the end; it sees the run, it does not change it. Raises ``ValueError``
     for bad input (naming the task and field) and :class:`InvariantError` if the simulation
     catches itself breaking one of :data:`CHECKED_INVARIANTS`.
     """
@@ -139,7 +147,7 @@ def simulate(
         raise ValueError(f"track = {track!r}: must be >= 0")
     plan = _Plan.build(np.asarray(capacity, dtype=np.float64), tasks)
     run = _Run(plan, rtol, track)
-    run.loop()
+    run.loop(progress)
     return run.result()
 
 
@@ -353,9 +361,11 @@ class _Run:
             if self.waiting[t] == 0:
                 self._ready(t, 0.0)
 
-    def loop(self) -> None:
-        """Process events until every task has ended."""
+    def loop(self, progress: Callable[[int, float, int, int], None] | None = None) -> None:
+        """Process events until every task has ended, reporting to ``progress`` now and then."""
         changed = self._settle()
+        flows = len(self.plan.nbytes)
+        due = time.perf_counter() + PROGRESS_S
         while True:
             if changed:
                 self._recompute()
@@ -364,6 +374,11 @@ class _Run:
                 break
             changed = self._advance(*step)
             changed = self._settle() or changed
+            if progress is not None and time.perf_counter() >= due:
+                progress(self.events, self.now, int(self.done.sum()), flows)
+                due = time.perf_counter() + PROGRESS_S
+        if progress is not None:
+            progress(self.events, self.now, int(self.done.sum()), flows)
         if np.isnan(self.end).any():
             t = int(np.flatnonzero(np.isnan(self.end))[0])
             raise InvariantError(f"task {t} {self.plan.names[t]!r} never ended")

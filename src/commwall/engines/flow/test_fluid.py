@@ -459,3 +459,18 @@ def test_bad_options() -> None:
 
 def test_doctests() -> None:
     assert doctest.testmod(fluid).failed == 0
+
+
+def test_progress_sees_the_run_without_changing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19, row 17: reports every PROGRESS_S of wall time and once at the end."""
+    from commwall.engines.flow import fluid
+
+    monkeypatch.setattr(fluid, "PROGRESS_S", 0.0)  # report after every event
+    cap = np.array([10.0, 10.0])
+    tasks = [fluid.FluidTask("t", 0.0, batch([10.0, 20.0, 30.0], [[0], [0, 1], [1]]))]
+    silent = fluid.simulate(cap, tasks)
+    seen: list[tuple[int, float, int, int]] = []
+    heard = fluid.simulate(cap, tasks, progress=lambda *a: seen.append(a))
+    assert np.array_equal(silent.end, heard.end) and silent.events == heard.events
+    assert seen[-1] == (heard.events, heard.makespan, 3, 3)
+    assert [s[2] for s in seen] == sorted(s[2] for s in seen) and len(seen) >= 3

@@ -19,6 +19,7 @@ left out; at 2 MB per flow it is well below 1%).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,8 +167,10 @@ def run_traffic(
     routing: str | RoutingPolicy = "ecmp",
     *,
     seed: int = 0,
+    progress: Callable[[int, float, int, int], None] | None = None,
 ) -> TrafficResult:
-    """Run every flow ``src[i] → dst[i]`` of ``nbytes`` from time 0 on ``topology``."""
+    """Run every flow ``src[i] → dst[i]`` of ``nbytes`` from time 0 on ``topology``;
+    ``progress`` hears how far the run is (:func:`~commwall.engines.flow.fluid.simulate`)."""
     policy = routing if isinstance(routing, RoutingPolicy) else RoutingPolicy(routing)
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
@@ -201,7 +204,7 @@ def run_traffic(
         entry_weight=routes.weight,
         tail_latency=tail,
     )
-    fluid = simulate(capacity, [FluidTask("traffic", 0.0, batch)], track=0)
+    fluid = simulate(capacity, [FluidTask("traffic", 0.0, batch)], track=0, progress=progress)
     fct = fluid.flow_finish[0] + tail
 
     incidence = sparse.csr_matrix(

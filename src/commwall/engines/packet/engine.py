@@ -38,7 +38,7 @@ from commwall.engines.base import PhaseResult, Result, check_order
 from commwall.engines.flow.engine import _exact_shape, _non_blocking, group_members
 from commwall.engines.packet.config import PacketConfig
 from commwall.engines.packet.kernel import PS_PER_S, ps
-from commwall.engines.packet.network import Network, PacketGraph, Task, route_maps
+from commwall.engines.packet.network import Network, PacketGraph, Progress, Task, route_maps
 from commwall.engines.packet.result import summarise
 from commwall.engines.packet.traffic import PACKET_ROUTINGS, default_routing, topology_routes
 from commwall.transport.fabric import TransportError, fabric_profile, for_routing
@@ -140,7 +140,8 @@ def cluster_graph(cluster: Cluster) -> tuple[PacketGraph, _Layout]:
 class PacketEngine:
     """Packet-level engine (``Engine`` protocol). ``fabric`` overrides the cluster's (``ib`` for
     InfiniBand clusters, ``roce`` for Ethernet ones): any of
-    :data:`~commwall.transport.FABRICS`."""
+    :data:`~commwall.transport.FABRICS`; ``progress`` hears how far a run is
+    (:meth:`~commwall.engines.packet.network.Network.run`)."""
 
     name = "packet"
 
@@ -149,10 +150,12 @@ class PacketEngine:
         fabric: str | None = None,
         config: PacketConfig | None = None,
         policy: str = "nccl",
+        progress: Progress | None = None,
     ) -> None:
         self.fabric = fabric
         self.config = config or PacketConfig()
         self.policy = policy
+        self.progress = progress
 
     def run(
         self, schedule: Schedule, cluster: Cluster, routing: str | None = None, *, seed: int = 0
@@ -181,7 +184,7 @@ class PacketEngine:
         builder = _Builder(net, cluster, layout, pick, seed)
         spans, plans = builder.tasks(schedule, self.policy)
         t0 = time.perf_counter()
-        net.run()
+        net.run(progress=self.progress)
         wall = time.perf_counter() - t0
         checked = net.check()
         result = _result(

@@ -31,7 +31,7 @@ import numpy.typing as npt
 from commwall.engines.packet.components import FC_CREDIT
 from commwall.engines.packet.config import KERNELS
 from commwall.engines.packet.kernel import ps
-from commwall.engines.packet.network import Network
+from commwall.engines.packet.network import Network, Progress
 from commwall.transport.fabric import TransportError
 
 __all__ = [
@@ -131,12 +131,15 @@ def estimated_events(net: Network) -> int:
     return total
 
 
-def run_network(net: Network, kernel: str) -> None:
-    """Run ``net`` with ``kernel`` (``"python"`` or ``"numba"``, from :func:`pick_kernel`)."""
+def run_network(net: Network, kernel: str, progress: Progress | None = None) -> None:
+    """Run ``net`` with ``kernel`` (``"python"`` or ``"numba"``, from :func:`pick_kernel`);
+    ``progress`` hears from the Python loop as it goes, from the compiled one at the end."""
     if kernel == "numba":
         run_fast(net)
+        if progress is not None:
+            net.report(progress)
     else:
-        net.run()
+        net.run(progress=progress)
 
 
 # ---- packing ------------------------------------------------------------------------------

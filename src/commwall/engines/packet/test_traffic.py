@@ -5,6 +5,7 @@ engine on an uncongested permutation, and a 64:1 incast lossless only where the 
 from __future__ import annotations
 
 import doctest
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -336,3 +337,33 @@ def test_bad_config_names_the_field(kwargs: dict[str, object], message: str) -> 
 @pytest.mark.parametrize("module", [traffic, result])
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kernel", ["python", "numba"])
+def test_progress_reports_do_not_change_the_run(
+    kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19, row 17: a reporting run runs the same events (in slices) as a silent one."""
+    from commwall.engines.packet import network
+
+    if kernel == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setattr(network, "PROGRESS_EVENTS", 500)  # many slices on a small run
+    topo = _leaf_spine()
+    src, dst = pattern_flows("permutation", 8, seed=3)
+    cfg = PacketConfig(mtu=MTU, kernel=kernel)
+    fabric = "ib" if kernel == "numba" else "uec"  # numba runs IB with ECMP
+    routing = "ecmp" if kernel == "numba" else "spray"
+    silent = run_packet_traffic(topo, src, dst, 300_000, fabric, routing=routing, config=cfg)
+    seen: list[tuple[int, float, int, int]] = []
+    heard = run_packet_traffic(topo, src, dst, 300_000, fabric, routing=routing, config=cfg,
+                               progress=lambda *a: seen.append(a))  # fmt: skip
+    timing = ("wall_s", "events_per_s")
+    a = {k: v for k, v in silent.to_dict().items() if k not in timing}
+    assert a == {k: v for k, v in heard.to_dict().items() if k not in timing}
+    assert seen[-1][0] == heard.events and seen[-1][2] == seen[-1][3] == len(src)
+    assert seen[-1][1] >= heard.makespan > 0
+    if kernel == "python":
+        assert len(seen) > 5 and all(
+            x[0] <= y[0] and x[1] <= y[1] for x, y in itertools.pairwise(seen)
+        )

@@ -17,7 +17,13 @@ import numpy.typing as npt
 
 from commwall.engines.packet.config import PacketConfig
 from commwall.engines.packet.fast import pick_kernel, run_network
-from commwall.engines.packet.network import Network, Task, graph_from_topology, route_maps
+from commwall.engines.packet.network import (
+    Network,
+    Progress,
+    Task,
+    graph_from_topology,
+    route_maps,
+)
 from commwall.engines.packet.result import PacketResult, summarise
 from commwall.routing import route_paths
 from commwall.routing.oracle import SPRAY_MAX_ROUTES
@@ -98,10 +104,12 @@ def run_packet_traffic(
     seed: int = 0,
     ecn: EcnParams | None = None,
     rto_s: float | None = None,
+    progress: Progress | None = None,
 ) -> PacketResult:
     """Run flows ``src[i] → dst[i]`` (endpoint indices) of ``nbytes``, all starting at time 0,
     on ``topology`` with ``fabric`` (one of :data:`~commwall.transport.FABRICS`); ``ecn`` and
-    ``rto_s`` replace the fabric's marking thresholds and retransmission timeout."""
+    ``rto_s`` replace the fabric's marking thresholds and retransmission timeout; ``progress``
+    hears how far the run is (:meth:`~commwall.engines.packet.network.Network.run`)."""
     cfg = config or PacketConfig()
     if fabric not in FABRICS:
         raise TransportError(f"fabric={fabric!r}: unknown; allowed: {', '.join(FABRICS)}")
@@ -140,7 +148,7 @@ def run_packet_traffic(
     net.add_task(Task("traffic", 0, flows))
     kernel = pick_kernel(net, cfg.kernel)  # "auto": the compiled loop where it applies
     t0 = time.perf_counter()
-    run_network(net, kernel)
+    run_network(net, kernel, progress)
     wall = time.perf_counter() - t0
     checked = net.check()
     return summarise(net, wall_s=wall, invariants=checked, kernel=kernel)
