@@ -22,7 +22,7 @@ from typing import Any
 
 from commwall.cluster import build_cluster
 from commwall.collectives import NCCL_MENU, CommFabric, Op, Proto, Unsupported, choose, evaluate
-from commwall.io.scenario import ClusterSpec
+from commwall.scenario import ClusterSpec
 
 PRESET = "dgx-h100"
 NODES = (1, 4, 16, 64, 256, 1024, 4096)

@@ -46,7 +46,7 @@ def main() -> int:
         profile_from_report,
         simulate_stragglers,
     )
-    from commwall.io.scenario import load_scenario
+    from commwall.scenario import load_scenario
     from commwall.workload.simulate import simulate
 
     rows: list[dict[str, Any]] = []

@@ -40,8 +40,9 @@ def child(name: str) -> dict[str, Any]:
         from commwall.cluster import build_cluster
         from commwall.collectives import Op
         from commwall.collectives.schedule import CollectiveTask, Schedule
-        from commwall.engines.flow.engine import FlowEngine, world_group
-        from commwall.io.scenario import ClusterSpec
+        from commwall.engines.communicators import world_group
+        from commwall.engines.flow.engine import FlowEngine
+        from commwall.scenario import ClusterSpec
 
         spec = ClusterSpec.model_validate(
             {

@@ -56,7 +56,7 @@ def time_subprocess(args: list[str], runs: int) -> list[float]:
 def largest_example() -> tuple[Path, int] | None:
     """The scenario in examples/*.yaml with the most GPUs, and that count."""
     from commwall.cluster import build_cluster
-    from commwall.io.scenario import ScenarioError, load_scenario
+    from commwall.scenario import ScenarioError, load_scenario
 
     best: tuple[Path, int] | None = None
     for path in sorted((ROOT / "examples").glob("*.yaml")):
@@ -116,7 +116,7 @@ def bench(runs: int) -> dict[str, Any]:
     result["simulate_default"] = time_simulate(default_scenario(), runs)
     example = largest_example()
     if example is not None:
-        from commwall.io.scenario import load_scenario
+        from commwall.scenario import load_scenario
 
         path, _ = example
         sim = time_simulate(load_scenario(path), runs)

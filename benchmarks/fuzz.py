@@ -83,10 +83,10 @@ def clean_errors() -> tuple[type[BaseException], ...]:
     from commwall.io.chakra import ChakraError
     from commwall.io.nccl_tests import NcclTestsError
     from commwall.io.node_topology import NodeTopologyError
-    from commwall.io.scenario import ScenarioError
     from commwall.phy import PhyError
     from commwall.phy.optics import OpticsError
     from commwall.routing import RoutingError
+    from commwall.scenario import ScenarioError
     from commwall.sweep.spec import SweepError
     from commwall.topology import TopologyError
     from commwall.units import UnitError
@@ -231,7 +231,7 @@ def _scenario_bases() -> list[dict[str, Any]]:
 
 def scenario_cases(rng: random.Random) -> Iterator[tuple[str, Callable[[], Any]]]:
     from commwall.cluster import build_cluster
-    from commwall.io.scenario import load_scenario_text
+    from commwall.scenario import load_scenario_text
     from commwall.workload.job import resolve_job
     from commwall.workload.simulate import simulate
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from commwall.defaults import default_scenario
-from commwall.io.scenario import load_scenario
+from commwall.scenario import load_scenario
 from commwall.workload.simulate import simulate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

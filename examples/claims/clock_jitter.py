@@ -25,7 +25,7 @@ from pathlib import Path
 from _common import Cited, fmt, report, verdict
 
 from commwall.faults.stragglers import Variability, profile_from_report, simulate_stragglers
-from commwall.io.scenario import load_scenario
+from commwall.scenario import load_scenario
 from commwall.workload.simulate import simulate
 
 CLAIM = (

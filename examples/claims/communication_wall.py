@@ -28,7 +28,7 @@ from typing import Any
 
 from _common import Cited, catalog, cite, fmt, report, table, verdict
 
-from commwall.io.scenario import Scenario, parse_scenario
+from commwall.scenario import Scenario, parse_scenario
 from commwall.workload.models import get_model
 from commwall.workload.simulate import CATEGORIES, COMM_CATEGORIES, StepReport, simulate
 

@@ -21,7 +21,7 @@ from _common import Cited, catalog, cite, fmt, report, table, verdict
 
 from commwall.cluster import build_cluster
 from commwall.collectives import Op, choose
-from commwall.io.scenario import ClusterSpec
+from commwall.scenario import ClusterSpec
 
 CLAIM = (
     "NVSwitch allows every GPU in a single rack (like the GB200 NVL72) to talk to every other GPU "

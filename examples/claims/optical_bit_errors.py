@@ -28,7 +28,7 @@ from _common import Cited, report, verdict
 from commwall.cluster import build_cluster
 from commwall.faults.bit_errors import BitErrorResult, cluster_bit_errors
 from commwall.faults.goodput import load_failure_model
-from commwall.io.scenario import load_scenario
+from commwall.scenario import load_scenario
 
 CLAIM = (
     "At 800G, a single bit can flip in a fiber optic cable. If your FEC isn't robust, that bit "

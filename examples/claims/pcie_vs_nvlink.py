@@ -22,7 +22,7 @@ from _common import Cited, catalog, cite, fmt, report, table, verdict
 
 from commwall.cluster import build_cluster
 from commwall.collectives import Op, choose
-from commwall.io.scenario import ClusterSpec
+from commwall.scenario import ClusterSpec
 
 CLAIM = (
     "PCIe Gen 5 x16: ~64 GB/s. NVIDIA NVLink (Blackwell era): 1.8 TB/s per GPU. "

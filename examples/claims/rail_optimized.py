@@ -41,12 +41,13 @@ from _common import Cited, catalog, cite, fmt, report, table, verdict
 from commwall.cluster import Cluster, build_cluster
 from commwall.collectives import Op, Proto
 from commwall.collectives.schedule import CollectiveTask, Group, Placement, Schedule
-from commwall.collectives.transfers import compile_collective
 from commwall.engines.analytic import AnalyticEngine
-from commwall.engines.flow.engine import FlowEngine, group_members, world_group
+from commwall.engines.communicators import group_members, world_group
+from commwall.engines.flow.engine import FlowEngine
 from commwall.engines.flow.network import FlowNetwork
-from commwall.io.scenario import ClusterSpec
+from commwall.engines.transfers import compile_collective
 from commwall.routing import RoutingPolicy, route
+from commwall.scenario import ClusterSpec
 
 CLAIM = (
     "In a Rail-Optimized layout ... when an All-Reduce operation happens, the traffic stays within "

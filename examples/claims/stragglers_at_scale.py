@@ -31,7 +31,7 @@ from commwall.faults.stragglers import (
     simulate_stragglers,
     straggler_scaling,
 )
-from commwall.io.scenario import load_scenario
+from commwall.scenario import load_scenario
 from commwall.workload.simulate import simulate
 
 CLAIM = (

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-
 from pathlib import Path as _Path
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from commwall._version import __version__ as __version__
+
 if _TYPE_CHECKING:
-    from commwall.io.scenario import Scenario
+    from commwall.scenario import Scenario
     from commwall.workload.simulate import StepReport
 
 
@@ -19,7 +18,7 @@ def simulate(
     *,
     engine: str | None = None,
 ) -> StepReport:
-    """Simulate one training step: a :class:`~commwall.io.scenario.Scenario`, a scenario file,
+    """Simulate one training step: a :class:`~commwall.scenario.Scenario`, a scenario file,
     a mapping of the scenario's fields, or None for the built-in default. ``engine`` overrides
     the scenario's (``analytic`` or ``flow``). The report's ``to_frame()`` and
     ``timeline_frame()`` give pandas DataFrames.
@@ -31,7 +30,7 @@ def simulate(
     (True, 16)
     """
     from commwall.defaults import default_scenario
-    from commwall.io.scenario import Scenario, load_scenario, parse_scenario
+    from commwall.scenario import Scenario, load_scenario, parse_scenario
     from commwall.workload.simulate import simulate as run
 
     if scenario is None:

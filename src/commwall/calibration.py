@@ -5,7 +5,7 @@ and per-rank bandwidths of the scale-up class (NVLink or PCIe) and of the networ
 launch plan and pipeline NCCL runs (:mod:`commwall.collectives.nccl`, ``pipeline``), so a
 calibration fits the times commwall itself predicts, not only ``tuning.cc``'s ``lat + S/bw``.
 Calibration corrects each class the measurements exercise with two numbers
-(:class:`~commwall.io.scenario.LinkCalibration`):
+(:class:`~commwall.scenario.LinkCalibration`):
 
 * ``bandwidth_factor`` ``f_c`` multiplies the class's modelled bandwidth;
 * ``latency`` ``λ_c`` is added to every step over the class (never below 0 in total).
@@ -42,7 +42,8 @@ from commwall.cluster import Cluster
 from commwall.collectives import Unsupported, choose
 from commwall.collectives.constants import Proto
 from commwall.collectives.ops import Op
-from commwall.io.scenario import CalibrationSpec, LinkCalibration
+from commwall.errors import CommwallError
+from commwall.scenario import CalibrationSpec, LinkCalibration
 
 __all__ = [
     "CLASSES",
@@ -64,7 +65,7 @@ _FACTOR_BOUNDS: Final = (0.01, 100.0)
 _LATENCY_BOUNDS: Final = (-1e-3, 1.0)
 
 
-class CalibrationError(ValueError):
+class CalibrationError(CommwallError, ValueError):
     """The measurements cannot be fitted (nothing measured, nothing the model can run)."""
 
 

@@ -15,13 +15,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from commwall import __version__
+from commwall._version import __version__
 from commwall.console import err, event_progress, fail, friendly, out, write_parquet
+from commwall.scenario import ALL_ENGINES, ENGINES
 
-#: Engines ``--engine`` accepts.
-ENGINES = ("analytic", "flow")
-#: Engines ``commwall collective --engine`` accepts (the packet engine is for small clusters).
-COLLECTIVE_ENGINES = (*ENGINES, "packet")
 #: Largest message the packet engine simulates from ``commwall collective`` (bytes).
 PACKET_MAX_BYTES = 256 * 2**20
 
@@ -99,7 +96,7 @@ def run(
     """Simulate one training step: where the time goes and how much of it is waiting."""
     from commwall.cluster import build_cluster
     from commwall.defaults import default_scenario
-    from commwall.io.scenario import ScenarioError, load_scenario
+    from commwall.scenario import ScenarioError, load_scenario
     from commwall.workload.simulate import simulate
 
     _check_outputs(("--trace", trace), ("--parquet", parquet))
@@ -174,13 +171,13 @@ def _override(sc: Any, engine: str | None, routing: str | None) -> Any:
         sim = sc.simulation.model_copy(update={"engine": engine})
         sc = sc.model_copy(update={"simulation": sim})
     if routing is not None:
-        from commwall.engines.flow.engine import parse_routing
+        from commwall.scenario import cluster_routing
 
-        try:
-            parse_routing(routing)
+        try:  # the scenario's own rule, so the design round-trips through a saved file
+            name = cluster_routing(routing)
         except ValueError as e:
             fail(f"--routing: {e}")
-        cluster = sc.cluster.model_copy(update={"routing": routing})
+        cluster = sc.cluster.model_copy(update={"routing": name})
         sc = sc.model_copy(update={"cluster": cluster})
     return sc
 
@@ -396,13 +393,9 @@ def collective(
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
 ) -> None:
     """Predict the table nccl-tests would print for OP on a cluster you have not built yet."""
-    from dataclasses import replace
-
-    from commwall.collectives import choose, parse_algo, parse_op, parse_proto
-    from commwall.collectives.constants import Proto
-    from commwall.collectives.nccl import nccl_tests_time
-    from commwall.collectives.ops import REDUCING_OPS, Op, busbw_factor, nccl_tests_row
-    from commwall.io.scenario import ScenarioError
+    from commwall.collectives import parse_algo, parse_op, parse_proto
+    from commwall.engines.nccl_table import nccl_tests_table
+    from commwall.scenario import ScenarioError
     from commwall.units import parse_size
 
     try:
@@ -427,18 +420,20 @@ def collective(
         fabric = cl.world(gpus_per_node)
     except ScenarioError as e:
         raise ScenarioError(e.messages, "--gpus-per-node") from None
-    if engine not in COLLECTIVE_ENGINES:
-        fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(COLLECTIVE_ENGINES)}")
+    if engine not in ALL_ENGINES:  # the packet engine too (small clusters)
+        fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(ALL_ENGINES)}")
     if engine == "analytic" and (routing is not None or trace is not None):
         fail("--routing and --trace need --engine flow (the analytic engine assumes ideal balance)")
     if packet_fabric is not None and engine != "packet":
         fail("--fabric needs --engine packet")
     _check_outputs(("--trace", trace), ("--parquet", parquet))
     flow: Any = None
+    group: Any = None
     if engine == "packet":
         flow, group = _packet_engine(cl, fabric, packet_fabric, routing, hi, policy)
     if engine == "flow":
-        from commwall.engines.flow.engine import FlowEngine, parse_routing, world_group
+        from commwall.engines.communicators import world_group
+        from commwall.engines.flow.engine import FlowEngine, parse_routing
 
         try:
             parse_routing(routing, cl.routing)
@@ -446,53 +441,12 @@ def collective(
             fail(f"--routing: {e}")
         flow = FlowEngine(policy)
         group = world_group(cl, fabric)
-    rows: list[dict[str, Any]] = []
-    notes: list[str] = []  # what an engine ran other than NCCL's choice, and why
-    size = lo
-    result = None
-    while size <= hi:
-        asked = size
-        # nccl-tests runs (and prints) the per-rank-aligned size for AG/RS/alltoall.
-        size, count = nccl_tests_row(operation, int(asked), fabric.nranks)
-        choice = choose(operation, size, fabric, algo=algo_name, proto=proto_value, policy=policy)
-        best = choice.best
-        extra: dict[str, Any] = {}
-        seconds = nccl_tests_time(best.time, gpus_per_process)
-        if flow is not None:
-            from commwall.collectives.schedule import CollectiveTask, Schedule
-
-            task = CollectiveTask(operation, size, group, algo_name, proto_value)
-            result = flow.run(Schedule.single(task), cl, routing, seed=seed)
-            seconds = nccl_tests_time(result.makespan, gpus_per_process)
-            extra = {
-                "analytic_time_us": best.time * 1e6,
-                "slowdown_vs_analytic": result.makespan / best.time if best.time > 0 else 1.0,
-            }
-            if engine == "packet":
-                ran = result.phases[0]
-                extra.update(_packet_extra(result))
-                best = replace(best, algo=ran.algo or best.algo, proto=Proto(ran.proto or "Simple"))
-                for note in result.details.get("substitutions", []):
-                    if note not in notes:
-                        notes.append(note)
-        algbw = size / seconds if seconds > 0 else 0.0
-        rows.append(
-            {
-                "size": int(size),
-                "count": count,
-                "type": "float",
-                "redop": "sum" if operation in REDUCING_OPS else "none",
-                "root": 0 if operation in (Op.BROADCAST, Op.REDUCE) else -1,
-                "time_us": seconds * 1e6,
-                "algbw_GBps": algbw / 1e9,
-                "busbw_GBps": algbw * busbw_factor(operation, fabric.nranks) / 1e9,
-                "algo": best.algo,
-                "proto": best.proto.value,
-                "why": choice.explain() if explain else None,
-                **extra,
-            }
-        )
-        size = asked * factor
+    table = nccl_tests_table(
+        operation, lo, hi, factor, cl, fabric, engine=flow, group=group, routing=routing,
+        seed=seed, algo=algo_name, proto=proto_value, policy=policy,
+        gpus_per_process=gpus_per_process, explain=explain,
+    )  # fmt: skip
+    rows, notes, result = table.rows, table.notes, table.last
     if trace is not None and result is not None:
         _write_trace(trace, result)
     header: dict[str, Any] = {
@@ -537,7 +491,7 @@ def _packet_engine(
     cl: Any, fabric: Any, packet_fabric: str | None, routing: str | None, hi: float, policy: str
 ) -> tuple[Any, Any]:
     """The packet engine for ``commwall collective``, its inputs checked."""
-    from commwall.engines.flow.engine import world_group
+    from commwall.engines.communicators import world_group
     from commwall.engines.packet.engine import MAX_PACKET_GPUS, PacketEngine
     from commwall.engines.packet.traffic import PACKET_ROUTINGS
     from commwall.transport import FABRICS
@@ -557,17 +511,6 @@ def _packet_engine(
             "(use --engine flow)"
         )
     return PacketEngine(packet_fabric, policy=policy), world_group(cl, fabric)
-
-
-def _packet_extra(result: Any) -> dict[str, Any]:
-    """Per-row packet counters for ``commwall collective --engine packet``."""
-    c = result.counters
-    keys = ("drop_packets", "retransmitted", "timeouts", "trim_packets", "ecn_marks",
-            "cnps_sent", "pause_frames", "paused_s", "peak_buffer_bytes", "events")  # fmt: skip
-    return {
-        "packet": {k: c.get(k, 0.0) for k in keys},
-        "fabric": result.details.get("packet", {}).get("fabric"),
-    }
 
 
 def _cell(value: float, width: int) -> str:
@@ -658,7 +601,7 @@ def catalog(
 @app.command()
 def schema() -> None:
     """Print the scenario file's JSON schema (for editors)."""
-    from commwall.io.scenario import json_schema
+    from commwall.scenario import json_schema
 
     sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
 

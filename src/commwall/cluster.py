@@ -1,6 +1,6 @@
 """A resolved cluster: catalog parts + node shape + scale-out fabric, and what a communicator sees.
 
-:func:`build_cluster` turns a :class:`~commwall.io.scenario.ClusterSpec` into a :class:`Cluster`,
+:func:`build_cluster` turns a :class:`~commwall.scenario.ClusterSpec` into a :class:`Cluster`,
 checking that the parts exist and fit together. :meth:`Cluster.comm_fabric` then gives the
 collective models the per-rank bandwidths and latencies of any communicator.
 
@@ -33,21 +33,18 @@ from commwall.catalog import (
 from commwall.collectives import CommFabric, Gen, Hw, gen_for_sm
 from commwall.collectives.constants import NET_OVERHEAD
 from commwall.collectives.nccl import nvls_channels, pow2_up
-from commwall.io.scenario import (
+from commwall.scenario import (
     CalibrationSpec,
     ClusterSpec,
     LinkCalibration,
     ScenarioError,
     TopologySpec,
 )
+from commwall.transport.fabric import HEADER_BYTES
 
 if TYPE_CHECKING:
     from commwall.topology import Topology
 
-#: Per-packet header bytes. InfiniBand: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 (IBTA spec vol. 1).
-#: RoCEv2 / Ethernet: preamble+SFD 8 + Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4
-#: + inter-frame gap 12 (IBTA RoCEv2 annex A17; IEEE 802.3).
-HEADER_BYTES: Final[dict[str, int]] = {"ib": 26, "roce": 82, "ethernet": 82}
 
 #: Share of a NIC's payload rate NCCL reaches: NVIDIA's guidance is 46–48 GB/s per 400G NDR NIC
 #: (nccl-tests#290) and 24 GB/s per 200G HDR NIC (nccl-tests#119); 0.955 of the header-limited
@@ -566,7 +563,7 @@ def cluster_from_option(
     """
     from pathlib import Path
 
-    from commwall.io.scenario import load_scenario
+    from commwall.scenario import load_scenario
 
     if source.endswith((".yaml", ".yml")) or Path(source).is_file():
         spec = load_scenario(source).cluster
@@ -591,7 +588,7 @@ def cluster_from_option(
     if update:
         from pydantic import ValidationError
 
-        from commwall.io.scenario import validation_messages
+        from commwall.scenario import validation_messages
 
         try:
             spec = ClusterSpec.model_validate({**spec.model_dump(), **update})

@@ -46,38 +46,20 @@ def op_option(value: str | None) -> str | None:
 
 
 def friendly(func: F) -> F:
-    """Turn commwall's input and model errors into one message and exit status 2.
-
-    Caught: scenario errors (one line per problem, each with its origin), unit, catalog,
-    collective, topology, routing, PHY, optics and fault-model errors. Anything else is a bug and keeps its traceback.
-    """
+    """Turn commwall's errors into one message and exit status 2: a scenario error prints one
+    line per problem, each with its origin; every other :class:`~commwall.errors.CommwallError`
+    its message. Anything else is a bug and keeps its traceback."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from commwall.catalog import CatalogError
-        from commwall.collectives import Unsupported
-        from commwall.faults import FaultError
-        from commwall.io.scenario import ScenarioError
-        from commwall.phy import PhyError
-        from commwall.phy.optics import OpticsError
-        from commwall.routing import RoutingError
-        from commwall.topology import TopologyError
-        from commwall.units import UnitError
+        from commwall.errors import CommwallError
+        from commwall.scenario import ScenarioError
 
         try:
             return func(*args, **kwargs)
         except ScenarioError as e:
             fail("\n".join(f"{e.origin}: {m}" for m in e.messages))
-        except (
-            UnitError,
-            CatalogError,
-            Unsupported,
-            TopologyError,
-            PhyError,
-            OpticsError,
-            RoutingError,
-            FaultError,
-        ) as e:
+        except CommwallError as e:
             fail(str(e))
 
     return wrapper  # type: ignore[return-value]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commwall.io.scenario import Scenario, parse_scenario
+from commwall.scenario import Scenario, parse_scenario
 
 DEFAULT_SCENARIO: dict[str, Any] = {
     "name": "default: Llama-3-70B on 1,024 H100 (128 x DGX H100, 8x400G NDR, rail-optimized)",

@@ -17,8 +17,8 @@ from commwall.cluster import build_cluster
 from commwall.collectives import choose
 from commwall.collectives.constants import BASE_LAT, HW_LAT, Hw, Proto
 from commwall.collectives.ops import Op
-from commwall.io.scenario import CalibrationSpec, ClusterSpec, LinkCalibration, ScenarioError
-from commwall.io.scenario import parse_scenario as parse
+from commwall.scenario import CalibrationSpec, ClusterSpec, LinkCalibration, ScenarioError
+from commwall.scenario import parse_scenario as parse
 
 SIZES = [2.0**k for k in range(10, 31)]  # 1 KiB .. 1 GiB
 
@@ -134,7 +134,8 @@ def test_flow_engine_links_carry_the_calibrated_bandwidth() -> None:
     """Halving the network's bandwidth doubles a bandwidth-bound all-reduce across nodes on the
     flow engine too: the link capacities carry the factor, not only the per-chain caps."""
     from commwall.collectives.schedule import CollectiveTask, Schedule
-    from commwall.engines.flow.engine import FlowEngine, world_group
+    from commwall.engines.communicators import world_group
+    from commwall.engines.flow.engine import FlowEngine
 
     base = build_cluster(ClusterSpec(preset="dgx-h100", nodes=4, routing="ecmp"))
     slow = replace(base, calibration=CalibrationSpec(network=LinkCalibration(bandwidth_factor=0.5)))

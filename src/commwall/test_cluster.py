@@ -19,7 +19,7 @@ from commwall.cluster import (
 )
 from commwall.collectives import Hw
 from commwall.collectives.constants import NET_OVERHEAD
-from commwall.io.scenario import ClusterSpec, ScenarioError
+from commwall.scenario import ClusterSpec, ScenarioError
 
 GB = 1e9
 

@@ -49,6 +49,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from commwall.errors import CommwallError
+
 __all__ = [
     "UnitError",
     "format_bandwidth",
@@ -66,7 +68,7 @@ __all__ = [
 ]
 
 
-class UnitError(ValueError):
+class UnitError(CommwallError, ValueError):
     """A quantity could not be read.
 
     The message names the offending text, the kind of quantity expected, why it was rejected,

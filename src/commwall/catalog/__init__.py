@@ -32,7 +32,6 @@ from commwall.catalog.models import (
     PCIeGen,
     Precision,
     Switch,
-    TopologyKind,
 )
 
 __all__ = [
@@ -53,6 +52,5 @@ __all__ = [
     "Precision",
     "PresetParts",
     "Switch",
-    "TopologyKind",
     "load_catalog",
 ]

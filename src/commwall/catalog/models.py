@@ -22,6 +22,8 @@ from typing import Annotated, Any, ClassVar, Final, Literal, Self, Union, get_ar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from commwall import units
+from commwall.errors import CommwallError
+from commwall.scenario import TopologyKind  # one definition: the kinds a cluster is built with
 
 __all__ = [
     "GPU",
@@ -37,11 +39,10 @@ __all__ = [
     "Part",
     "Precision",
     "Switch",
-    "TopologyKind",
 ]
 
 
-class CatalogError(ValueError):
+class CatalogError(CommwallError, ValueError):
     """A catalog lookup, override or data file is wrong; the message says what and how to fix it."""
 
 
@@ -79,7 +80,6 @@ Length = Annotated[float, _unit(units.parse_length)]
 Fabric = Literal["ib", "roce", "ethernet"]
 Precision = Literal["fp64", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8"]
 OpticKind = Literal["dsp", "lpo", "lro", "cpo", "dac", "acc", "aec", "aoc"]
-TopologyKind = Literal["rail-optimized", "rail-only", "fat-tree", "dragonfly", "dragonfly-plus"]
 
 _NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9.\-]*$"
 _PROVENANCE_FIELDS: Final = frozenset({"name", "description", "source", "estimate"})

@@ -37,9 +37,10 @@ from commwall.collectives.fabric import CommFabric
 from commwall.collectives.nccl import NCCL_STEPS
 from commwall.collectives.ops import Op, busbw_factor
 from commwall.collectives.pipeline import Hop
+from commwall.errors import CommwallError
 
 
-class Unsupported(Exception):
+class Unsupported(CommwallError):
     """This algorithm × protocol cannot run this operation on this fabric; ``str()`` says why."""
 
 

@@ -49,7 +49,7 @@ def calibrate_step(
 ) -> None:
     """Fit job.compute_scale so the scenario's step lasts the measured time: every forward and
     backward compute time is multiplied by it; communication keeps the model's times."""
-    from commwall.io.scenario import ScenarioError, load_scenario, load_scenario_text
+    from commwall.scenario import ScenarioError, load_scenario, load_scenario_text
     from commwall.units import parse_time
     from commwall.workload.simulate import StepFitError, fit_compute_scale
 
@@ -212,7 +212,7 @@ def _points(
     from commwall.calibration import Measured
     from commwall.cluster import build_cluster, cluster_from_option
     from commwall.collectives.ops import parse_op
-    from commwall.io.scenario import ClusterSpec
+    from commwall.scenario import ClusterSpec
 
     points: list[Measured] = []
     built: dict[tuple[int, int], Any] = {}
@@ -273,7 +273,7 @@ def _write_scenario(
     """The calibrated scenario: the given scenario file with ``cluster.calibration`` set, or a
     new one around the measured cluster; checked by loading it back before it replaces ``path``."""
     from commwall.io.atomic import write_text_atomic
-    from commwall.io.scenario import load_scenario_text
+    from commwall.scenario import load_scenario_text
 
     calibration = fit.calibration.model_dump(exclude_none=True)
     for name in fit.classes:

@@ -5,7 +5,7 @@
 >>> # commwall chakra export --default --out traces/ --ranks stages
 
 ``replay`` answers "what would a different network change" for a recorded PyTorch step: the
-traces become one step schedule (:mod:`commwall.io.chakra_step`) that any simulated cluster
+traces become one step schedule (:mod:`commwall.workload.chakra_step`) that any simulated cluster
 runs; the step time, the busiest GPU stream's compute, the rest of the step as exposed
 communication and waiting, and the costliest collectives are printed.
 """
@@ -22,9 +22,7 @@ import typer
 from rich.markup import escape
 
 from commwall.console import fail, friendly, out
-
-#: Engines ``--engine`` accepts.
-ENGINES = ("analytic", "flow")
+from commwall.scenario import ENGINES
 
 
 def register(app: typer.Typer) -> None:
@@ -53,7 +51,7 @@ def _load(traces: list[str]) -> list[Any]:
 def summarize(traces: list[Any]) -> dict[str, Any]:
     """Ranks, node counts by type, GPU compute time and collectives by op/size/group."""
     from commwall.io.chakra import CommType, NodeType
-    from commwall.io.chakra_step import check_graph, pg_table
+    from commwall.workload.chakra_step import check_graph, pg_table
 
     members, desc = pg_table(traces)
     ranks = []
@@ -193,7 +191,7 @@ def replay(
     from commwall.cluster import cluster_from_option
     from commwall.engines import get_engine
     from commwall.io.chakra import ChakraError
-    from commwall.io.chakra_step import traces_to_schedule
+    from commwall.workload.chakra_step import traces_to_schedule
 
     if engine not in ENGINES:
         fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
@@ -281,8 +279,8 @@ def export(
     """Write commwall's own training step (as ``commwall run`` builds it) as Chakra traces."""
     from commwall.cluster import build_cluster
     from commwall.defaults import default_scenario
-    from commwall.io.chakra_step import write_schedule
-    from commwall.io.scenario import ScenarioError, load_scenario
+    from commwall.scenario import ScenarioError, load_scenario
+    from commwall.workload.chakra_step import write_schedule
     from commwall.workload.job import resolve_job
     from commwall.workload.step import build_step
 

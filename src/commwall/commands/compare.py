@@ -4,7 +4,7 @@
 >>> # commwall compare a.yaml b.yaml c.yaml --engine flow --json
 
 Every scenario is simulated as ``commwall run`` does (faults included) and reduced to the flat
-figures a sweep stores (:func:`commwall.sweep.evaluate.metrics`), so a comparison and a sweep
+figures a sweep stores (:meth:`commwall.workload.simulate.StepReport.metrics`), so a comparison and a sweep
 use the same names. Each figure after the first column shows its change against the first
 scenario, relative and absolute; the best value of each row is highlighted.
 """
@@ -21,9 +21,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from commwall.console import fail, friendly, out
+from commwall.scenario import ENGINES
 
-#: Engines ``--engine`` accepts (as ``commwall run``).
-ENGINES = ("analytic", "flow")
 #: The rows of the table: (metric, better end) — ``None`` for figures with no better end.
 ROWS: tuple[tuple[str, str | None], ...] = (
     ("step_time_s", "min"),
@@ -90,8 +89,7 @@ def _simulate(path: Path | None, engine: str | None) -> dict[str, Any]:
     """One scenario's summary and metrics; a bad file exits 2 with one line naming it."""
     from commwall.cluster import build_cluster
     from commwall.defaults import default_scenario
-    from commwall.io.scenario import ScenarioError, load_scenario
-    from commwall.sweep.evaluate import metrics
+    from commwall.scenario import ScenarioError, load_scenario
     from commwall.workload.simulate import simulate
 
     origin = str(path) if path is not None else "built-in default scenario"
@@ -118,7 +116,7 @@ def _simulate(path: Path | None, engine: str | None) -> dict[str, Any]:
         "name": report.scenario,
         "cluster": report.cluster,
         "job": report.job,
-        "metrics": metrics(report),
+        "metrics": report.metrics(),
     }
 
 

@@ -82,7 +82,7 @@ def _empirical(path: Path | None) -> tuple[float, ...]:
 def _scenario_report(scenario: Path | None) -> Any:
     from commwall.cluster import build_cluster
     from commwall.defaults import default_scenario
-    from commwall.io.scenario import load_scenario
+    from commwall.scenario import load_scenario
     from commwall.workload.simulate import simulate
 
     sc = load_scenario(scenario) if scenario is not None else default_scenario()
@@ -307,7 +307,7 @@ def goodput(
     time between interruptions (from Meta's Llama 3 record, with its uncertainty), Young's and
     Daly's checkpoint intervals, goodput and wall-clock days as distributions."""
     from commwall.faults.goodput import JobSize, RunPlan, goodput_study, load_failure_model
-    from commwall.io.scenario import parse_count
+    from commwall.scenario import parse_count
 
     if days is not None and tokens is not None:
         fail("--days and --tokens exclude each other: give one")

@@ -70,7 +70,7 @@ def measure_command(
 ) -> None:
     """Time real collectives on this machine (torch.distributed, like nccl-tests) and print
     nccl-tests' table; --out writes a log that `commwall calibrate nccl-tests` reads."""
-    from commwall import __version__
+    from commwall._version import __version__
     from commwall.collectives.ops import Op, parse_op
     from commwall.io.atomic import write_text_atomic
     from commwall.io.nccl_tests import format_nccl_tests

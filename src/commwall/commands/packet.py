@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from commwall.console import event_progress, fail, friendly, out
+from commwall.transport.fabric import ETHERNET_HEADER
 
 #: Shown under the tables: what the run is and is not.
 _MODEL_NOTE = (
@@ -328,7 +329,7 @@ def _run(
         )
     except (TopologyError, TransportError, UnitError, InvariantError, PhyError, ValueError) as e:
         fail(str(e))
-    ideal = _ideal(pattern, len(src), int(nbytes), rate, config.mtu, 82)
+    ideal = _ideal(pattern, len(src), int(nbytes), rate, config.mtu, ETHERNET_HEADER)
     fabric_rows = []
     for r in results:
         header = fabric_profile(r.fabric, rate, config.mtu).header_bytes
@@ -409,7 +410,7 @@ def _link_errors(opts: dict[str, Any], rate: float) -> tuple[float, float, dict[
         return ber, 0.0, {"ber": ber}
     if opts["ber"] is not None:
         fail("--ber and --pre-fec-ber: give one (the post-FEC BER, or the pre-FEC BER and --fec)")
-    wire = int(opts["mtu"]) + 82
+    wire = int(opts["mtu"]) + ETHERNET_HEADER
     e = phy_errors(
         float(opts["pre_fec_ber"]), rate, wire, fec=opts["fec"], lane=opts["lane"] or "100G"
     )

@@ -64,7 +64,10 @@ def report(
     from commwall.report import ReportError, build_report, load_input, write_report
     from commwall.report.mpl_render import MatplotlibMissing
     from commwall.report.page import PlotlyMissing
+    from commwall.scenario import ENGINES
 
+    if engine is not None and engine not in ENGINES:
+        fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
     if default and source is not None:
         fail(f"--default: give either a SOURCE ({str(source)!r}) or --default, not both")
     if output.suffix.lower() not in (".html", ".htm"):

@@ -16,8 +16,8 @@ from commwall.cli import app
 from commwall.cluster import cluster_from_option
 from commwall.collectives.ops import Op, busbw_factor
 from commwall.io.nccl_tests import NcclTestsRow, NcclTestsRun, Timing, format_nccl_tests
-from commwall.io.scenario import CalibrationSpec, LinkCalibration, load_scenario
 from commwall.measure.bench import usable_cpus
+from commwall.scenario import CalibrationSpec, LinkCalibration, load_scenario
 
 runner = CliRunner()
 #: a CPU this process may use (all ranks pinned to it: see commwall.measure.bench)

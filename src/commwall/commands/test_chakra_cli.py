@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from commwall.cli import app
 from commwall.io.chakra import read_traces
 from commwall.io.chakra_sample import write_sample
-from commwall.io.chakra_step import traces_to_schedule
+from commwall.workload.chakra_step import traces_to_schedule
 
 runner = CliRunner()
 FIXTURE = Path(__file__).resolve().parents[1] / "io" / "testdata" / "chakra" / "pytorch"
@@ -49,7 +49,7 @@ def test_export_then_replay_gives_the_simulated_step(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step.0.et", "step.3.et"]
     from commwall.cluster import build_cluster
     from commwall.engines import get_engine
-    from commwall.io.scenario import load_scenario
+    from commwall.scenario import load_scenario
     from commwall.workload.job import resolve_job
     from commwall.workload.step import build_step
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from commwall.cli import app
-from commwall.io.scenario import MAX_EXPANDED_VALUES, ScenarioError, expanded_size, read_text_file
+from commwall.scenario import MAX_EXPANDED_VALUES, ScenarioError, expanded_size, read_text_file
 
 runner = CliRunner()
 
@@ -129,7 +129,7 @@ def test_phy_says_when_the_modulation_is_forced() -> None:
 def test_a_rail_optimized_cluster_reports_the_tiers_it_builds() -> None:
     """Row 15: the summary said 1 tier while the builder made 2 (rail leaves and spines)."""
     from commwall.cluster import build_cluster
-    from commwall.io.scenario import ClusterSpec
+    from commwall.scenario import ClusterSpec
 
     for nodes in (1, 4, 256, 257):
         cluster = build_cluster(ClusterSpec.model_validate({"preset": "dgx-h100", "nodes": nodes}))

@@ -151,7 +151,7 @@ def _scenario_fabric(path: str, as_json: bool, draw_to: str | None = None) -> No
     """Summary and bill of materials of a scenario's scale-out fabric, with its own parts."""
     from commwall.cluster import build_cluster
     from commwall.console import fail as _fail
-    from commwall.io.scenario import ScenarioError, load_scenario
+    from commwall.scenario import ScenarioError, load_scenario
     from commwall.topology import TopologyError
 
     try:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from commwall.errors import CommwallError
+
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
     from commwall.collectives.schedule import Schedule
@@ -92,7 +94,7 @@ class Engine(Protocol):
         ...
 
 
-class InvariantError(RuntimeError):
+class InvariantError(CommwallError, RuntimeError):
     """An engine caught itself breaking one of its invariants."""
 
 
@@ -110,20 +112,3 @@ def check_order(
         if res.start < last_end.get(phase.stream, 0.0) * (1 - tolerance) - tolerance:
             raise InvariantError(f"phase {phase.name!r} overlaps its stream {phase.stream!r}")
         last_end[phase.stream] = res.end
-
-
-def get_engine(name: str, **options: Any) -> Engine:
-    """The engine called ``name`` (``analytic``, ``flow`` or ``packet``)."""
-    from commwall.engines.analytic import AnalyticEngine
-
-    if name == "analytic":
-        return AnalyticEngine(**options)
-    if name == "flow":
-        from commwall.engines.flow.engine import FlowEngine  # numpy/scipy heavy: load on demand
-
-        return FlowEngine(**options)
-    if name == "packet":
-        from commwall.engines.packet.engine import PacketEngine
-
-        return PacketEngine(**options)
-    raise ValueError(f"unknown engine {name!r}: allowed are analytic, flow, packet")

@@ -17,9 +17,10 @@ from commwall.cluster import Cluster, build_cluster
 from commwall.collectives import Op
 from commwall.collectives.schedule import CollectiveTask, Schedule
 from commwall.engines.analytic import AnalyticEngine
-from commwall.engines.flow.engine import FlowEngine, world_group
+from commwall.engines.communicators import world_group
+from commwall.engines.flow.engine import FlowEngine
 from commwall.engines.packet.engine import PacketEngine
-from commwall.io.scenario import ClusterSpec
+from commwall.scenario import ClusterSpec
 
 MIB = 1 << 20
 

@@ -12,7 +12,7 @@ from commwall.collectives.schedule import CollectiveTask, ComputeTask, Group, Ph
 from commwall.engines import AnalyticEngine, get_engine
 from commwall.engines.base import InvariantError, PhaseResult
 from commwall.engines.base import check_order as _check_order
-from commwall.io.scenario import ClusterSpec
+from commwall.scenario import ClusterSpec
 
 MIB = 2**20
 
@@ -195,7 +195,7 @@ def test_result_names_checked_invariants(cluster: Cluster) -> None:
 def test_get_engine() -> None:
     engine = get_engine("analytic", policy="all")
     assert isinstance(engine, AnalyticEngine) and engine.policy == "all"
-    with pytest.raises(ValueError, match="unknown engine"):
+    with pytest.raises(ValueError, match="is unknown; allowed: analytic, flow, packet"):
         get_engine("packet-x")
 
 

@@ -16,7 +16,7 @@ from commwall.faults.errors import FaultError
 from commwall.faults.failures import FailureImpact
 from commwall.faults.goodput import GoodputResult, JobSize, RunPlan, goodput_study
 from commwall.faults.stragglers import StragglerResult, Variability, simulate_stragglers
-from commwall.io.scenario import (
+from commwall.scenario import (
     GoodputSpec,
     Scenario,
     ScenarioError,

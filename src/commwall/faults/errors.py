@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from commwall.errors import CommwallError
+
 __all__ = ["FaultError"]
 
 
-class FaultError(ValueError):
+class FaultError(CommwallError, ValueError):
     """A fault-model parameter is wrong; the message names it, its value and what is allowed."""

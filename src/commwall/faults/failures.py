@@ -667,7 +667,8 @@ def measure_workloads(
     give the error message instead."""
     from commwall.collectives import Op
     from commwall.collectives.schedule import CollectiveTask, Schedule
-    from commwall.engines.flow.engine import FlowEngine, world_group
+    from commwall.engines.communicators import world_group
+    from commwall.engines.flow.engine import FlowEngine
     from commwall.engines.flow.traffic import pattern_flows, run_traffic
     from commwall.routing import RoutingError
     from commwall.topology import TopologyError

@@ -7,7 +7,7 @@ import pytest
 from commwall.faults import FaultError
 from commwall.faults.analysis import rebuilt_scaling, scenario_at_scale
 from commwall.faults.stragglers import Variability, profile_from_report, simulate_stragglers
-from commwall.io.scenario import parse_scenario
+from commwall.scenario import parse_scenario
 from commwall.workload.simulate import simulate
 
 

@@ -21,9 +21,9 @@ from commwall.faults.bit_errors import (
     group_reliability,
     p_at_least_one,
 )
-from commwall.io.scenario import ClusterSpec
 from commwall.phy.fec import CODES, max_pre_fec_ber
 from commwall.phy.link import ethernet_link, infiniband_llr_link, nvlink_link
+from commwall.scenario import ClusterSpec
 
 KP4 = CODES["kp4"]
 ROCE = LinkGroup("test", "scale-out", 1, "roce", KP4, 400e9, 3.0, "dac")

@@ -22,8 +22,8 @@ from commwall.faults.failures import (
     measure_workloads,
     study_failures,
 )
-from commwall.io.scenario import ClusterSpec
 from commwall.routing import route, route_paths
+from commwall.scenario import ClusterSpec
 from commwall.topology import TopologyError, dragonfly, fat_tree, leaf_spine
 from commwall.topology.metrics import bisection_bandwidth, bisection_bandwidth_maxflow
 

@@ -62,6 +62,8 @@ from google.protobuf.message import (  # type: ignore[import-untyped, unused-ign
     EncodeError,
 )
 
+from commwall.errors import CommwallError
+
 __all__ = [
     "ATTR_KINDS",
     "Attr",
@@ -115,7 +117,7 @@ class CommType(IntEnum):
     BARRIER = 9
 
 
-class ChakraError(ValueError):
+class ChakraError(CommwallError, ValueError):
     """A trace that cannot be read or mapped: the file, where in it, and why."""
 
     def __init__(

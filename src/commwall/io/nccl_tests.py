@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from commwall.errors import CommwallError
+
 __all__ = [
     "SAMPLE",
     "LogProblem",
@@ -134,7 +136,7 @@ def strip_launcher_prefix(line: str) -> str:
     return line
 
 
-class NcclTestsError(ValueError):
+class NcclTestsError(CommwallError, ValueError):
     """A log could not be read at all (no file, no result rows); the message says which."""
 
 

@@ -33,6 +33,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from commwall.errors import CommwallError
+
 if TYPE_CHECKING:
     import networkx as nx  # type: ignore[import-untyped]  # no stubs in the venv
 
@@ -78,7 +80,7 @@ NIC Legend:
 """
 
 
-class NodeTopologyError(ValueError):
+class NodeTopologyError(CommwallError, ValueError):
     """A topology dump that cannot be read: ``file:line: reason``."""
 
     def __init__(self, source: str, line: int, reason: str) -> None:

@@ -7,7 +7,7 @@
   (storage, in-band management);
 * GPU pairs with GPUDirect RDMA (NCCL's ``ncclTopoCheckGdr`` rule, see
   :mod:`commwall.io.node_topology_paths`);
-* a ``cluster:`` fragment with the fields of :class:`commwall.io.scenario.ClusterSpec` the dump
+* a ``cluster:`` fragment with the fields of :class:`commwall.scenario.ClusterSpec` the dump
   determines: ``gpus_per_node``, ``scale_up`` (``nvlink`` when every GPU pair is NVL or NVB),
   ``nics_per_node`` (compute NICs), ``gpudirect_rdma`` (every GPU has it to its nearest compute
   NIC), and, when known, ``pcie`` (generation of the GPUs' links) and ``cpu`` (intel/amd/other).

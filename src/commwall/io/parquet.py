@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from commwall.errors import CommwallError
 from commwall.io.atomic import atomic_path
 
 __all__ = ["ParquetError", "flatten", "phase_records", "read_parquet", "write_parquet"]
@@ -34,7 +35,7 @@ __all__ = ["ParquetError", "flatten", "phase_records", "read_parquet", "write_pa
 _PREFIX = "commwall."
 
 
-class ParquetError(ValueError):
+class ParquetError(CommwallError, ValueError):
     """Records that cannot become a table (a nested value, mixed types); names the column."""
 
 
@@ -48,7 +49,7 @@ def write_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from commwall import __version__
+    from commwall._version import __version__
 
     columns: dict[str, list[Any]] = {}
     for record in records:

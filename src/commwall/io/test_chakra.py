@@ -39,8 +39,8 @@ from commwall.io.chakra import (
     read_traces,
 )
 from commwall.io.chakra_sample import pytorch_sample, write_sample
-from commwall.io.chakra_step import schedule_to_traces, traces_to_schedule, write_schedule
-from commwall.io.scenario import load_scenario
+from commwall.scenario import load_scenario
+from commwall.workload.chakra_step import schedule_to_traces, traces_to_schedule, write_schedule
 from commwall.workload.job import resolve_job
 from commwall.workload.step import build_step
 

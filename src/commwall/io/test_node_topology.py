@@ -21,7 +21,7 @@ from commwall.io.node_topology import (
     summarize,
 )
 from commwall.io.node_topology_paths import inter_cpu_bw, nvlink_bw, pci_bw
-from commwall.io.scenario import ClusterSpec
+from commwall.scenario import ClusterSpec
 
 FIXTURES = Path(__file__).parent / "testdata" / "node_topology"
 H100_XML = FIXTURES / "dgx_h100_topo.xml"

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from commwall.collectives.ops import Op, busbw_factor
+from commwall.errors import CommwallError
 from commwall.io.nccl_tests import NcclTestsRow, NcclTestsRun, Timing
 
 #: Bytes per element of the measured data type (float32, nccl-tests' default ``-d float``).
@@ -51,7 +52,7 @@ STATS: Final = ("median", "mean")
 _SPLIT: Final = (Op.ALL_GATHER, Op.REDUCE_SCATTER, Op.ALLTOALL)
 
 
-class MeasureError(RuntimeError):
+class MeasureError(CommwallError, RuntimeError):
     """A measurement could not run (no torch, a worker failed or hung); the message says why."""
 
 

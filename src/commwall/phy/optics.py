@@ -31,9 +31,10 @@ import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import Any, Final, Literal, Protocol, get_args
 
 from commwall.catalog import Catalog, Optic, OpticKind, load_catalog
+from commwall.errors import CommwallError
 from commwall.units import format_bandwidth, format_length, parse_bandwidth, parse_length
 
 __all__ = [
@@ -66,11 +67,55 @@ __all__ = [
     "parse_speed",
 ]
 
-if TYPE_CHECKING:  # phy sits below cluster (DESIGN.md: a lower layer never imports a higher one)
-    from commwall.cluster import Cluster
+
+class _Rated(Protocol):
+    @property
+    def rate(self) -> float: ...
 
 
-class OpticsError(ValueError):
+class _Switch(Protocol):
+    @property
+    def port_rate(self) -> float: ...
+
+
+class _Topology(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def oversubscription(self) -> float: ...
+
+
+class Cluster(Protocol):
+    """What :func:`cluster_optics` reads of a cluster: a :class:`commwall.cluster.Cluster` is
+    one (phy sits below the cluster layer, so it names the fields, not the class)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def n_gpus(self) -> int: ...
+
+    @property
+    def n_nodes(self) -> int: ...
+
+    @property
+    def nics_per_node(self) -> int: ...
+
+    @property
+    def tiers(self) -> int: ...
+
+    @property
+    def nic(self) -> _Rated: ...
+
+    @property
+    def switch(self) -> _Switch: ...
+
+    @property
+    def topology(self) -> _Topology: ...
+
+
+class OpticsError(CommwallError, ValueError):
     """Bad input to the optics model; the message names the parameter and the allowed values."""
 
 

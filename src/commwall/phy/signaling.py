@@ -15,6 +15,8 @@ from typing import Final, Literal
 
 from scipy.special import log_ndtr  # type: ignore[import-untyped]  # no stubs in the venv
 
+from commwall.errors import CommwallError
+
 __all__ = [
     "LANES",
     "MODULATIONS",
@@ -51,7 +53,7 @@ MODULATIONS: Final[Mapping[str, int]] = {
 """Modulation names and their number of levels M."""
 
 
-class PhyError(ValueError):
+class PhyError(CommwallError, ValueError):
     """A physical-layer parameter is out of range; the message names it and what is allowed."""
 
 

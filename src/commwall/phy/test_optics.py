@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from commwall.catalog import Catalog, Optic, load_catalog
 from commwall.cluster import Cluster, build_cluster
-from commwall.io.scenario import ClusterSpec
 from commwall.phy.optics import (
     COPPER_REACH_BY_LANE,
     KINDS,
@@ -26,6 +25,7 @@ from commwall.phy.optics import (
     optic_choice,
     parse_speed,
 )
+from commwall.scenario import ClusterSpec
 from commwall.units import UnitError
 
 G = 1e9 / 8  # 1 Gb/s in bytes/s

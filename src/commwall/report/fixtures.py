@@ -21,7 +21,7 @@ HOSTILE = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
 def make_sweep(folder: Path, *, name: str | None = None) -> Path:
     """A sweep of :data:`EXAMPLE` over nodes × oversubscription (4 ok points), one invalid
     point and one error record, stored as ``commwall sweep`` stores them."""
-    from commwall.io.scenario import load_scenario
+    from commwall.scenario import load_scenario
     from commwall.sweep.evaluate import evaluate_point
     from commwall.sweep.store import write_point
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from commwall.errors import CommwallError
 from commwall.report.busbw import CommCurves
+from commwall.scenario import ENGINES
 
 __all__ = [
     "ENGINES",
@@ -28,8 +30,6 @@ __all__ = [
     "simulate_scenario",
 ]
 
-#: Engines ``--engine`` accepts (as ``commwall run``).
-ENGINES = ("analytic", "flow")
 #: Keys a result JSON must have (``commwall run --json``).
 RESULT_KEYS = (
     "scenario",
@@ -44,7 +44,7 @@ RESULT_KEYS = (
 )
 
 
-class ReportError(ValueError):
+class ReportError(CommwallError, ValueError):
     """An input a report cannot be made from; the message is one line naming it."""
 
 
@@ -69,9 +69,9 @@ class SweepInput:
 def load_input(path: str | Path | None, *, engine: str | None = None) -> ResultInput | SweepInput:
     """Read ``path`` by what it is: a directory is a sweep, ``*.json`` a result, anything else a
     scenario YAML; ``None`` simulates the built-in default scenario. Raises :class:`ReportError`
-    (or :class:`~commwall.io.scenario.ScenarioError` for a bad scenario)."""
+    (or :class:`~commwall.scenario.ScenarioError` for a bad scenario)."""
     if engine is not None and engine not in ENGINES:
-        raise ReportError(f"--engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+        raise ReportError(f"engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
     if path is None:
         from commwall.defaults import default_scenario
 
@@ -81,13 +81,13 @@ def load_input(path: str | Path | None, *, engine: str | None = None) -> ResultI
         raise ReportError(f"{p}: no such file or directory")
     if p.is_dir():
         if engine is not None:
-            raise ReportError("--engine: applies to a scenario, not to a sweep directory")
+            raise ReportError("engine: applies to a scenario, not to a sweep directory")
         return load_sweep(p)
     if p.suffix.lower() == ".json":
         if engine is not None:
-            raise ReportError("--engine: applies to a scenario, not to a result JSON")
+            raise ReportError("engine: applies to a scenario, not to a result JSON")
         return load_result_json(p)
-    from commwall.io.scenario import load_scenario
+    from commwall.scenario import load_scenario
 
     return simulate_scenario(load_scenario(p), str(p), engine=engine)
 
@@ -136,8 +136,8 @@ def simulate_scenario(scenario: Any, origin: str, *, engine: str | None = None) 
     """Simulate ``scenario`` as ``commwall run`` does (faults included) and keep the cluster's
     extras: communicator curves and network cost by part."""
     from commwall.cluster import build_cluster
-    from commwall.io.scenario import ScenarioError
     from commwall.report.busbw import communicator_curves
+    from commwall.scenario import ScenarioError
     from commwall.workload.simulate import simulate
 
     if engine is not None:

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from commwall.errors import CommwallError
 from commwall.report.model import Bar, Chart, Gantt, Heatmap, Lines, Report, Scatter, TierDiagram
 from commwall.report.plotly_render import CATEGORY_COLOURS, PALETTE
 
@@ -19,7 +20,7 @@ __all__ = ["MatplotlibMissing", "write_pngs"]
 _HIGHLIGHT = "#d62728"
 
 
-class MatplotlibMissing(ImportError):
+class MatplotlibMissing(CommwallError, ImportError):
     """matplotlib is not installed."""
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import importlib
 from html import escape
 
+from commwall.errors import CommwallError
 from commwall.report.model import Chart, Note, Report, Section, Table
 from commwall.report.plotly_render import figure, script_json
 
 __all__ = ["PlotlyMissing", "plotly_js", "render_html"]
 
 
-class PlotlyMissing(ImportError):
+class PlotlyMissing(CommwallError, ImportError):
     """plotly (the Python package that ships plotly.js) is not installed."""
 
 
@@ -75,7 +76,7 @@ _BOOT = (
 
 def render_html(report: Report) -> str:
     """The whole page of ``report`` (module docstring)."""
-    from commwall import __version__
+    from commwall._version import __version__
 
     charts = report.charts()
     ids = [c.id for c in charts]

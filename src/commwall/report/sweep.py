@@ -3,7 +3,7 @@
 Sections: the best points, Pareto fronts (step time against network cost and against power, the
 non-dominated points highlighted), the metric against each swept axis, and the points that were
 refused or failed with their reasons. Column names follow :mod:`commwall.sweep.store` and
-:func:`commwall.sweep.evaluate.metrics`.
+:meth:`commwall.workload.simulate.StepReport.metrics`.
 """
 
 from __future__ import annotations

@@ -223,12 +223,12 @@ def test_bad_inputs(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ReportError, match="no sweep points"):
         load_input(tmp_path / "empty")
-    with pytest.raises(ReportError, match="--engine"):
+    with pytest.raises(ReportError, match="engine: 'packet' is not allowed"):
         load_input(EXAMPLE, engine="packet")
 
 
 def test_simulate_scenario_names_the_origin() -> None:
-    from commwall.io.scenario import ScenarioError, parse_scenario
+    from commwall.scenario import ScenarioError, parse_scenario
 
     sc = parse_scenario({"cluster": {"preset": "dgx-h100", "nodes": 1}, "job": {"dp": 3}})
     with pytest.raises(ScenarioError) as info:

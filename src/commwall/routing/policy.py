@@ -28,6 +28,9 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
+from commwall.errors import CommwallError
+from commwall.scenario import ROUTING_POLICIES
+
 __all__ = [
     "CELL_EFFICIENCY",
     "CELL_REASSEMBLY_LATENCY",
@@ -36,16 +39,8 @@ __all__ = [
     "RoutingPolicy",
 ]
 
-#: Every policy :func:`commwall.routing.route` knows, in the order the docs present them.
-ROUTINGS: Final[tuple[str, ...]] = (
-    "ecmp",
-    "flowlet",
-    "spray",
-    "cells",
-    "adaptive",
-    "valiant",
-    "ugal",
-)
+#: Every policy :func:`commwall.routing.route` knows (defined with the scenario's names).
+ROUTINGS: Final[tuple[str, ...]] = ROUTING_POLICIES
 
 #: Payload share of a VSC256 fabric cell: 256 / (256 + 16 header + 1 CRC) (Broadcom OpenBCM,
 #: Ramon fabric links). See the module doc.
@@ -54,7 +49,7 @@ CELL_EFFICIENCY: Final = 256.0 / (256.0 + 16.0 + 1.0)
 CELL_REASSEMBLY_LATENCY: Final = 2e-6
 
 
-class RoutingError(ValueError):
+class RoutingError(CommwallError, ValueError):
     """A routing input is wrong; the message names the field, its value and what is allowed."""
 
 

@@ -48,6 +48,7 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
+from commwall.errors import CommwallError
 from commwall.sweep.expr import compile_expr
 from commwall.sweep.store import BASE_COLUMNS
 
@@ -96,7 +97,7 @@ _PLAIN: Final = frozenset({float, int, bool})  # the common case, checked first 
 _BOOKKEEPING: Final = frozenset({*BASE_COLUMNS, "config"})
 
 
-class AnalysisError(ValueError):
+class AnalysisError(CommwallError, ValueError):
     """Input an analysis cannot use: one line naming the value and what is allowed."""
 
 

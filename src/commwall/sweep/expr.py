@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any, Final
 
+from commwall.errors import CommwallError
+
 __all__ = ["Expr", "ExprError", "compile_expr", "evaluate"]
 
 #: Longest expression accepted (characters): constraints are one line, not programs.
@@ -76,7 +78,7 @@ _ALLOWED: Final = (
 )
 
 
-class ExprError(ValueError):
+class ExprError(CommwallError, ValueError):
     """An expression that cannot be parsed, is not allowed, or cannot be evaluated."""
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from commwall.errors import CommwallError
+
 __all__ = ["MEMORY_LIMIT", "THREADS", "TIME_LIMIT_S", "QueryError", "connect", "run_query"]
 
 #: Memory one query may use (DuckDB ``memory_limit``); nothing spills to disk.
@@ -28,7 +30,7 @@ THREADS = 2
 TIME_LIMIT_S = 120.0
 
 
-class QueryError(ValueError):
+class QueryError(CommwallError, ValueError):
     """A query that cannot run: no such sweep, no points, or DuckDB's own message."""
 
 

@@ -196,7 +196,7 @@ def _locked(folder: Path) -> Iterator[None]:
         folder.mkdir(parents=True, exist_ok=True)
         handle = (folder / ".lock").open("a+")
     except OSError as e:
-        raise SweepError([f"--out: cannot use {str(folder)!r}: {e.strerror or e}"]) from None
+        raise SweepError([f"out: cannot use {str(folder)!r}: {e.strerror or e}"]) from None
     with handle:
         try:
             import fcntl
@@ -209,7 +209,7 @@ def _locked(folder: Path) -> Iterator[None]:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             raise SweepError(
-                [f"--out: {folder} is being written by {holder}; wait for it or use another --out"]
+                [f"out: {folder} is being written by {holder}; wait for it or write elsewhere"]
             ) from None
         handle.seek(0)
         handle.truncate()
@@ -247,7 +247,7 @@ def _claim(folder: Path, spec: SweepSpec, overwrite: bool) -> None:
                 old.unlink()
         write_text_atomic(marker, text)
     except OSError as e:
-        raise SweepError([f"--out: cannot write {str(folder)!r}: {e.strerror or e}"]) from None
+        raise SweepError([f"out: cannot write {str(folder)!r}: {e.strerror or e}"]) from None
 
 
 def _axis_order(source: Any) -> list[Any]:
@@ -322,9 +322,7 @@ def _ray(todo: list[Point], workers: int | None, address: str | None) -> Iterato
         try:
             ray.init(**options)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise SweepError(
-                [f"--address {address or '(local)'}: Ray did not start: {e}"]
-            ) from None
+            raise SweepError([f"address {address or '(local)'}: Ray did not start: {e}"]) from None
     remote = ray.remote(num_cpus=1)(evaluate_point)
     try:
         pending = [remote.remote(p.index, p.config, p.axes) for p in todo]

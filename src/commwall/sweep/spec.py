@@ -45,7 +45,8 @@ import numpy as np
 import yaml
 from pydantic import BaseModel
 
-from commwall.io.scenario import Scenario, ScenarioError, load_scenario
+from commwall.errors import CommwallError
+from commwall.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["Point", "SweepError", "SweepSpec", "load_sweep", "parse_sweep"]
 
@@ -55,7 +56,7 @@ _KEYS: Final = {"name", "description", "base", "set", "axes", "zip", "seeds", "s
                 "samples", "seed", "constraints"}  # fmt: skip
 
 
-class SweepError(ValueError):
+class SweepError(CommwallError, ValueError):
     """A spec that cannot run; ``messages`` name each field, value and what is allowed."""
 
     def __init__(self, messages: list[str], origin: str = "sweep") -> None:
@@ -138,7 +139,7 @@ def _sample_indices(spec: SweepSpec, sizes: list[int]) -> list[tuple[int, ...]]:
 
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and validate the spec at ``path`` (a relative ``base`` is relative to it)."""
-    from commwall.io.scenario import (
+    from commwall.scenario import (
         MAX_EXPANDED_VALUES,
         ScenarioError,
         expanded_size,
@@ -309,7 +310,7 @@ def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def _base(base: object, root: Path, errors: list[str]) -> dict[str, Any]:
     """The base scenario as a resolved mapping (defaults filled in)."""
     from commwall.defaults import default_scenario
-    from commwall.io.scenario import parse_scenario
+    from commwall.scenario import parse_scenario
 
     try:
         if base is None:

@@ -18,7 +18,7 @@ A point record (:data:`BASE_COLUMNS` first, then the axes, then the metrics):
   scenario or cluster was refused: ``error`` says why) or ``error`` (the simulation failed);
 * ``seconds``: wall time spent on the point;
 * one column per axis, named by its field path (``cluster.topology.oversubscription``);
-* the metrics (:func:`commwall.sweep.evaluate.metrics`): ``step_time_s``, ``comm_wait_share``,
+* the metrics (:meth:`commwall.workload.simulate.StepReport.metrics`): ``step_time_s``, ``comm_wait_share``,
   ``tokens_per_s``, ``power_w``, ``network_cost_usd``, ``breakdown.<category>_s`` and so on;
 * ``config``: the fully resolved scenario as JSON text.
 
@@ -44,6 +44,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from commwall.errors import CommwallError
 from commwall.io.parquet import read_parquet, write_parquet
 
 __all__ = [
@@ -71,7 +72,7 @@ _KIND: Final = "sweep-point"
 _READERS: Final = 4
 
 
-class DamagedPoints(ValueError):
+class DamagedPoints(CommwallError, ValueError):
     """Stored points that fail their check (:func:`check_points`); the message names them."""
 
 

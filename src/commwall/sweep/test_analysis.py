@@ -206,7 +206,7 @@ def test_ten_thousand_points_within_a_second() -> None:
 def real_sweep(folder: Path) -> Path:
     """A 13-point sweep of the PCIe Llama-3-8B example: oversubscription × NICs per node ×
     topology, plus one invalid point (its DP does not match the GPUs)."""
-    from commwall.io.scenario import load_scenario
+    from commwall.scenario import load_scenario
     from commwall.sweep.evaluate import evaluate_point
     from commwall.sweep.store import write_point
 

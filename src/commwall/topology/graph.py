@@ -32,6 +32,8 @@ import networkx as nx  # type: ignore[import-untyped]  # no stubs in the venv
 import numpy as np
 import numpy.typing as npt
 
+from commwall.errors import CommwallError
+
 __all__ = [
     "IntArray",
     "LinkKind",
@@ -46,7 +48,7 @@ __all__ = [
 IntArray = npt.NDArray[np.int64]
 
 
-class TopologyError(ValueError):
+class TopologyError(CommwallError, ValueError):
     """A topology parameter or graph is wrong; the message names it, its value and the fix."""
 
 

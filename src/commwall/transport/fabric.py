@@ -17,7 +17,7 @@ transport.md §1.2), modelled as a selective receiver.
 
 Sources (``../shared/reference/transport.md``):
 
-* Headers: IB 26 B, RoCEv2 82 B per packet (:data:`commwall.cluster.HEADER_BYTES`); UEC 82 B as
+* Headers: IB 26 B, RoCEv2 82 B per packet (:data:`HEADER_BYTES`); UEC 82 B as
   RoCEv2 (Ethernet + IP + UDP + a transport header of BTH size; an assumption: UET's own header
   sizes were not re-read).
 * ECN, RoCE: Kmin = 100·bw/25 KB, Kmax = 400·bw/25 KB (bw in Gb/s), Pmax = 0.2 — the HPCC ns-3
@@ -44,8 +44,13 @@ import math
 from dataclasses import dataclass, replace
 from typing import Final
 
+from commwall.errors import CommwallError
+
 __all__ = [
+    "ETHERNET_HEADER",
     "FABRICS",
+    "HEADER_BYTES",
+    "IB_HEADER",
     "EcnParams",
     "FabricProfile",
     "TransportError",
@@ -56,6 +61,14 @@ __all__ = [
 
 #: Fabrics the packet engine simulates.
 FABRICS: Final[tuple[str, ...]] = ("ib", "roce", "roce-nopfc", "uec", "lossy")
+#: Per-packet header bytes. InfiniBand: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 (IBTA spec vol. 1).
+IB_HEADER: Final = 26
+#: RoCEv2 / Ethernet: preamble+SFD 8 + Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4
+#: + inter-frame gap 12 (IBTA RoCEv2 annex A17; IEEE 802.3).
+ETHERNET_HEADER: Final = 82
+#: Header bytes per packet by a cluster's scale-out fabric (``cluster.fabric``).
+HEADER_BYTES: Final[dict[str, int]] = {"ib": IB_HEADER, "roce": ETHERNET_HEADER,
+                                       "ethernet": ETHERNET_HEADER}  # fmt: skip
 
 #: PFC sender response time, bytes-equivalent (Cisco Nexus 5000 PFC white paper; transport.md §2.1).
 PFC_RESPONSE_BYTES: Final = 3840
@@ -67,7 +80,7 @@ PFC_RESUME_OFFSET: Final = 3000
 DEFAULT_ALPHA: Final = 1.0 / 8.0
 
 
-class TransportError(ValueError):
+class TransportError(CommwallError, ValueError):
     """A transport parameter is wrong; the message names it, its value and what is allowed."""
 
 
@@ -140,20 +153,34 @@ def fabric_profile(
         raise TransportError(f"rate={rate!r}: must be a positive link rate in bytes/s")
     gbps = rate * 8 / 1e9
     if name == "ib":
-        profile = FabricProfile(name, 26, "credit", "none", "gbn", None, False, 0, 0, False, 67e-3)
+        profile = FabricProfile(
+            name, IB_HEADER, "credit", "none", "gbn", None, False, 0, 0, False, 67e-3
+        )
     elif name in ("roce", "roce-nopfc"):
         mark = EcnParams(int(100 * gbps / 25 * 1000), int(400 * gbps / 25 * 1000), 0.2)
         fc = "pfc" if name == "roce" else "none"
-        profile = FabricProfile(name, 82, fc, "dcqcn", "gbn", mark, False, 0, 0, False, 67e-3)
+        profile = FabricProfile(
+            name, ETHERNET_HEADER, fc, "dcqcn", "gbn", mark, False, 0, 0, False, 67e-3
+        )
     elif name == "uec":
-        wire = mtu + 82
+        wire = mtu + ETHERNET_HEADER
         mark = EcnParams(25 * wire, 75 * wire, 1.0)
         profile = FabricProfile(
-            name, 82, "none", "nscc", "selective", mark, True, 64, 100 * wire, True, 100e-6
+            name,
+            ETHERNET_HEADER,
+            "none",
+            "nscc",
+            "selective",
+            mark,
+            True,
+            64,
+            100 * wire,
+            True,
+            100e-6,
         )
     else:
         profile = FabricProfile(
-            name, 82, "none", "reno", "selective", None, False, 0, 0, False, 200e-6
+            name, ETHERNET_HEADER, "none", "reno", "selective", None, False, 0, 0, False, 200e-6
         )
     if ecn is not None and profile.ecn is not None:  # only fabrics whose senders react to marks
         profile = replace(profile, ecn=ecn)

@@ -28,7 +28,7 @@ from commwall.collectives import (
     parse_proto,
 )
 from commwall.collectives.nccl import nccl_tests_time
-from commwall.io.scenario import ClusterSpec
+from commwall.scenario import ClusterSpec
 
 DATA_FILE: Final = "nccl_tests_public.yaml"
 

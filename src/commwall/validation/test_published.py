@@ -15,7 +15,7 @@ import pytest
 
 from commwall.cluster import build_cluster
 from commwall.collectives import Op, choose
-from commwall.io.scenario import ClusterSpec
+from commwall.scenario import ClusterSpec
 from commwall.validation import Measurement, compare, load_measurements
 from commwall.validation.published import apply_nccl_env, reference_statements
 from commwall.validation.report import validation_report

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from commwall.cli import app
-from commwall.io.scenario import parse_scenario
+from commwall.scenario import parse_scenario
 from commwall.validation.training import (
     load_training_runs,
     training_comparisons,

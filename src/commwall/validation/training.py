@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import yaml
 
-from commwall.io.scenario import ModelDef, ScenarioError, parse_scenario
+from commwall.scenario import ModelDef, ScenarioError, parse_scenario
 from commwall.workload.hf_config import model_from_def
 from commwall.workload.models import ModelSpec
 

@@ -36,7 +36,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
-from commwall.io.scenario import MODEL_NAME, ModelDef
+from commwall.errors import CommwallError
+from commwall.scenario import MODEL_NAME, ModelDef
 from commwall.workload.models import ModelSpec, get_model
 
 __all__ = ["ModelDefinitionError", "model_from_def", "model_from_hf_config", "resolve_model"]
@@ -68,7 +69,7 @@ _REFUSED: Final = {
 }
 
 
-class ModelDefinitionError(ValueError):
+class ModelDefinitionError(CommwallError, ValueError):
     """A model definition or config.json that cannot be used; the message names the field."""
 
 

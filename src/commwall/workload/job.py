@@ -1,7 +1,7 @@
 """A training job resolved against a cluster: parallel degrees checked, sizes derived.
 
-:func:`resolve_job` turns a :class:`~commwall.io.scenario.JobSpec` into a :class:`Job` or raises
-:class:`~commwall.io.scenario.ScenarioError` with one line per problem, each naming the field
+:func:`resolve_job` turns a :class:`~commwall.scenario.JobSpec` into a :class:`Job` or raises
+:class:`~commwall.scenario.ScenarioError` with one line per problem, each naming the field
 (``job.tp``), the value and what is allowed.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from commwall.catalog import CatalogError
 from commwall.cluster import Cluster
-from commwall.io.scenario import JobSpec, ScenarioError
+from commwall.scenario import JobSpec, ScenarioError
 from commwall.workload.compute import Device, device_for
 from commwall.workload.hf_config import ModelDefinitionError, resolve_model
 from commwall.workload.models import ModelSpec, UnknownModelError

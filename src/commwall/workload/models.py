@@ -30,6 +30,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Literal
 
+from commwall.errors import CommwallError
+
 NormKind = Literal["rmsnorm", "layernorm"]
 
 __all__ = [
@@ -41,7 +43,7 @@ __all__ = [
 ]
 
 
-class UnknownModelError(ValueError):
+class UnknownModelError(CommwallError, ValueError):
     """A model name that is not in the zoo; the message names close matches and all known names."""
 
     def __init__(self, name: str, known: list[str]) -> None:

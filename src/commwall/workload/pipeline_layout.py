@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commwall.errors import CommwallError
+
 __all__ = ["LayoutError", "VirtualStage", "even_layout", "parse_layout"]
 
 #: The longest layout string read (a 1,024-layer model over 1,024 stages is ~4 KB expanded).
@@ -30,7 +32,7 @@ MAX_LAYOUT_CHARS = 65_536
 MAX_EXPANDED_TOKENS = 1 << 20
 
 
-class LayoutError(ValueError):
+class LayoutError(CommwallError, ValueError):
     """A pipeline layout that cannot be used; the message says what and what is allowed."""
 
 

@@ -30,7 +30,8 @@ from typing import Any
 from commwall.cluster import Cluster, build_cluster
 from commwall.engines import get_engine
 from commwall.engines.base import PhaseResult, Result
-from commwall.io.scenario import Scenario
+from commwall.errors import CommwallError
+from commwall.scenario import Scenario
 from commwall.workload.job import Job, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
 from commwall.workload.step import StepPlan, build_step
@@ -156,14 +157,54 @@ class StepReport:
                 )
         return f"{lead}{detail}; the GPUs wait on communication {wall:.0%} of the step."
 
+    def metrics(self) -> dict[str, Any]:
+        """The step's figures as flat columns, those a sweep stores (the names are listed in
+        :mod:`commwall.sweep.evaluate`)."""
+        # read off the report, not self.to_dict(): that serialises every phase of the timeline
+        c, f = self.cluster, self.fabric
+        out: dict[str, Any] = {
+            "step_time_s": self.step_time,
+            "comm_wait_s": self.comm_wait,
+            "comm_wait_share": self.comm_wait_share,
+            "tokens_per_s": self.tokens_per_second,
+            "mfu": self.mfu,
+            "kwh_per_million_tokens": self.kwh_per_million_tokens,
+            "usd_per_million_tokens": self.usd_per_million_tokens,
+        }
+        out.update({f"breakdown.{k}_s": float(v) for k, v in self.breakdown.items()})
+        out.update(
+            {
+                "gpus": c["gpus"],
+                "nodes": c["nodes"],
+                "gpu": c["gpu"],
+                "fabric": c["fabric"],
+                "topology": c["topology"],
+                "tiers": c["tiers"],
+                "oversubscription": float(c["oversubscription"]),
+                "routing": c["routing"],
+                "net_bw_per_gpu_Bps": float(c["net_bw_per_gpu"]),
+                "scale_up_bw_per_gpu_Bps": float(c["scale_up_bw_per_gpu"]),
+                "switches": f["switches"],
+                "cables": f["cables"],
+                "transceivers": f["transceivers"],
+                "bisection_Bps": float(f["bisection_Bps"]),
+                "power_w": float(f["total_power_w"]),
+                "network_power_w": float(f["network_power_w"]),
+                "network_cost_usd": float(f["network_cost_usd_estimate"]),
+                "memory_per_gpu_bytes": float(self.memory.total),
+                "fits_in_memory": bool(self.fits_in_memory),
+                "bottleneck": self.bottleneck(),
+                "engine": self.result.engine,
+            }
+        )
+        return out
+
     def to_frame(self) -> Any:
         """A one-row pandas DataFrame of the step's figures (the sweep's metric columns,
-        :func:`commwall.sweep.evaluate.metrics`), with the scenario's name."""
+        :meth:`metrics`), with the scenario's name."""
         import pandas as pd
 
-        from commwall.sweep.evaluate import metrics
-
-        return pd.DataFrame([{"scenario": self.scenario, **metrics(self)}])
+        return pd.DataFrame([{"scenario": self.scenario, **self.metrics()}])
 
     def timeline_frame(self) -> Any:
         """The step's timeline as a pandas DataFrame, one row per phase (name, category,
@@ -497,7 +538,7 @@ def simulate(
     )
 
 
-class StepFitError(ValueError):
+class StepFitError(CommwallError, ValueError):
     """A measured step the compute scale cannot reach (one line naming the value)."""
 
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from commwall.cli import app
-from commwall.io.scenario import ModelDef, load_scenario
+from commwall.scenario import ModelDef, load_scenario
 from commwall.workload.hf_config import (
     ModelDefinitionError,
     load_hf_config,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from commwall.cluster import build_cluster
 from commwall.collectives.schedule import Group
-from commwall.io.scenario import ClusterSpec, parse_scenario
+from commwall.scenario import ClusterSpec, parse_scenario
 from commwall.workload import layout
 from commwall.workload.job import resolve_job
 from commwall.workload.layout import group_shape, pipeline_peer_group

@@ -15,7 +15,7 @@ from commwall.cluster import Cluster, build_cluster
 from commwall.collectives import Op, busbw_factor
 from commwall.collectives.schedule import CollectiveTask, Group
 from commwall.engines import AnalyticEngine
-from commwall.io.scenario import ScenarioError, parse_scenario
+from commwall.scenario import ScenarioError, parse_scenario
 from commwall.workload import step as step_module
 from commwall.workload.job import HALF_BYTES, Job, resolve_job
 from commwall.workload.memory import memory_per_gpu, params_per_gpu
@@ -579,7 +579,7 @@ def test_interleaving_shrinks_the_bubble_v_fold(v: int) -> None:
     ],
 )
 def test_interleaving_rejects_impossible_layouts(job: dict[str, Any], fragment: str) -> None:
-    from commwall.io.scenario import ScenarioError
+    from commwall.scenario import ScenarioError
 
     with pytest.raises(ScenarioError, match=re.escape(fragment)):
         resolved({"tp": 1, "global_batch": 64, **job})
@@ -732,7 +732,7 @@ def test_context_parallelism_splits_the_sequence_and_reduces_over_dp_times_cp() 
 def test_context_parallel_settings_it_cannot_run_are_named(
     job: dict[str, Any], message: str
 ) -> None:
-    from commwall.io.scenario import ScenarioError, parse_scenario
+    from commwall.scenario import ScenarioError, parse_scenario
     from commwall.workload.simulate import simulate as run
 
     spec = {"model": "llama3-8b", "tp": 8, "dp": 1, "global_batch": 8, "seq_len": 8192, **job}
@@ -742,7 +742,7 @@ def test_context_parallel_settings_it_cannot_run_are_named(
 
 def test_energy_and_money_per_million_tokens_follow_power_time_and_prices() -> None:
     from commwall import simulate
-    from commwall.io.scenario import ScenarioError, parse_scenario
+    from commwall.scenario import ScenarioError, parse_scenario
 
     base = {"cluster": {"preset": "dgx-h100", "nodes": 1},
             "job": {"model": "llama3-8b", "tp": 8, "global_batch": 8, "seq_len": 4096}}  # fmt: skip

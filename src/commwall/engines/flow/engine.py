@@ -1,6 +1,6 @@
 """The flow engine: every collective of a schedule as fluid flows on the real topology.
 
-Each collective phase is compiled (:func:`commwall.collectives.transfers.compile_collective`) into
+Each collective phase is compiled (:func:`commwall.engines.transfers.compile_collective`) into
 stages of *chains* — pipelined hop sequences that move at one rate, as an NCCL ring channel or
 tree pipeline does — with a rate cap equal to what the analytic model gives the chain alone on an
 ideal fabric. Chains become flows over the cluster's links (:class:`FlowNetwork`): scale-up ports
@@ -27,23 +27,22 @@ import numpy as np
 import numpy.typing as npt
 
 from commwall.collectives.cost import Cost
-from commwall.collectives.fabric import CommFabric
 from commwall.collectives.ops import busbw_factor
 from commwall.collectives.schedule import (
     CollectiveTask,
     ComputeTask,
-    Group,
-    Placement,
     Schedule,
 )
-from commwall.collectives.transfers import TransferPlan, compile_collective
 from commwall.collectives.tuner import ALGORITHMS, evaluate
 from commwall.engines.analytic import AnalyticEngine
 from commwall.engines.base import PhaseResult, Result, check_order
+from commwall.engines.communicators import exact_shape, group_members, non_blocking
 from commwall.engines.flow.fluid import FlowBatch, FluidResult, FluidTask, simulate
 from commwall.engines.flow.network import FlowNetwork
-from commwall.routing import ROUTINGS, Routes, RoutingPolicy, route
+from commwall.engines.transfers import TransferPlan, compile_collective
+from commwall.routing import Routes, RoutingPolicy, route
 from commwall.routing.routes import fold_virtual
+from commwall.scenario import parse_routing_name
 
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
@@ -51,50 +50,16 @@ if TYPE_CHECKING:
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-#: Routing names the engine accepts: a policy of :mod:`commwall.routing`, or ``pxn`` (ECMP with
-#: NCCL's PXN rail-local forwarding); ``POLICY+pxn`` combines them.
-ENGINE_ROUTINGS = (*ROUTINGS, "pxn")
-
 
 def parse_routing(name: str | None, default: str = "ecmp") -> tuple[RoutingPolicy, bool]:
-    """``(policy, pxn)`` for a routing name such as ``ecmp``, ``spray+pxn`` or ``pxn``."""
-    text = (name or default).strip().lower()
-    parts = [p.strip() for p in text.split("+")]
-    if parts.count("pxn") > 1:
-        raise ValueError(f"routing={name!r}: '+pxn' given {parts.count('pxn')} times; give it once")
-    pxn = "pxn" in parts
-    rest = [p for p in parts if p != "pxn"] or ["ecmp"]
-    if len(rest) != 1 or rest[0] not in ROUTINGS:
-        allowed = ", ".join(ENGINE_ROUTINGS)
-        raise ValueError(
-            f"routing={name!r}: unknown; allowed: {allowed} (add '+pxn' to any, e.g. spray+pxn)"
-        )
-    return RoutingPolicy(rest[0]), pxn
-
-
-def group_members(group: Group, cluster: Cluster) -> IntArray:
-    """``(copies, size)`` GPUs of a communicator: its placement, or one copy laid out by shape
-    (``ranks_per_domain`` consecutive GPUs at the start of each of ``n_domains`` domains)."""
-    if group.placement is not None:
-        members = group.placement.members()
-    else:
-        i = np.arange(group.nranks, dtype=np.int64)
-        g = group.ranks_per_domain
-        members = ((i // g) * cluster.scale_up_domain + i % g)[None, :]
-    if int(members.max()) >= cluster.n_gpus:
-        raise ValueError(
-            f"group {group.name!r} reaches GPU {int(members.max())}, but the cluster has "
-            f"{cluster.n_gpus} GPUs"
-        )
-    return members
-
-
-def world_group(cluster: Cluster, fabric: CommFabric) -> Group:
-    """The communicator nccl-tests measures (``cluster.world(g)``) with its GPUs: the first
-    ``g`` GPUs of every node."""
-    per_node = fabric.nranks // cluster.n_nodes
-    placement = Placement(fabric.nranks, cluster.gpus_per_node, per_node)
-    return Group("world", fabric.n_domains, fabric.ranks_per_domain, placement)
+    """``(policy, pxn)`` for a routing name such as ``ecmp``, ``spray+pxn`` or ``pxn`` (the
+    grammar is the scenario's, :func:`commwall.scenario.parse_routing_name`)."""
+    text = name or default
+    try:
+        policy, pxn = parse_routing_name(text)
+    except ValueError as e:
+        raise ValueError(f"routing={e}") from None
+    return RoutingPolicy(policy), pxn
 
 
 @dataclass
@@ -148,7 +113,7 @@ class FlowEngine:
         # a rail-only fabric has no path between rails: cross-rail traffic must take NVLink first
         pxn = pxn or cluster.topology.kind == "rail-only"
         net = FlowNetwork(cluster)
-        ideal = _non_blocking(cluster)
+        ideal = non_blocking(cluster)
         connections = _Connections()
         compiled: dict[CollectiveTask, _Compiled] = {}
         per_phase: list[_Compiled | None] = []
@@ -180,7 +145,7 @@ class FlowEngine:
         connections: _Connections,
         pxn: bool,
     ) -> _Compiled:
-        task = _exact_shape(task)
+        task = exact_shape(task)
         analytic = self.analytic.cost(task, cluster)
         fabric = ideal.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
         if analytic.algo in ALGORITHMS:
@@ -495,21 +460,6 @@ def _real_link_figures(
     return link_bytes, peak
 
 
-def _exact_shape(task: CollectiveTask) -> CollectiveTask:
-    """``task`` with a shape of exactly its placement's rank count.
-
-    A shape is whole domains (:func:`commwall.workload.layout.group_shape`: DP 12 on 8-GPU
-    domains is modelled as 2 × 8); the flow engine moves the real 12 ranks, so its caps come
-    from the largest even split that fits the domains (2 × 6).
-    """
-    group = task.group
-    if group.placement is None or group.placement.size == group.nranks:
-        return task
-    size = group.placement.size
-    per = max(d for d in range(1, min(size, group.ranks_per_domain) + 1) if size % d == 0)
-    return replace(task, group=replace(group, n_domains=size // per, ranks_per_domain=per))
-
-
 def _busiest(busy: FloatArray, net: FlowNetwork, per_class: int) -> list[int]:
     """The most used links (busy seconds), at most ``per_class`` of each link class, so a
     report shows the hottest NVLink port, NIC, leaf uplink and spine uplink side by side."""
@@ -533,12 +483,3 @@ def _repeat(batch: FlowBatch | None, repeat: int) -> FlowBatch | None:
         return None
     tail = None if batch.tail_latency is None else batch.tail_latency * repeat
     return replace(batch, nbytes=batch.nbytes * repeat, tail_latency=tail)
-
-
-def _non_blocking(cluster: Cluster) -> Cluster:
-    """``cluster`` with a non-blocking fabric: the rate caps come from it, the taper from the
-    topology the flows actually cross."""
-    if cluster.topology.oversubscription == 1.0:
-        return cluster
-    spec = cluster.topology.model_copy(update={"oversubscription": 1.0})
-    return replace(cluster, topology=spec)

@@ -8,7 +8,7 @@ bandwidth (links × per-link payload rate; NVLink through NVSwitch is non-blocki
 ports are the only scale-up resource two transfers can share) or its PCIe x16 bandwidth on
 PCIe-only nodes. Routing may append virtual aggregate links after those (packet spraying).
 
-Hops map to links with the conventions of :mod:`commwall.collectives.transfers`: GPU ``g`` is in
+Hops map to links with the conventions of :mod:`commwall.engines.transfers`: GPU ``g`` is in
 node ``g // gpus_per_node`` and scale-up domain ``g // scale_up_domain``; its own NIC is rail
 ``local · nics_per_node // gpus_per_node``; endpoint ``node · nics_per_node + rail`` of the
 scale-out topology is that NIC. A hop whose NIC is not the GPU's own first crosses NVLink to the
@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from commwall.cluster import wire_efficiency
-from commwall.collectives.transfers import NETSWITCH, NVSWITCH
+from commwall.engines.transfers import NETSWITCH, NVSWITCH
 from commwall.topology.graph import LinkKind, NodeKind, Topology
 
 if TYPE_CHECKING:

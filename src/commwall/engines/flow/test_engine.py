@@ -21,8 +21,9 @@ from commwall.collectives.schedule import (
 )
 from commwall.defaults import default_scenario
 from commwall.engines import get_engine
-from commwall.engines.flow.engine import FlowEngine, group_members, parse_routing, world_group
-from commwall.io.scenario import ClusterSpec
+from commwall.engines.communicators import group_members, world_group
+from commwall.engines.flow.engine import FlowEngine, parse_routing
+from commwall.scenario import ClusterSpec
 from commwall.workload.simulate import simulate
 
 SIZES = [8.0, 512.0, 32 * 2.0**10, 2.0**21, 2.0**27, 2.0**33]  # 8 B .. 8 GiB, x64 steps

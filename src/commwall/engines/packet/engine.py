@@ -2,7 +2,7 @@
 packet by packet (``Engine`` protocol; small clusters).
 
 Collectives are compiled exactly as the flow engine compiles them
-(:func:`commwall.collectives.transfers.compile_collective`: stages of pipelined chains, each
+(:func:`commwall.engines.transfers.compile_collective`: stages of pipelined chains, each
 capped at the rate the analytic model gives it alone) and every hop of every chain becomes one
 packet flow of the chain's bytes, paced at the chain's cap, from GPU to GPU. The graph the
 packets cross is the scale-out topology plus, per GPU, its NVLink (or PCIe) ports to a scale-up
@@ -32,15 +32,15 @@ import numpy as np
 from commwall.cluster import HOST_BOUNCE_LATENCY
 from commwall.collectives.ops import busbw_factor
 from commwall.collectives.schedule import CollectiveTask, ComputeTask, Schedule
-from commwall.collectives.transfers import NETSWITCH, NVSWITCH, TransferPlan, compile_collective
 from commwall.collectives.tuner import choose, evaluate
 from commwall.engines.base import PhaseResult, Result, check_order
-from commwall.engines.flow.engine import _exact_shape, _non_blocking, group_members
+from commwall.engines.communicators import exact_shape, group_members, non_blocking
 from commwall.engines.packet.config import PacketConfig
 from commwall.engines.packet.kernel import PS_PER_S, ps
 from commwall.engines.packet.network import Network, PacketGraph, Progress, Task, route_maps
 from commwall.engines.packet.result import summarise
 from commwall.engines.packet.traffic import PACKET_ROUTINGS, default_routing, topology_routes
+from commwall.engines.transfers import NETSWITCH, NVSWITCH, TransferPlan, compile_collective
 from commwall.transport.fabric import TransportError, fabric_profile, for_routing
 
 if TYPE_CHECKING:
@@ -204,7 +204,7 @@ class _Builder:
         self.lay = layout
         self.routing = routing
         self.seed = seed
-        self.ideal = _non_blocking(cluster)
+        self.ideal = non_blocking(cluster)
         self.plans: dict[CollectiveTask, TransferPlan] = {}
         self.notes: list[str] = []  # what ran other than NCCL's choice, and why
         self.routes: dict[tuple[int, int, int], list[list[int]]] = {}
@@ -214,7 +214,7 @@ class _Builder:
     def plan(self, task: CollectiveTask, policy: str) -> TransferPlan:
         if task in self.plans:
             return self.plans[task]
-        exact = _exact_shape(task)
+        exact = exact_shape(task)
         fabric = self.ideal.comm_fabric(exact.group.n_domains, exact.group.ranks_per_domain)
         real = self.cluster.comm_fabric(exact.group.n_domains, exact.group.ranks_per_domain)
         choice = choose(

@@ -28,6 +28,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from commwall.errors import CommwallError
+
 __all__ = ["PS_PER_S", "SimulationError", "Simulator", "Timer", "ps", "seconds"]
 
 #: Picoseconds per second: the kernel's clock is an integer count of picoseconds.
@@ -54,7 +56,7 @@ def seconds(picoseconds: int) -> float:
     return picoseconds / PS_PER_S
 
 
-class SimulationError(RuntimeError):
+class SimulationError(CommwallError, RuntimeError):
     """The event loop was asked for something impossible (an event in the past)."""
 
 

@@ -8,9 +8,10 @@ import pytest
 from commwall.cluster import cluster_from_option
 from commwall.collectives.ops import Op
 from commwall.collectives.schedule import CollectiveTask, ComputeTask, Phase, Schedule
-from commwall.engines.base import get_engine
-from commwall.engines.flow.engine import FlowEngine, world_group
+from commwall.engines.communicators import world_group
+from commwall.engines.flow.engine import FlowEngine
 from commwall.engines.packet.engine import PacketEngine, cluster_graph
+from commwall.engines.registry import get_engine
 from commwall.transport import TransportError
 
 

@@ -126,7 +126,7 @@ def engine_fingerprint() -> dict[str, Any]:
     from commwall.cluster import cluster_from_option
     from commwall.collectives.ops import Op
     from commwall.collectives.schedule import CollectiveTask, Schedule
-    from commwall.engines.flow.engine import world_group
+    from commwall.engines.communicators import world_group
     from commwall.engines.packet.engine import PacketEngine
 
     out: dict[str, Any] = {}

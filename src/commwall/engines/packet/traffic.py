@@ -27,6 +27,7 @@ from commwall.engines.packet.network import (
 from commwall.engines.packet.result import PacketResult, summarise
 from commwall.routing import route_paths
 from commwall.routing.oracle import SPRAY_MAX_ROUTES
+from commwall.scenario import PACKET_ROUTINGS
 from commwall.topology.graph import Topology
 from commwall.transport.fabric import (
     FABRICS,
@@ -43,9 +44,6 @@ __all__ = [
     "topology_routes",
     "with_cable_latency",
 ]
-
-#: How switches pick among equal-cost next hops.
-PACKET_ROUTINGS = ("ecmp", "spray", "adaptive")
 
 
 def with_cable_latency(topology: Topology, seconds: float) -> Topology:

@@ -46,7 +46,7 @@ rank 0).
 
 >>> from commwall.cluster import build_cluster
 >>> from commwall.collectives import Op, Proto, evaluate
->>> from commwall.io.scenario import ClusterSpec
+>>> from commwall.scenario import ClusterSpec
 >>> cluster = build_cluster(ClusterSpec(preset="dgx-h100", nodes=2))
 >>> cost = evaluate(Op.ALL_REDUCE, 2**30, cluster.world(), "ring", Proto.SIMPLE)
 >>> plan = compile_collective(Op.ALL_REDUCE, 2**30, np.arange(16)[None, :], cluster, cost)
@@ -256,7 +256,7 @@ def _checked(plan: TransferPlan, cost: Cost) -> TransferPlan:
     if not math.isclose(got, cost.time, rel_tol=1e-9, abs_tol=1e-15):
         raise RuntimeError(
             f"{cost.algo} plan takes {got:.9g} s uncontended but the analytic cost is "
-            f"{cost.time:.9g} s (a bug in commwall.collectives.transfers)"
+            f"{cost.time:.9g} s (a bug in commwall.engines.transfers)"
         )
     return plan
 

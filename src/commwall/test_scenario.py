@@ -7,6 +7,7 @@ names the field path, the value and the allowed values.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 from commwall.cli import app
 from commwall.cluster import build_cluster
-from commwall.io.scenario import ScenarioError, load_scenario, load_scenario_text, parse_scenario
+from commwall.scenario import ScenarioError, load_scenario, load_scenario_text, parse_scenario
 from commwall.workload.job import resolve_job
 
 
@@ -500,7 +501,7 @@ def test_cli_run_exits_2_with_one_clear_error(case: str, tmp_path: Path) -> None
 
 
 def test_faults_section_parses_units_and_counts() -> None:
-    from commwall.io.scenario import load_scenario_text, parse_count
+    from commwall.scenario import load_scenario_text, parse_count
 
     s = load_scenario_text(
         "faults:\n"
@@ -529,8 +530,33 @@ def test_faults_section_parses_units_and_counts() -> None:
     ],
 )
 def test_bad_faults_section_names_the_field(text: str, field: str) -> None:
-    from commwall.io.scenario import load_scenario_text
+    from commwall.scenario import load_scenario_text
 
     with pytest.raises(ScenarioError) as info:
         load_scenario_text(text)
     assert any(m.startswith(field) for m in info.value.messages), info.value.messages
+
+
+@pytest.mark.parametrize("routing", ["spray+pxn", "pxn", "ECMP + PXN", "adaptive", "cells+pxn"])
+def test_every_routing_the_engine_takes_round_trips_through_a_saved_scenario(routing: str) -> None:
+    """Issue 18: `commwall run --routing spray+pxn` made a design whose saved file failed its own
+    validation (the scenario's list had no '+pxn' grammar)."""
+    import yaml
+
+    from commwall.engines.flow.engine import parse_routing
+    from commwall.scenario import cluster_routing
+
+    sc = parse_scenario({"cluster": {"routing": routing}})
+    again = parse_scenario(yaml.safe_load(yaml.safe_dump(sc.model_dump(mode="json"))))
+    assert again.cluster.routing == sc.cluster.routing == cluster_routing(routing)
+    parse_routing(sc.cluster.routing)  # and the flow engine reads it
+
+
+@pytest.mark.parametrize(
+    ("routing", "needle"),
+    [("spray+pxn+pxn", "'+pxn' given 2 times"), ("valiant", "is not allowed; allowed: ecmp"),
+     ("nope", "add '+pxn' to any")],
+)  # fmt: skip
+def test_a_routing_the_cluster_cannot_take_is_named(routing: str, needle: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(needle)):
+        parse_scenario({"cluster": {"routing": routing}})

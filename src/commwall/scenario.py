@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -28,12 +28,70 @@ from pydantic import (
     ValidationError,
 )
 
+from commwall.errors import CommwallError
 from commwall.units import UnitError, parse_size, parse_time
 
+# ---- the names every layer uses (defined here once; the CLI, engines and routing import them)
+
 Engine = Literal["analytic", "flow"]
+#: Engines a training step runs on: ``simulation.engine`` and ``--engine`` of run, compare,
+#: report and chakra.
+ENGINES: Final[tuple[str, ...]] = get_args(Engine)
+#: Every engine: the step engines and the packet engine (collectives and plain traffic only).
+ALL_ENGINES: Final[tuple[str, ...]] = (*ENGINES, "packet")
 Fabric = Literal["ib", "roce", "ethernet"]
+#: Scale-out fabrics of a cluster (``cluster.fabric``).
+FABRICS: Final[tuple[str, ...]] = get_args(Fabric)
 TopologyKind = Literal["rail-optimized", "fat-tree", "rail-only"]
-Routing = Literal["ecmp", "flowlet", "spray", "adaptive", "cells", "pxn"]
+#: Scale-out topologies a cluster is built with (``cluster.topology.kind``; the builders are in
+#: :mod:`commwall.topology`, ``Cluster.scale_out_topology`` picks one).
+TOPOLOGY_KINDS: Final[tuple[str, ...]] = get_args(TopologyKind)
+#: Every load-balancing policy of the flow engine's routing (:mod:`commwall.routing`), in the
+#: order the docs present them; ``valiant`` and ``ugal`` route dragonflies only.
+ROUTING_POLICIES: Final[tuple[str, ...]] = (
+    "ecmp", "flowlet", "spray", "cells", "adaptive", "valiant", "ugal"
+)  # fmt: skip
+#: The policies a cluster (a Clos fabric) takes in ``cluster.routing``.
+CLUSTER_POLICIES: Final[tuple[str, ...]] = ROUTING_POLICIES[:5]
+#: NCCL's PXN rail-local forwarding: ``pxn`` alone (ECMP with PXN) or ``POLICY+pxn``.
+PXN: Final = "pxn"
+#: Routings the packet engine runs (per-flow ECMP, per-packet spraying, adaptive routing).
+PACKET_ROUTINGS: Final[tuple[str, ...]] = ("ecmp", "spray", "adaptive")
+
+
+def parse_routing_name(name: str, policies: tuple[str, ...] = ROUTING_POLICIES) -> tuple[str, bool]:
+    """``(policy, pxn)`` of a routing name: ``POLICY``, ``pxn`` (ECMP with PXN) or
+    ``POLICY+pxn``, ``POLICY`` one of ``policies``; a ``ValueError`` naming what is allowed.
+
+    >>> parse_routing_name("spray+pxn"), parse_routing_name("pxn"), parse_routing_name("ecmp")
+    (('spray', True), ('ecmp', True), ('ecmp', False))
+    """
+    parts = [p.strip() for p in str(name).strip().lower().split("+")]
+    if parts.count(PXN) > 1:
+        raise ValueError(f"{name!r}: '+pxn' given {parts.count(PXN)} times; give it once")
+    rest = [p for p in parts if p != PXN] or ["ecmp"]
+    if len(rest) != 1 or rest[0] not in policies:
+        raise ValueError(
+            f"{name!r} is not allowed; allowed: {', '.join((*policies, PXN))} (add '+pxn' to "
+            "any, e.g. spray+pxn)"
+        )
+    return rest[0], PXN in parts
+
+
+def cluster_routing(name: str) -> str:
+    """``name`` as ``cluster.routing`` holds it: a policy of :data:`CLUSTER_POLICIES`, ``pxn``
+    or ``POLICY+pxn`` in lower case without spaces, as written otherwise (so a saved scenario
+    reads back the same); a ``ValueError`` naming what is allowed."""
+    parse_routing_name(name, CLUSTER_POLICIES)
+    return "+".join(p.strip() for p in name.strip().lower().split("+"))
+
+
+def _routing_field(value: object) -> object:
+    # not text: pydantic's own "Input should be a valid string"
+    return cluster_routing(value) if isinstance(value, str) else value
+
+
+Routing = Annotated[str, BeforeValidator(_routing_field)]
 Precision = Literal["bf16", "fp16", "fp8", "tf32"]
 Recompute = Literal["none", "selective", "full"]
 CpuVendor = Literal["intel", "amd", "other"]
@@ -605,7 +663,7 @@ class Scenario(_Strict):
     )
 
 
-class ScenarioError(ValueError):
+class ScenarioError(CommwallError, ValueError):
     """A scenario that cannot be used; ``messages`` holds one line per problem."""
 
     def __init__(self, messages: list[str], origin: str = "scenario") -> None:

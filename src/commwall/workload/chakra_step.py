@@ -57,7 +57,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from commwall import __version__
+from commwall._version import __version__
 from commwall.collectives.constants import Proto
 from commwall.collectives.ops import Op
 from commwall.collectives.schedule import (

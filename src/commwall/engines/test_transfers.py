@@ -16,7 +16,7 @@ from commwall.collectives import ALGORITHMS, Cost, Op, Proto, Unsupported, evalu
 from commwall.collectives.constants import Hw
 from commwall.collectives.halving_doubling import halving_doubling_steps
 from commwall.collectives.ring import ring
-from commwall.collectives.transfers import (
+from commwall.engines.transfers import (
     MAX_DIRECT_HOPS,
     NETSWITCH,
     NVSWITCH,
@@ -27,7 +27,7 @@ from commwall.collectives.transfers import (
     dtree_parents,
     pat_steps,
 )
-from commwall.io.scenario import ClusterSpec
+from commwall.scenario import ClusterSpec
 
 IntArray = npt.NDArray[np.int64]
 KIB, MIB, GIB = 2.0**10, 2.0**20, 2.0**30
