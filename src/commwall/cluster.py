@@ -143,6 +143,17 @@ class Cluster:
         return self.pcie.nccl_bandwidth(16) * factor
 
     @property
+    def scale_up_link_rate(self) -> float:
+        """Physical per-GPU scale-up bandwidth per direction, bytes/s: NVLink links × the
+        per-link payload rate, or PCIe x16 on PCIe-only nodes (× the calibrated scale-up
+        factor, :mod:`commwall.calibration`). The flow and packet engines move bytes at this
+        rate; :attr:`intra_bw` is NCCL's own (lower) model of it."""
+        factor = self.intra_calibration.bandwidth_factor
+        if self.scale_up == "nvlink":
+            return float(self.gpu.nvlink_links * self.nvlink.per_link_bandwidth) * factor
+        return float(self.pcie.bandwidth(16)) * factor
+
+    @property
     def intra_calibration(self) -> LinkCalibration:
         """The fitted correction of the scale-up class (none: the model as is)."""
         fitted = self.calibration.nvlink if self.scale_up == "nvlink" else self.calibration.pcie

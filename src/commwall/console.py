@@ -107,3 +107,31 @@ def event_progress(label: str, *, quiet: bool) -> Iterator[Callable[[int, float,
             bar.update(task, figures=figures)
 
         yield report
+
+
+def gbps(x: float) -> str:
+    """Bytes/s as ``1,234.5 GB/s`` (tables of ``run`` and ``collective``)."""
+    return f"{x / 1e9:,.1f} GB/s"
+
+
+def seconds(x: float) -> str:
+    """Seconds with three significant digits and a unit (:func:`commwall.units.format_time`)."""
+    from commwall.units import format_time
+
+    return format_time(x, digits=3)
+
+
+def size(x: float) -> str:
+    """Bytes with three significant digits and a unit (:func:`commwall.units.format_size`)."""
+    from commwall.units import format_size
+
+    return format_size(x, digits=3)
+
+
+def check_outputs(*options: tuple[str, Path | None]) -> None:
+    """Refuse an output path that cannot be written before the work starts (one line, exit 2)."""
+    from commwall.io.atomic import output_problem
+
+    for option, path in options:
+        if path is not None and (problem := output_problem(path)) is not None:
+            fail(f"{option}: cannot write {str(path)!r}: {problem}")

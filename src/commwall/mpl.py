@@ -7,8 +7,8 @@ from typing import Any
 
 
 def pyplot(need: str, error: type[Exception]) -> Any:
-    """``matplotlib.pyplot`` on the Agg backend, or ``error`` saying that ``need`` (an option,
-    say ``--png``) needs matplotlib and how to install it."""
+    """``matplotlib.pyplot`` on the Agg backend, or ``error`` saying that ``need`` (what the
+    caller draws, say "drawing charts as PNG") needs matplotlib and how to install it."""
     try:
         import matplotlib
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -41,6 +42,42 @@ def register(app: typer.Typer) -> None:
     sub.command("incast")(friendly(incast))
     sub.command("permutation")(friendly(permutation))
     app.add_typer(sub, name="packet")
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The options ``incast`` and ``permutation`` share, typed (each is the option of that name)."""
+
+    size: str
+    link: str
+    fabric: str
+    tiers: int | None
+    oversubscription: str | None
+    rails: int
+    a: int | None
+    p: int | None
+    h: int | None
+    g: int | None
+    l_leaves: int | None
+    s_spines: int | None
+    routing: str | None
+    buffer: str | None
+    switch: str | None
+    mtu: int
+    cable: str | None
+    switch_latency: str | None
+    store_and_forward: bool
+    ber: float | None
+    pre_fec_ber: float | None
+    fec: str | None
+    lane: str | None
+    link_retry: bool
+    ecn: str | None
+    rto: str | None
+    flow: bool
+    ports: int
+    seed: int
+    as_json: bool
 
 
 # ---- shared options ---------------------------------------------------------------------------
@@ -175,7 +212,38 @@ def incast(
         topology, radix, nodes = "fat-tree", _fat_tree_radix(senders + 1), senders + 1
     _run(
         "incast",
-        locals(),
+        _Options(
+            size=size,
+            link=link,
+            fabric=fabric,
+            tiers=tiers,
+            oversubscription=oversubscription,
+            rails=rails,
+            a=a,
+            p=p,
+            h=h,
+            g=g,
+            l_leaves=l_leaves,
+            s_spines=s_spines,
+            routing=routing,
+            buffer=buffer,
+            switch=switch,
+            mtu=mtu,
+            cable=cable,
+            switch_latency=switch_latency,
+            store_and_forward=store_and_forward,
+            ber=ber,
+            pre_fec_ber=pre_fec_ber,
+            fec=fec,
+            lane=lane,
+            link_retry=link_retry,
+            ecn=ecn,
+            rto=rto,
+            flow=flow,
+            ports=ports,
+            seed=seed,
+            as_json=as_json,
+        ),
         senders=senders,
         topology=topology or "fat-tree",
         radix=radix,
@@ -221,7 +289,39 @@ def permutation(
     """Every host sends to one other and receives from one (a random single cycle), packet by
     packet: completion times against the line-rate ideal, hash collisions under ECMP, and what
     each fabric did about them."""
-    _run("permutation", locals(), senders=None, topology=topology or "fat-tree", radix=radix,
+    opts = _Options(
+        size=size,
+        link=link,
+        fabric=fabric,
+        tiers=tiers,
+        oversubscription=oversubscription,
+        rails=rails,
+        a=a,
+        p=p,
+        h=h,
+        g=g,
+        l_leaves=l_leaves,
+        s_spines=s_spines,
+        routing=routing,
+        buffer=buffer,
+        switch=switch,
+        mtu=mtu,
+        cable=cable,
+        switch_latency=switch_latency,
+        store_and_forward=store_and_forward,
+        ber=ber,
+        pre_fec_ber=pre_fec_ber,
+        fec=fec,
+        lane=lane,
+        link_retry=link_retry,
+        ecn=ecn,
+        rto=rto,
+        flow=flow,
+        ports=ports,
+        seed=seed,
+        as_json=as_json,
+    )
+    _run("permutation", opts, senders=None, topology=topology or "fat-tree", radix=radix,
          nodes=nodes)  # fmt: skip
 
 
@@ -238,7 +338,7 @@ def _fat_tree_radix(hosts: int) -> int:
 
 def _run(
     pattern: str,
-    opts: dict[str, Any],
+    opts: _Options,
     *,
     senders: int | None,
     topology: str,
@@ -256,7 +356,7 @@ def _run(
     from commwall.transport import FABRICS, TransportError, fabric_profile
     from commwall.units import UnitError, parse_size, parse_time
 
-    fabric, routing = opts["fabric"], opts["routing"]
+    fabric, routing = opts.fabric, opts.routing
     if fabric != "all" and fabric not in FABRICS:
         fail(f"--fabric: {fabric!r} is not allowed; allowed: {', '.join(FABRICS)}, all")
     if routing is not None and routing not in PACKET_ROUTINGS:
@@ -266,49 +366,49 @@ def _run(
     if topology not in kinds:
         fail(f"--topology: {topology!r} is not allowed; allowed: {', '.join(kinds)}")
     try:
-        nbytes = parse_size(opts["size"])
+        nbytes = parse_size(opts.size)
         if nbytes < 1 or nbytes != int(nbytes):
-            fail(f"--size: {opts['size']!r} must be a whole number of bytes >= 1")
+            fail(f"--size: {opts.size!r} must be a whole number of bytes >= 1")
         topo = build(
             topology,
             radix=radix,
-            tiers=opts["tiers"],
-            oversubscription=opts["oversubscription"],
+            tiers=opts.tiers,
+            oversubscription=opts.oversubscription,
             nodes=nodes,
-            rails=opts["rails"],
-            a=opts["a"],
-            p=opts["p"],
-            h=opts["h"],
-            g=opts["g"],
+            rails=opts.rails,
+            a=opts.a,
+            p=opts.p,
+            h=opts.h,
+            g=opts.g,
             arrangement="consecutive",
-            link_rate=opts["link"],
+            link_rate=opts.link,
             switch=None,
-            l_leaves=opts["l_leaves"],
-            s_spines=opts["s_spines"],
+            l_leaves=opts.l_leaves,
+            s_spines=opts.s_spines,
         )
         buffer_bytes, latency = _switch_physics(opts)
         if latency is not None:
             topo = with_switch_latency(topo, latency)
-        if opts["cable"] is not None:
-            topo = with_cable_latency(topo, parse_time(opts["cable"]))
+        if opts.cable is not None:
+            topo = with_cable_latency(topo, parse_time(opts.cable))
         endpoints = len(topo.endpoints())
-        _check_size(pattern, endpoints, senders, int(nbytes), opts["mtu"])
-        src, dst = pattern_flows(pattern, endpoints, senders=senders, seed=opts["seed"])
+        _check_size(pattern, endpoints, senders, int(nbytes), opts.mtu)
+        src, dst = pattern_flows(pattern, endpoints, senders=senders, seed=opts.seed)
         rate = float(topo.link_capacity.max())
         ber, fec_latency, physics = _link_errors(opts, rate)
         config = PacketConfig(
-            mtu=opts["mtu"],
+            mtu=opts.mtu,
             buffer=buffer_bytes,
-            cut_through=not opts["store_and_forward"],
+            cut_through=not opts.store_and_forward,
             ber=ber,
             fec_latency_s=fec_latency,
-            link_retry=opts["link_retry"],
+            link_retry=opts.link_retry,
         )
-        marking = _ecn(opts["ecn"])
-        timeout = parse_time(opts["rto"]) if opts["rto"] is not None else None
+        marking = _ecn(opts.ecn)
+        timeout = parse_time(opts.rto) if opts.rto is not None else None
         results = []
         for fab in fabrics:
-            with event_progress(f"{pattern} on {fab}", quiet=opts["as_json"]) as progress:
+            with event_progress(f"{pattern} on {fab}", quiet=opts.as_json) as progress:
                 results.append(
                     run_packet_traffic(
                         topo,
@@ -318,15 +418,13 @@ def _run(
                         fab,
                         routing=routing,
                         config=config,
-                        seed=opts["seed"],
+                        seed=opts.seed,
                         ecn=marking,
                         rto_s=timeout,
                         progress=progress,
                     )
                 )
-        flow_rows = (
-            _flow_check(topo, src, dst, nbytes, results, opts["seed"]) if opts["flow"] else []
-        )
+        flow_rows = _flow_check(topo, src, dst, nbytes, results, opts.seed) if opts.flow else []
     except (TopologyError, TransportError, UnitError, InvariantError, PhyError, ValueError) as e:
         fail(str(e))
     ideal = _ideal(pattern, len(src), int(nbytes), rate, config.mtu, ETHERNET_HEADER)
@@ -350,24 +448,24 @@ def _run(
     }
     if flow_rows:
         data["flow_engine"] = flow_rows
-    if opts["as_json"]:
+    if opts.as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
-    _print(data, results, flow_rows, opts["ports"], config)
+    _print(data, results, flow_rows, opts.ports, config)
 
 
-def _switch_physics(opts: dict[str, Any]) -> tuple[int, float | None]:
+def _switch_physics(opts: _Options) -> tuple[int, float | None]:
     """(buffer bytes, switch latency or None for the builder's) from ``--buffer``,
     ``--switch-latency`` and ``--switch``; explicit options win over the part's figures."""
     from commwall.engines.packet.config import DEFAULT_BUFFER
     from commwall.units import parse_size, parse_time
 
-    buffer = None if opts["buffer"] is None else int(parse_size(opts["buffer"]))
-    latency = None if opts["switch_latency"] is None else parse_time(opts["switch_latency"])
-    if opts["switch"] is not None:
+    buffer = None if opts.buffer is None else int(parse_size(opts.buffer))
+    latency = None if opts.switch_latency is None else parse_time(opts.switch_latency)
+    if opts.switch is not None:
         from commwall.catalog import load_catalog
 
-        part = load_catalog().switch(opts["switch"])
+        part = load_catalog().switch(opts.switch)
         if buffer is None and part.buffer is not None:
             buffer = int(part.buffer)
         if latency is None:
@@ -396,30 +494,28 @@ def _ecn(text: str | None) -> Any:
     return EcnParams(int(parse_size(parts[0])), int(parse_size(parts[1])), pmax)
 
 
-def _link_errors(opts: dict[str, Any], rate: float) -> tuple[float, float, dict[str, Any]]:
+def _link_errors(opts: _Options, rate: float) -> tuple[float, float, dict[str, Any]]:
     """(post-FEC BER, FEC latency, what to report) from ``--ber`` or ``--pre-fec-ber``."""
     from commwall.engines.packet.config import phy_errors
 
-    if opts["pre_fec_ber"] is None:
-        for name, key in (("--fec", "fec"), ("--lane", "lane")):
-            if opts[key] is not None:
+    if opts.pre_fec_ber is None:
+        for name, value in (("--fec", opts.fec), ("--lane", opts.lane)):
+            if value is not None:
                 fail(f"{name} needs --pre-fec-ber (the FEC's input error rate)")
-        ber = float(opts["ber"] or 0.0)
-        if opts["link_retry"] and not ber:
+        ber = float(opts.ber or 0.0)
+        if opts.link_retry and not ber:
             fail("--link-retry needs --ber or --pre-fec-ber (links without errors replay nothing)")
         return ber, 0.0, {"ber": ber}
-    if opts["ber"] is not None:
+    if opts.ber is not None:
         fail("--ber and --pre-fec-ber: give one (the post-FEC BER, or the pre-FEC BER and --fec)")
-    wire = int(opts["mtu"]) + ETHERNET_HEADER
-    e = phy_errors(
-        float(opts["pre_fec_ber"]), rate, wire, fec=opts["fec"], lane=opts["lane"] or "100G"
-    )
+    wire = int(opts.mtu) + ETHERNET_HEADER
+    e = phy_errors(float(opts.pre_fec_ber), rate, wire, fec=opts.fec, lane=opts.lane or "100G")
     if e.ber >= 1e-3:
         fail(
-            f"--pre-fec-ber {opts['pre_fec_ber']:g} with FEC {e.fec}: {e.packet_error:.0%} of "
+            f"--pre-fec-ber {opts.pre_fec_ber:g} with FEC {e.fec}: {e.packet_error:.0%} of "
             "packets would fail their FCS; the link would be taken down (use a stronger --fec)"
         )
-    report = {"pre_fec_ber": opts["pre_fec_ber"], "fec": e.fec, "lanes": e.lanes,
+    report = {"pre_fec_ber": opts.pre_fec_ber, "fec": e.fec, "lanes": e.lanes,
               "packet_error": e.packet_error, "ber": e.ber, "fec_latency_s": e.fec_latency_s}  # fmt: skip
     return e.ber, e.fec_latency_s, report
 

@@ -80,10 +80,13 @@ def report(
         data = load_input(source, engine=engine)
         page = build_report(data, metric=metric, generated=timestamp)
         path, pngs = write_report(page, output, png=png)
-    except ReportError as e:
+    except ReportError as e:  # the library names its parameters; the options carry their names
+        message = str(e)
+        fail(f"--{message}" if message.startswith(("metric:", "engine:")) else message)
+    except PlotlyMissing as e:
         fail(str(e))
-    except (PlotlyMissing, MatplotlibMissing) as e:
-        fail(str(e))
+    except MatplotlibMissing as e:
+        fail(f"--png: {e}")
     except OSError as e:
         where = "--png" if png is not None and e.filename and str(png) in str(e.filename) else "-o"
         fail(f"{where}: cannot write: {e.strerror or e}")

@@ -143,7 +143,7 @@ def _draw(topo: Any, draw_to: str | None) -> None:
     try:
         path = draw(topo, draw_to)
     except DrawError as e:
-        _fail(str(e))
+        _fail(f"--draw: {e}")
     err.print(f"drew {path}")
 
 

@@ -674,7 +674,7 @@ def _direct(ctx: _Context) -> list[Stage]:
         raise ValueError(
             f"direct {op.value} on {copies} x {p} ranks is {hops * n_stages:,} point-to-point "
             f"transfers; the flow engine compiles at most {MAX_DIRECT_HOPS:,}: use "
-            "--engine analytic for this collective"
+            "the analytic engine for this collective"
         )
     f = ctx.fabric()
     g = f.ranks_per_domain

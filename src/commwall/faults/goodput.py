@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 import yaml
 
+from commwall.checks import number
 from commwall.faults.errors import FaultError
 from commwall.faults.stats import Summary, summarize
 
@@ -175,11 +176,7 @@ def load_failure_model() -> FailureModel:
 
 
 def _positive(name: str, value: float, *, zero: bool = False) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not zero):
-        allowed = ">= 0" if zero else "> 0"
-        raise FaultError(f"{name}: {value!r} is out of range; allowed: a finite number {allowed}")
-    return float(value)
+    return number(name, value, 0.0, open_low=not zero, error=FaultError)
 
 
 def young_interval(checkpoint: float, mtbf: float) -> float:

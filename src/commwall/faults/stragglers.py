@@ -54,6 +54,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import integrate, special  # type: ignore[import-untyped]  # no stubs in the venv
 
+from commwall.checks import number
 from commwall.faults.errors import FaultError
 from commwall.faults.stats import Summary, summarize
 
@@ -187,10 +188,7 @@ class Variability:
 
 
 def _check_number(name: str, value: object, lo: float, hi: float = math.inf) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(float(value)) or not lo <= float(value) <= hi:  # type: ignore[arg-type]
-        allowed = f">= {lo:g}" if hi == math.inf else f"{lo:g}..{hi:g}"
-        raise FaultError(f"{name}: {value!r} is out of range; allowed: a finite number {allowed}")
+    number(name, value, lo, hi, error=FaultError)
 
 
 def _check(v: Variability) -> None:

@@ -50,7 +50,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Final
 
-from commwall.io.node_topology import NodeTopology, PathType
+from commwall.io.node_topology_model import NodeTopology, PathType, cpu_above
 
 __all__ = [
     "LOC_BW",
@@ -285,10 +285,8 @@ def _build(topo: NodeTopology, flatten_bcm: bool) -> _Graph:
             g.connect(link.gpu, link.target, 1, bw)
         else:  # GPU→GPU: the other GPU's own <nvlink> adds the reverse direction
             g.connect(link.gpu, link.target, 1, bw, both=False)
-    from commwall.io.node_topology import _cpu_above
-
     for c2c in topo.c2c:
-        cpu = _cpu_above(topo, c2c.gpu)
+        cpu = cpu_above(topo, c2c.gpu)
         if cpu is not None:
             g.connect(c2c.gpu, cpu, 3, c2c.bw_MBps * c2c.count / 1000.0)
     for nic in topo.nics:

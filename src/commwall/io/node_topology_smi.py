@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from commwall.io.node_topology import Cpu, Gpu, Nic, NodeTopology, NodeTopologyError, PathType
+from commwall.io.node_topology_model import Cpu, Gpu, Nic, NodeTopology, NodeTopologyError, PathType
 
 __all__ = ["CODES", "find_header", "parse_nvidia_smi"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from commwall.io.node_topology import NodeTopology, PathType
+from commwall.io.node_topology_model import NodeTopology, PathType, cpu_above
 from commwall.io.node_topology_paths import PathTable
 
 __all__ = ["summary"]
@@ -160,9 +160,7 @@ def summary(topo: NodeTopology, paths: PathTable) -> dict[str, Any]:
 
 
 def _numa(topo: NodeTopology, gpu: str) -> int | None:
-    from commwall.io.node_topology import _cpu_above
-
-    cpu = _cpu_above(topo, gpu)
+    cpu = cpu_above(topo, gpu)
     for c in topo.cpus:
         if c.name == cpu:
             return c.numa_id

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Final
 from xml.parsers import expat
 
-from commwall.io.node_topology import (
+from commwall.io.node_topology_model import (
     C2cLink,
     Cpu,
     Gpu,
@@ -46,6 +46,7 @@ from commwall.io.node_topology import (
     NvLink,
     NvSwitch,
     PciSwitch,
+    cpu_above,
 )
 
 __all__ = ["parse_nccl_xml"]
@@ -326,9 +327,7 @@ class _Reader:
 
 
 def _cpu_of(topo: NodeTopology, gpu: str) -> str | None:
-    from commwall.io.node_topology import _cpu_above
-
-    return _cpu_above(topo, gpu)
+    return cpu_above(topo, gpu)
 
 
 def parse_nccl_xml(text: str, *, source: str = "<topology.xml>") -> NodeTopology:

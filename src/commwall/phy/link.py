@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from commwall.checks import number
 from commwall.phy.fec import FecCode, log10_uncorrectable_ratio
 from commwall.phy.signaling import PhyError
 
@@ -121,9 +122,7 @@ def codeword_failures_per_packet(code: FecCode, pre_fec_ber: float, packet_bytes
 
 
 def _check_positive(name: str, value: float) -> float:
-    if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise PhyError(f"{name}: {value!r} is out of range; allowed: a finite number > 0")
-    return float(value)
+    return number(name, value, 0.0, open_low=True, error=PhyError)
 
 
 def _escape(code: FecCode, check_bits: Sequence[int]) -> float:

@@ -27,7 +27,7 @@ class MatplotlibMissing(CommwallError, ImportError):
 def _pyplot() -> Any:
     from commwall.mpl import pyplot
 
-    return pyplot("--png", MatplotlibMissing)
+    return pyplot("drawing charts as PNG", MatplotlibMissing)
 
 
 def write_pngs(report: Report, folder: str | Path, *, dpi: int = 150) -> list[Path]:

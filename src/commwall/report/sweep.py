@@ -73,7 +73,7 @@ def build_sweep_report(
     metrics = metric_columns(records, axes)
     if metrics and metric not in metrics:  # (no ok point at all: the failures still report)
         raise ReportError(
-            f"--metric: {metric!r} is not a numeric column of {source.path}; allowed: "
+            f"metric: {metric!r} is not a numeric column of {source.path}; allowed: "
             + ", ".join(metrics)
         )
     ok = [r for r in records if r.get("status") == "ok" and _finite(r.get(metric))]

@@ -121,7 +121,7 @@ def test_sweep_report(sweep_dir: Path) -> None:
     failed = next(s for s in report.sections if s.id == "failures").blocks[0]
     reasons = " ".join(row[2] for row in failed.rows)  # type: ignore[union-attr]
     assert "job.dp" in reasons and "RuntimeError: boom" in reasons
-    with pytest.raises(ReportError, match="--metric: 'nope'"):
+    with pytest.raises(ReportError, match="metric: 'nope'"):
         build_report(load_input(sweep_dir), metric="nope")
     by_tokens = build_report(load_input(sweep_dir), metric="tokens_per_s")
     assert "tokens/s against cluster.nodes" in _chart(by_tokens, "sensitivity-0").title

@@ -18,8 +18,8 @@ A point record (:data:`BASE_COLUMNS` first, then the axes, then the metrics):
   scenario or cluster was refused: ``error`` says why) or ``error`` (the simulation failed);
 * ``seconds``: wall time spent on the point;
 * one column per axis, named by its field path (``cluster.topology.oversubscription``);
-* the metrics (:meth:`commwall.workload.simulate.StepReport.metrics`): ``step_time_s``, ``comm_wait_share``,
-  ``tokens_per_s``, ``power_w``, ``network_cost_usd``, ``breakdown.<category>_s`` and so on;
+* the metrics (:meth:`commwall.workload.simulate.StepReport.metrics`): ``step_time_s``,
+  ``comm_wait_share``, ``tokens_per_s``, ``power_w``, ``network_cost_usd``, ``breakdown.<category>_s`` and so on;
 * ``config``: the fully resolved scenario as JSON text.
 
 Each file also carries, in its Parquet metadata, ``commwall.digest``: SHA-256 over the record

@@ -26,7 +26,7 @@ class DrawError(TopologyError):
 def _pyplot() -> Any:
     from commwall.mpl import pyplot
 
-    return pyplot("--draw", DrawError)
+    return pyplot("drawing a topology", DrawError)
 
 
 def _positions(topo: Topology) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +49,7 @@ def draw(topo: Topology, path: str | Path, *, full: bool | None = None) -> Path:
     plt = _pyplot()
     out = Path(path)
     if out.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise DrawError(f"--draw: {str(out)!r} must end in .png, .svg or .pdf")
+        raise DrawError(f"{str(out)!r}: a drawing must end in .png, .svg or .pdf")
     whole = topo.n_nodes <= FULL_DRAWING_MAX_NODES if full is None else full
     fig, ax = plt.subplots(figsize=(12, 6), dpi=110)
     if whole:
@@ -61,7 +61,7 @@ def draw(topo: Topology, path: str | Path, *, full: bool | None = None) -> Path:
     try:
         fig.savefig(out, bbox_inches="tight")
     except OSError as err:
-        raise DrawError(f"--draw: cannot write {str(out)!r}: {err.strerror}") from None
+        raise DrawError(f"cannot write {str(out)!r}: {err.strerror}") from None
     finally:
         plt.close(fig)
     return out

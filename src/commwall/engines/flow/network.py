@@ -94,11 +94,7 @@ class FlowNetwork:
     def scale_up_rate(self) -> float:
         """Physical per-GPU scale-up bandwidth per direction, bytes/s (× the cluster's
         calibrated scale-up factor, :mod:`commwall.calibration`)."""
-        c = self.cluster
-        factor = c.intra_calibration.bandwidth_factor
-        if c.scale_up == "nvlink":
-            return float(c.gpu.nvlink_links * c.nvlink.per_link_bandwidth) * factor
-        return float(c.pcie.bandwidth(16)) * factor
+        return self.cluster.scale_up_link_rate
 
     def capacity(self, fabric_scale: float = 1.0) -> FloatArray:
         """Payload capacity of every real link, bytes/s. ``fabric_scale`` shrinks the

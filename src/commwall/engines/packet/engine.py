@@ -98,11 +98,7 @@ def cluster_graph(cluster: Cluster) -> tuple[PacketGraph, _Layout]:
     kinds += ["nvswitch"] * domains
     g = np.arange(n_gpus, dtype=np.int64)
     nvs = nvs0 + g // cluster.scale_up_domain
-    su_rate = (
-        float(cluster.gpu.nvlink_links * cluster.nvlink.per_link_bandwidth)
-        if cluster.scale_up == "nvlink"
-        else float(cluster.pcie.bandwidth(16))
-    ) * cluster.intra_calibration.bandwidth_factor  # calibrated classes (commwall.calibration)
+    su_rate = cluster.scale_up_link_rate
     src = [base.link_src, np.stack([gpu0 + g, nvs], 1).reshape(-1)]
     dst = [base.link_dst, np.stack([nvs, gpu0 + g], 1).reshape(-1)]
     net_rate = base.link_rate * cluster.net_calibration.bandwidth_factor
