@@ -304,23 +304,18 @@ class Cluster:
         """The scale-out fabric as a :class:`~commwall.topology.Topology`, built by the builder of
         ``topology.kind`` with this cluster's switch radix, NIC rate and switch latency (or the
         prebuilt ``scale_out`` fabric when one is set)."""
-        from commwall.topology import fat_tree, leaf_spine, rail_only, rail_optimized
+        from commwall.topology.kinds import build_fabric
 
         if self.scale_out is not None:
             return self.scale_out
         spec, nodes, rails = self.topology, self.n_nodes, self.nics_per_node
         common: dict[str, Any] = {"link_rate": self.nic.rate, "switch_latency": self.switch.latency}
         o = spec.oversubscription
-        if spec.kind == "rail-optimized":
-            return rail_optimized(
-                nodes, rails=rails, radix=self.radix, oversubscription=o, tiers=spec.tiers, **common
-            )
-        if spec.kind == "rail-only":
-            return rail_only(nodes, rails=rails, radix=self.radix, oversubscription=o, **common)
-        endpoints = nodes * rails
-        if self.tiers <= 2:
-            return leaf_spine(self.radix, endpoints, oversubscription=o, **common)
-        return fat_tree(self.radix, 3, (o, 1.0), endpoints, **common)
+        if spec.kind == "fat-tree":  # its NICs are the hosts; 1 or 2 tiers: one leaf–spine
+            return build_fabric(spec.kind, nodes=nodes * rails, radix=self.radix,
+                                tiers=max(2, self.tiers), oversubscription=o, **common)  # fmt: skip
+        return build_fabric(spec.kind, nodes=nodes, rails=rails, radix=self.radix,
+                            tiers=spec.tiers, oversubscription=o, **common)  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
         """A flat description for tables and JSON."""

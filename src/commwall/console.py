@@ -109,19 +109,19 @@ def event_progress(label: str, *, quiet: bool) -> Iterator[Callable[[int, float,
         yield report
 
 
-def gbps(x: float) -> str:
+def show_gbps(x: float) -> str:
     """Bytes/s as ``1,234.5 GB/s`` (tables of ``run`` and ``collective``)."""
     return f"{x / 1e9:,.1f} GB/s"
 
 
-def seconds(x: float) -> str:
+def show_seconds(x: float) -> str:
     """Seconds with three significant digits and a unit (:func:`commwall.units.format_time`)."""
     from commwall.units import format_time
 
     return format_time(x, digits=3)
 
 
-def size(x: float) -> str:
+def show_size(x: float) -> str:
     """Bytes with three significant digits and a unit (:func:`commwall.units.format_size`)."""
     from commwall.units import format_size
 

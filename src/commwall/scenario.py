@@ -46,6 +46,16 @@ TopologyKind = Literal["rail-optimized", "fat-tree", "rail-only"]
 #: Scale-out topologies a cluster is built with (``cluster.topology.kind``; the builders are in
 #: :mod:`commwall.topology`, ``Cluster.scale_out_topology`` picks one).
 TOPOLOGY_KINDS: Final[tuple[str, ...]] = get_args(TopologyKind)
+#: Every scale-out fabric kind a builder makes from its name (``commwall topology``, ``traffic``,
+#: ``packet``; :func:`commwall.topology.kinds.build_fabric`); a cluster takes
+#: :data:`TOPOLOGY_KINDS` of them.
+FABRIC_KINDS: Final[tuple[str, ...]] = (
+    "fat-tree", "leaf-spine", "rail-optimized", "rail-only", "dragonfly", "dragonfly-plus"
+)  # fmt: skip
+Optics = Literal["dsp", "lpo", "cpo"]
+#: Optical technologies a fabric is built with (``cluster.optics.technology``; the bill of
+#: materials, :mod:`commwall.topology.bom`).
+OPTICS: Final[tuple[str, ...]] = get_args(Optics)
 #: Every load-balancing policy of the flow engine's routing (:mod:`commwall.routing`), in the
 #: order the docs present them; ``valiant`` and ``ugal`` route dragonflies only.
 ROUTING_POLICIES: Final[tuple[str, ...]] = (
@@ -189,7 +199,7 @@ class TopologySpec(_Strict):
 class OpticsSpec(_Strict):
     """How the scale-out fabric's links are built (power and cost; the timing model ignores it)."""
 
-    technology: Literal["dsp", "lpo", "cpo"] = Field(
+    technology: Optics = Field(
         default="dsp",
         description="Optical transceivers: dsp (retimed pluggables), lpo (linear-drive pluggables) "
         "or cpo (co-packaged optics at the switch).",

@@ -17,10 +17,10 @@ from commwall.console import (
     event_progress,
     fail,
     friendly,
-    gbps,
     out,
-    seconds,
-    size,
+    show_gbps,
+    show_seconds,
+    show_size,
     write_parquet,
 )
 from commwall.scenario import ENGINES
@@ -170,7 +170,7 @@ def _print_flow_details(result: Any) -> None:
     for row in links:
         out.print(
             f"  {escape(row['name'])} ({row['class']}): mean {row['mean_utilisation']:.0%}, "
-            f"peak {row['peak_utilisation']:.0%} of {gbps(row['capacity_Bps'])}"
+            f"peak {row['peak_utilisation']:.0%} of {show_gbps(row['capacity_Bps'])}"
         )
 
 
@@ -192,8 +192,8 @@ def _print_report(report: Any) -> None:
     out.print(f"[bold]{escape(report.scenario)}[/]")
     out.print(
         f"cluster  {c['gpus']:,} x {c['gpu']} in {c['nodes']:,} nodes; scale-up {c['scale_up']} "
-        f"domain of {c['scale_up_domain']} at {gbps(c['scale_up_bw_per_gpu'])}/GPU; "
-        f"scale-out {c['nic']} ({c['fabric']}, {gbps(c['net_bw_per_gpu'])}/GPU achievable), "
+        f"domain of {c['scale_up_domain']} at {show_gbps(c['scale_up_bw_per_gpu'])}/GPU; "
+        f"scale-out {c['nic']} ({c['fabric']}, {show_gbps(c['net_bw_per_gpu'])}/GPU achievable), "
         + (
             f"{c['topology']} {c['tiers']}-tier {c['switch']}, oversubscription "
             f"{c['oversubscription']:g}:1"
@@ -237,8 +237,8 @@ def _print_report(report: Any) -> None:
         if v <= 0:
             continue
         mark = " (waiting on comm)" if cat in COMM_CATEGORIES else ""
-        table.add_row(CATEGORY_LABELS[cat] + mark, seconds(v), f"{v / report.step_time:.1%}")
-    table.add_row("[bold]step[/]", f"[bold]{seconds(report.step_time)}[/]", "100%")
+        table.add_row(CATEGORY_LABELS[cat] + mark, show_seconds(v), f"{v / report.step_time:.1%}")
+    table.add_row("[bold]step[/]", f"[bold]{show_seconds(report.step_time)}[/]", "100%")
     out.print(table)
     out.print(
         f"waiting on communication: [bold]{report.comm_wait_share:.1%}[/] of the step   "
@@ -257,13 +257,13 @@ def _print_report(report: Any) -> None:
     for s in report.collectives[:6]:
         top.add_row(
             s.name,
-            size(s.nbytes),
+            show_size(s.nbytes),
             str(s.nranks),
             f"{s.calls:,}",
-            seconds(s.time_each),
-            seconds(s.total),
+            show_seconds(s.time_each),
+            show_seconds(s.total),
             f"{s.algo}/{s.proto}",
-            gbps(s.busbw),
+            show_gbps(s.busbw),
         )
     out.print(top)
     out.print(report.bottleneck())

@@ -18,20 +18,12 @@ from typing import Annotated, Any, Final
 
 import typer
 
-KINDS: Final = (
-    "fat-tree",
-    "leaf-spine",
-    "rail-optimized",
-    "rail-only",
-    "dragonfly",
-    "dragonfly-plus",
-    "nvlink-node",
-    "nvl72",
-    "pcie-tree",
-)
+from commwall.scenario import FABRIC_KINDS, OPTICS
+
 #: Scale-up kinds: a node or rack, summarised by its NVLink/PCIe facts rather than a BOM.
 SCALE_UP_KINDS: Final = ("nvlink-node", "nvl72", "pcie-tree")
-OPTICS: Final = ("dsp", "lpo", "cpo")
+#: Every kind ``commwall topology`` builds: the scale-out fabrics, then the scale-up ones.
+KINDS: Final = (*FABRIC_KINDS, *SCALE_UP_KINDS)
 _RAIL_KINDS: Final = ("rail-optimized", "rail-only")
 _TIER_NAMES: Final = {1: "leaf", 2: "spine", 3: "core"}
 
@@ -72,15 +64,9 @@ def build(
     l_leaves: int | None = None,
     s_spines: int | None = None,
 ) -> Any:
-    """Build the topology the options describe (raises TopologyError/ValueError on bad input)."""
-    from commwall.topology import (
-        dragonfly,
-        dragonfly_plus,
-        fat_tree,
-        leaf_spine,
-        rail_only,
-        rail_optimized,
-    )
+    """Build the topology the options describe (raises TopologyError/ValueError on bad input):
+    the options checked here, the fabric by :func:`commwall.topology.kinds.build_fabric`."""
+    from commwall.topology.kinds import build_fabric
 
     physics: dict[str, Any] = {}
     if switch is not None:
@@ -91,45 +77,30 @@ def build(
         radix = part.ports if radix is None else radix
     if link_rate is not None:
         physics["link_rate"] = link_rate
-    r = 64 if radix is None else radix
     ratios = _ratios(oversubscription)
     taper: float | tuple[float, ...] | None = (
         ratios[0] if ratios is not None and len(ratios) == 1 else ratios
     )
-    if kind == "dragonfly":
-        missing = [n for n, v in (("--a", a), ("--p", p), ("--h", h)) if v is None]
+    needs = {
+        "dragonfly": ((("--a", a), ("--p", p), ("--h", h)), "routers per group, hosts per "
+                      "router, global links per router (balanced: a = 2p = 2h, e.g. --a 8 --p 4 "
+                      "--h 4)"),
+        "dragonfly-plus": ((("--p", p), ("--l", l_leaves), ("--s", s_spines), ("--h", h)),
+                           "hosts per leaf, leaves and spines per group, global links per spine "
+                           "(e.g. --p 4 --l 4 --s 4 --h 4)"),
+    }  # fmt: skip
+    if kind in needs:
+        options, what = needs[kind]
+        missing = [name for name, value in options if value is None]
         if missing:
-            raise ValueError(
-                f"dragonfly needs {', '.join(missing)}: routers per group, hosts per router, "
-                "global links per router (balanced: a = 2p = 2h, e.g. --a 8 --p 4 --h 4)"
-            )
-        assert a is not None and p is not None and h is not None
-        return dragonfly(a, p, h, g, arrangement, **physics)  # type: ignore[arg-type]
-    if kind == "dragonfly-plus":
-        missing = [
-            n
-            for n, v in (("--p", p), ("--l", l_leaves), ("--s", s_spines), ("--h", h))
-            if v is None
-        ]
-        if missing:
-            raise ValueError(
-                f"dragonfly-plus needs {', '.join(missing)}: hosts per leaf, leaves and spines per "
-                "group, global links per spine (e.g. --p 4 --l 4 --s 4 --h 4)"
-            )
-        assert p is not None and l_leaves is not None and s_spines is not None and h is not None
-        return dragonfly_plus(p, l_leaves, s_spines, h, g, arrangement, **physics)  # type: ignore[arg-type]
+            raise ValueError(f"{kind} needs {', '.join(missing)}: {what}")
     if kind in ("rail-optimized", "rail-only") and nodes is None:
         raise ValueError(f"{kind} needs --nodes (servers, each with --rails NICs)")
-    if kind == "fat-tree":
-        t = 3 if tiers is None else tiers
-        return fat_tree(r, t, 1.0 if taper is None else taper, endpoints=nodes, **physics)
-    first = 1.0 if ratios is None else ratios[0]
-    if kind == "leaf-spine":
-        return leaf_spine(r, nodes, first, **physics)
-    assert nodes is not None
-    if kind == "rail-optimized":
-        return rail_optimized(nodes, rails, r, 1.0 if taper is None else taper, tiers, **physics)
-    return rail_only(nodes, rails, r, first, **physics)
+    return build_fabric(
+        kind, nodes=nodes, rails=rails, radix=64 if radix is None else radix, tiers=tiers,
+        oversubscription=taper, a=a, p=p, h=h, g=g, arrangement=arrangement,
+        l_leaves=l_leaves, s_spines=s_spines, **physics,
+    )  # fmt: skip
 
 
 def _draw(topo: Any, draw_to: str | None) -> None:

@@ -30,6 +30,7 @@ from commwall.topology.graph import (
     TopologyError,
 )
 from commwall.topology.io import from_edge_list, from_graphml
+from commwall.topology.kinds import FABRIC_KINDS, build_fabric
 from commwall.topology.metrics import (
     average_hops,
     bisection_bandwidth,
@@ -52,6 +53,7 @@ from commwall.topology.scale_up import (
 )
 
 __all__ = [
+    "FABRIC_KINDS",
     "ClosStructure",
     "DragonflyPlusStructure",
     "DragonflyStructure",
@@ -68,6 +70,7 @@ __all__ = [
     "average_hops",
     "bisection_bandwidth",
     "bisection_bandwidth_maxflow",
+    "build_fabric",
     "diameter",
     "dragonfly",
     "dragonfly_plus",

@@ -47,6 +47,7 @@ from commwall.phy.optics import (
     medium_for_length,
     optic_choice,
 )
+from commwall.scenario import OPTICS as SCENARIO_OPTICS
 from commwall.topology.graph import LinkKind, Medium, NodeKind, Topology, TopologyError
 from commwall.units import UnitError, format_bandwidth, format_length, parse_length
 
@@ -72,7 +73,7 @@ class BomError(TopologyError):
 
 
 #: Optical technologies a fabric's optical ends can be built with.
-OPTICS: Final[tuple[str, ...]] = ("dsp", "lpo", "cpo")
+OPTICS: Final[tuple[str, ...]] = SCENARIO_OPTICS
 
 #: UFM (fabric manager) links in a DGX H100 SuperPOD compute fabric: the RA's "node+UFM → leaf"
 #: column minus the compute nodes' links is 4 at every size (252 − 31·8, 508 − 63·8, 764 − 95·8,
