@@ -5,9 +5,12 @@ and drops, per fabric.
 >>> # commwall packet incast --senders 127 --radix 8 --link 100Gb/s --cable 1us --fabric roce
 >>> # commwall packet permutation --topology fat-tree --radix 16 --size 2MB --link 100Gb/s --fabric ib
 >>> # commwall packet permutation --radix 8 --fabric uec --flow --json
+>>> # commwall packet adversarial --a 4 --p 2 --h 2 --size 256KB --fabric all --flow
+>>> # commwall packet matrix flows.cm --radix 16 --fabric uec     (CSV or htsim's .cm)
 
-Both patterns run on any topology ``commwall topology`` builds; an incast picks the smallest fat
-tree that holds its senders unless told otherwise. ``--fabric all`` runs InfiniBand, RoCEv2 with
+Every pattern runs on any topology ``commwall topology`` builds; an incast picks the smallest
+fat tree that holds its senders unless told otherwise, ``adversarial`` (each dragonfly group to
+the next) needs a dragonfly or dragonfly+, and ``matrix`` takes your own flows. ``--fabric all`` runs InfiniBand, RoCEv2 with
 and without PFC, Ultra Ethernet and lossy Ethernet on the same flows; ``--flow`` also runs the flow
 engine on them (the cross-check where the two models meet).
 """
@@ -33,7 +36,7 @@ _SPARK = " ▁▂▃▄▅▆▇█"
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``commwall packet`` (incast, permutation) to ``app``."""
+    """Add ``commwall packet`` (incast, permutation, adversarial, matrix) to ``app``."""
     sub = typer.Typer(
         no_args_is_help=True,
         help="Plain traffic packet by packet on a fabric: credits, PFC pauses, ECN marks, "
@@ -41,6 +44,8 @@ def register(app: typer.Typer) -> None:
     )
     sub.command("incast")(friendly(incast))
     sub.command("permutation")(friendly(permutation))
+    sub.command("adversarial")(friendly(adversarial))
+    sub.command("matrix")(friendly(matrix))
     app.add_typer(sub, name="packet")
 
 
@@ -325,6 +330,160 @@ def permutation(
          nodes=nodes)  # fmt: skip
 
 
+def adversarial(
+    topology: Topo = "dragonfly",
+    radix: Radix = None,
+    tiers: Tiers = None,
+    oversubscription: Over = None,
+    nodes: Nodes = None,
+    rails: Rails = 8,
+    a: DfA = None,
+    p: DfP = None,
+    h: DfH = None,
+    g: DfG = None,
+    l_leaves: DfL = None,
+    s_spines: DfS = None,
+    size: Size = "2MB",
+    link: Link = "100Gb/s",
+    fabric: Fabric = "all",
+    routing: Routing = None,
+    buffer: Buffer = None,
+    switch: Switch = None,
+    mtu: Mtu = 4096,
+    cable: Cable = None,
+    switch_latency: SwLat = None,
+    store_and_forward: Saf = False,
+    ber: Ber = None,
+    pre_fec_ber: PreFec = None,
+    fec: Fec = None,
+    lane: Lane = None,
+    link_retry: Retry = False,
+    ecn: Ecn = None,
+    rto: Rto = None,
+    flow: Flow = False,
+    ports: Ports = 3,
+    seed: Seed = 0,
+    as_json: Json = False,
+) -> None:
+    """A dragonfly's worst case, packet by packet: every host of group i sends to a host of
+    group i+1 (Kim et al., ISCA 2008), so minimal routes pile onto the few global links between
+    neighbouring groups; compare ecmp with spray and adaptive."""
+    opts = _Options(
+        size=size,
+        link=link,
+        fabric=fabric,
+        tiers=tiers,
+        oversubscription=oversubscription,
+        rails=rails,
+        a=a,
+        p=p,
+        h=h,
+        g=g,
+        l_leaves=l_leaves,
+        s_spines=s_spines,
+        routing=routing,
+        buffer=buffer,
+        switch=switch,
+        mtu=mtu,
+        cable=cable,
+        switch_latency=switch_latency,
+        store_and_forward=store_and_forward,
+        ber=ber,
+        pre_fec_ber=pre_fec_ber,
+        fec=fec,
+        lane=lane,
+        link_retry=link_retry,
+        ecn=ecn,
+        rto=rto,
+        flow=flow,
+        ports=ports,
+        seed=seed,
+        as_json=as_json,
+    )
+    _run("adversarial", opts, senders=None, topology=topology or "dragonfly", radix=radix,
+         nodes=nodes)  # fmt: skip
+
+
+def matrix(
+    flows: Annotated[
+        str,
+        typer.Argument(
+            help="The flows: CSV lines src,dst,bytes, or an htsim connection matrix "
+            "(Nodes/Connections header, 'SRC->DST id I start 0 size B' lines)."
+        ),
+    ],
+    topology: Topo = None,
+    radix: Radix = 8,
+    tiers: Tiers = None,
+    oversubscription: Over = None,
+    nodes: Nodes = None,
+    rails: Rails = 8,
+    a: DfA = None,
+    p: DfP = None,
+    h: DfH = None,
+    g: DfG = None,
+    l_leaves: DfL = None,
+    s_spines: DfS = None,
+    link: Link = "100Gb/s",
+    fabric: Fabric = "all",
+    routing: Routing = None,
+    buffer: Buffer = None,
+    switch: Switch = None,
+    mtu: Mtu = 4096,
+    cable: Cable = None,
+    switch_latency: SwLat = None,
+    store_and_forward: Saf = False,
+    ber: Ber = None,
+    pre_fec_ber: PreFec = None,
+    fec: Fec = None,
+    lane: Lane = None,
+    link_retry: Retry = False,
+    ecn: Ecn = None,
+    rto: Rto = None,
+    flow: Flow = False,
+    ports: Ports = 3,
+    seed: Seed = 0,
+    as_json: Json = False,
+) -> None:
+    """Your own traffic, packet by packet: every flow of a matrix (the CSV `commwall traffic
+    matrix` reads, or htsim's connection-matrix files) starting at once, on each fabric."""
+    size = "1"  # the matrix gives each flow's bytes
+    opts = _Options(
+        size=size,
+        link=link,
+        fabric=fabric,
+        tiers=tiers,
+        oversubscription=oversubscription,
+        rails=rails,
+        a=a,
+        p=p,
+        h=h,
+        g=g,
+        l_leaves=l_leaves,
+        s_spines=s_spines,
+        routing=routing,
+        buffer=buffer,
+        switch=switch,
+        mtu=mtu,
+        cable=cable,
+        switch_latency=switch_latency,
+        store_and_forward=store_and_forward,
+        ber=ber,
+        pre_fec_ber=pre_fec_ber,
+        fec=fec,
+        lane=lane,
+        link_retry=link_retry,
+        ecn=ecn,
+        rto=rto,
+        flow=flow,
+        ports=ports,
+        seed=seed,
+        as_json=as_json,
+    )
+    _run("matrix", opts, senders=None, topology=topology or "fat-tree", radix=radix,
+         nodes=nodes, matrix=flows)  # fmt: skip
+
+
 def _fat_tree_radix(hosts: int) -> int:
     """The smallest even k >= 4 whose fat tree has ``hosts`` hosts (k³/4)."""
     k = 4
@@ -344,11 +503,14 @@ def _run(
     topology: str,
     radix: int | None,
     nodes: int | None,
+    matrix: str | None = None,
 ) -> None:
+    import numpy as np
+
     from commwall.commands.topology import KINDS, SCALE_UP_KINDS, build
     from commwall.commands.traffic import with_switch_latency
     from commwall.engines.base import InvariantError
-    from commwall.engines.flow.traffic import pattern_flows
+    from commwall.engines.flow.traffic import group_size, pattern_flows, read_matrix
     from commwall.engines.packet import PACKET_ROUTINGS, PacketConfig, run_packet_traffic
     from commwall.engines.packet.traffic import with_cable_latency
     from commwall.phy import PhyError
@@ -392,8 +554,15 @@ def _run(
         if opts.cable is not None:
             topo = with_cable_latency(topo, parse_time(opts.cable))
         endpoints = len(topo.endpoints())
-        _check_size(pattern, endpoints, senders, int(nbytes), opts.mtu)
-        src, dst = pattern_flows(pattern, endpoints, senders=senders, seed=opts.seed)
+        if matrix is not None:
+            src, dst, sizes = read_matrix(matrix)
+            _check_matrix(src, dst, sizes, endpoints, opts.mtu)
+            flow_bytes: Any = sizes.astype(np.int64)
+        else:
+            _check_size(pattern, endpoints, senders, int(nbytes), opts.mtu)
+            src, dst = pattern_flows(pattern, endpoints, senders=senders, seed=opts.seed,
+                                     group_size=group_size(topo))  # fmt: skip
+            flow_bytes = int(nbytes)
         rate = float(topo.link_capacity.max())
         ber, fec_latency, physics = _link_errors(opts, rate)
         config = PacketConfig(
@@ -414,7 +583,7 @@ def _run(
                         topo,
                         src,
                         dst,
-                        int(nbytes),
+                        flow_bytes,
                         fab,
                         routing=routing,
                         config=config,
@@ -424,21 +593,28 @@ def _run(
                         progress=progress,
                     )
                 )
-        flow_rows = _flow_check(topo, src, dst, nbytes, results, opts.seed) if opts.flow else []
+        flow_rows = _flow_check(topo, src, dst, flow_bytes, results, opts.seed) if opts.flow else []
     except (TopologyError, TransportError, UnitError, InvariantError, PhyError, ValueError) as e:
         fail(str(e))
-    ideal = _ideal(pattern, len(src), int(nbytes), rate, config.mtu, ETHERNET_HEADER)
+    if matrix is None:
+        ideal = _ideal(pattern, len(src), int(nbytes), rate, config.mtu, ETHERNET_HEADER)
+    else:
+        ideal = _ideal_matrix(src, dst, flow_bytes, rate, config.mtu, ETHERNET_HEADER)
     fabric_rows = []
     for r in results:
         header = fabric_profile(r.fabric, rate, config.mtu).header_bytes
-        own = _ideal(pattern, len(src), int(nbytes), rate, config.mtu, header)
+        if matrix is None:
+            own = _ideal(pattern, len(src), int(nbytes), rate, config.mtu, header)
+        else:
+            own = _ideal_matrix(src, dst, flow_bytes, rate, config.mtu, header)
         fabric_rows.append({**r.to_dict(), "ideal_completion_s": own})
     data: dict[str, Any] = {
         "pattern": pattern,
         "topology": topo.name,
         "endpoints": endpoints,
         "flows": len(src),
-        "bytes_per_flow": int(nbytes),
+        "bytes_per_flow": int(nbytes) if matrix is None else None,
+        "total_bytes": int(np.sum(flow_bytes)) if matrix is not None else int(nbytes) * len(src),
         "link_Bps": rate,
         "mtu": config.mtu,
         "buffer_bytes": config.buffer,
@@ -522,7 +698,7 @@ def _link_errors(opts: _Options, rate: float) -> tuple[float, float, dict[str, A
 
 def _check_size(pattern: str, endpoints: int, senders: int | None, nbytes: int, mtu: int) -> None:
     """Refuse runs whose packet count would take hours: a clear message instead."""
-    flows = endpoints if pattern == "permutation" else (senders or endpoints - 1)
+    flows = endpoints if pattern in ("permutation", "adversarial") else (senders or endpoints - 1)
     packets = flows * -(-nbytes // mtu)
     if packets > MAX_PACKETS:
         fail(
@@ -547,8 +723,35 @@ def _ideal(pattern: str, flows: int, nbytes: int, rate: float, mtu: int, header:
     return (flows if pattern == "incast" else 1) * wire / rate
 
 
+def _ideal_matrix(src: Any, dst: Any, sizes: Any, rate: float, mtu: int, header: int) -> float:
+    """The ideal completion of any set of flows: the busiest host's wire bytes (sent or
+    received) at line rate (``header`` bytes per packet, no latency)."""
+    import numpy as np
+
+    wire = sizes + -(-sizes // mtu) * header
+    n = int(max(src.max(), dst.max())) + 1
+    load = np.maximum(np.bincount(src, wire, n), np.bincount(dst, wire, n))
+    return float(load.max()) / rate
+
+
+def _check_matrix(src: Any, dst: Any, sizes: Any, endpoints: int, mtu: int) -> None:
+    """A matrix's flows fit the fabric and the packet budget, or one line naming ``FLOWS``."""
+    import numpy as np
+
+    top = int(max(src.max(), dst.max()))
+    if top >= endpoints:
+        fail(f"FLOWS: endpoint {top} is out of range; this fabric has endpoints "
+             f"0..{endpoints - 1}")  # fmt: skip
+    if (src == dst).any():
+        fail(f"FLOWS: endpoint {int(src[src == dst][0])} sends to itself")
+    packets = int(np.sum(-(-sizes // mtu)))
+    if packets > MAX_PACKETS:
+        fail(f"FLOWS: {len(src):,} flows are {packets:,} packets; the packet engine takes at "
+             f"most {MAX_PACKETS:,} per run (commwall traffic matrix runs it as flows)")  # fmt: skip
+
+
 def _flow_check(
-    topo: Any, src: Any, dst: Any, nbytes: float, results: list[Any], seed: int
+    topo: Any, src: Any, dst: Any, nbytes: Any, results: list[Any], seed: int
 ) -> list[dict[str, Any]]:
     """The flow engine on the same flows, once per routing the packet runs used."""
     from commwall.engines.flow.traffic import run_traffic
@@ -571,9 +774,14 @@ def _print(
     from commwall.units import format_bandwidth, format_size, format_time
 
     ratio = f"{d['flows']}:1 " if d["pattern"] == "incast" else ""
+    each = (
+        f"{d['flows']:,} flows x {format_size(d['bytes_per_flow'])}"
+        if d["bytes_per_flow"] is not None
+        else f"{d['flows']:,} flows, {format_size(d['total_bytes'])} in all"
+    )
     out.print(
-        f"[bold]{d['pattern']}[/] {ratio}on {d['topology']}: {d['flows']:,} flows x "
-        f"{format_size(d['bytes_per_flow'])} at {d['link_Bps'] * 8 / 1e9:g} Gb/s, MTU "
+        f"[bold]{d['pattern']}[/] {ratio}on {d['topology']}: {each} at "
+        f"{d['link_Bps'] * 8 / 1e9:g} Gb/s, MTU "
         f"{d['mtu']} B, switch buffer {format_size(d['buffer_bytes'])}; ideal completion "
         f"{format_time(d['ideal_completion_s'])} (RoCE headers at line rate; 'vs ideal' uses each "
         "fabric's own headers)"

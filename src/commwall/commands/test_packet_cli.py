@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -152,3 +153,38 @@ def test_helpers() -> None:
     assert [_fat_tree_radix(n) for n in (2, 16, 17, 65, 129, 1001)] == [4, 4, 6, 8, 10, 16]
     assert _sparkline([]) == ""
     assert _sparkline([5, 5, 5], width=3) == "███"
+
+
+def test_adversarial_dragonfly_traffic_meets_the_flow_engine_where_queues_do_not_matter() -> None:
+    """Issue 20, item 2: every host of group i sends to group i+1; with minimal routes a group's
+    8 hosts share one global link, so RoCE, UEC and the flow engine all take ~8x the ideal."""
+    result = CliRunner().invoke(app, ["packet", "adversarial", "--a", "4", "--p", "2", "--h", "2",
+                                      "--size", "256KB", "--fabric", "roce", "--flow", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["pattern"] == "adversarial" and data["flows"] == 72
+    packet, flow = data["fabrics"][0]["makespan_s"], data["flow_engine"][0]["makespan_s"]
+    assert flow / data["ideal_completion_s"] == pytest.approx(8.0, rel=0.05)
+    assert packet == pytest.approx(flow, rel=0.05)
+    bad = CliRunner().invoke(
+        app, ["packet", "adversarial", "--topology", "fat-tree", "--radix", "4"]
+    )
+    assert bad.exit_code == 2 and "2 or more equal groups" in bad.output
+
+
+def test_a_matrix_of_your_own_flows_runs_packet_by_packet(tmp_path: Path) -> None:
+    cm = tmp_path / "flows.cm"
+    cm.write_text("Nodes 16\nConnections 3\n0->5 id 1 start 0 size 200000\n"
+                  "3->9 id 2 start 0 size 100000\n7->5 id 3 start 0 size 200000\n")  # fmt: skip
+    result = CliRunner().invoke(app, ["packet", "matrix", str(cm), "--radix", "4", "--fabric",
+                                      "uec", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["flows"] == 3 and data["total_bytes"] == 500_000 and data["bytes_per_flow"] is None
+    # host 5 receives 400 kB: the ideal is its wire bytes at line rate
+    wire = 2 * (200_000 + 49 * 82)
+    assert data["ideal_completion_s"] == pytest.approx(wire / data["link_Bps"])
+    csv = tmp_path / "bad.csv"
+    csv.write_text("0,99,1MB\n")
+    bad = CliRunner().invoke(app, ["packet", "matrix", str(csv), "--radix", "4"])
+    assert bad.exit_code == 2 and "FLOWS: endpoint 99 is out of range" in bad.output

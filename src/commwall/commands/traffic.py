@@ -23,7 +23,13 @@ def register(app: typer.Typer) -> None:
 
 
 def traffic(
-    pattern: Annotated[str, typer.Argument(help="permutation, incast, alltoall or matrix")],
+    pattern: Annotated[
+        str,
+        typer.Argument(
+            help="permutation, incast, alltoall, adversarial (dragonfly: each group to the "
+            "next) or matrix"
+        ),
+    ],
     topology: Annotated[
         str,
         typer.Option(
@@ -64,7 +70,10 @@ def traffic(
         int | None, typer.Option(min=1, help="Incast: senders (default: every other host).")
     ] = None,
     matrix: Annotated[
-        str | None, typer.Option(help="Pattern 'matrix': CSV of src,dst,bytes lines.")
+        str | None,
+        typer.Option(
+            help="Pattern 'matrix': CSV of src,dst,bytes lines, or an htsim connection matrix."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(min=0, help="Seed for the pattern and the hashes.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -72,7 +81,7 @@ def traffic(
     """Run a traffic pattern as flows on a fabric: completion-time distribution (min/p50/p99/max),
     aggregate throughput, throughput vs a non-blocking fabric, and the most loaded links."""
     from commwall.commands.topology import build
-    from commwall.engines.flow.traffic import pattern_flows, read_matrix, run_traffic
+    from commwall.engines.flow.traffic import group_size, pattern_flows, read_matrix, run_traffic
     from commwall.routing import ROUTINGS, RoutingError, RoutingPolicy
     from commwall.topology import TopologyError
     from commwall.units import UnitError, parse_size
@@ -112,7 +121,8 @@ def traffic(
                      f"this fabric has endpoints 0..{endpoints - 1}")  # fmt: skip
             flow_bytes: Any = sizes
         else:
-            src, dst = pattern_flows(pattern, endpoints, senders=senders, seed=seed)
+            src, dst = pattern_flows(pattern, endpoints, senders=senders, seed=seed,
+                                     group_size=group_size(topo))  # fmt: skip
             flow_bytes = nbytes
         policy = RoutingPolicy(routing, qps=qps, polarized=polarized)
         with event_progress(f"{pattern} ({routing})", quiet=as_json) as progress:

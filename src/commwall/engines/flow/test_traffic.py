@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -150,3 +152,56 @@ def test_permutation_is_a_derangement_for_any_size() -> None:
         for seed in range(50):
             src, dst = pattern_flows("permutation", n, seed=seed)
             assert sorted(dst.tolist()) == list(range(n)) and not np.any(src == dst)
+
+
+# ---- adversarial dragonfly traffic and htsim connection matrices (issue 20, item 2) -----------
+
+
+def test_adversarial_sends_each_group_to_the_next_once_per_receiver() -> None:
+    src, dst = pattern_flows("adversarial", 12, group_size=4, seed=1)
+    assert (src == np.arange(12)).all()
+    assert ((dst // 4) == (src // 4 + 1) % 3).all()  # group i -> group i+1, the last to the first
+    assert sorted(dst.tolist()) == list(range(12))  # every host receives once
+    with pytest.raises(ValueError, match="2 or more equal groups"):
+        pattern_flows("adversarial", 12, group_size=None)
+    with pytest.raises(ValueError, match="2 or more equal groups"):
+        pattern_flows("adversarial", 12, group_size=5)
+
+
+def test_minimal_routing_under_adversarial_traffic_reaches_one_over_ah() -> None:
+    """Kim et al. (ISCA 2008, §4.2): with minimal routing, adversarial traffic gets 1/(a·h) of
+    the injection bandwidth: a group's a·p hosts share its one global link to the next group
+    (a balanced dragonfly, a = 2p = 2h, g = a·h + 1)."""
+    from commwall.engines.flow.traffic import group_size
+    from commwall.topology import dragonfly
+
+    topo = dragonfly(4, 2, 2)
+    src, dst = pattern_flows("adversarial", topo.counts().endpoints, group_size=group_size(topo))
+    res = run_traffic(topo, src, dst, 1e6, "ecmp")
+    alone = 1e6 / float(topo.link_capacity.max())
+    assert alone / res.makespan == pytest.approx(1 / (4 * 2), rel=0.02)
+
+
+def test_an_htsim_connection_matrix_reads_as_its_flows(tmp_path: Path) -> None:
+    cm = tmp_path / "perm.cm"
+    cm.write_text("Nodes 16\nConnections 2\n7->5 id 1 start 0 size 2000000\n"
+                  "15->1 id 2 start 0 size 1000\n")  # fmt: skip
+    src, dst, sizes = read_matrix(cm)
+    assert src.tolist() == [7, 15] and dst.tolist() == [5, 1] and sizes.tolist() == [2e6, 1e3]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [("Nodes 4\nConnections 1\n0->1 id 1 start 5 size 10\n", "every flow must start at 0"),
+     ("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 10 trigger 2\n", "trigger"),
+     ("Nodes 4\nConnections 2\n0->1 id 1 start 0 size 10\n", "says Connections 2 but lists 1"),
+     ("Nodes 4\nConnections 1\n0->9 id 1 start 0 size 10\n", "node 9 of Nodes 4"),
+     ("Nodes 4\nConnections 1\n0->1 id 1 start 0\n", "size: a whole number"),
+     ("Nodes 4\nConnections 1\nzero->1 id 1 start 0 size 10\n", "expected 'SRC->DST"),
+     ("Nodes four\n", "expected 'Nodes COUNT'")],
+)  # fmt: skip
+def test_an_htsim_matrix_we_cannot_run_is_named(tmp_path: Path, text: str, needle: str) -> None:
+    cm = tmp_path / "x.cm"
+    cm.write_text(text)
+    with pytest.raises(ValueError, match=needle):
+        read_matrix(cm)

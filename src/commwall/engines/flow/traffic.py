@@ -37,23 +37,34 @@ from commwall.topology.graph import LinkKind, Topology
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-PATTERNS = ("permutation", "incast", "alltoall")
+PATTERNS = ("permutation", "incast", "alltoall", "adversarial")
 #: Largest number of flows a traffic run accepts (all-to-all on 1,448 endpoints).
 MAX_FLOWS = 2_100_000
 
 
 def pattern_flows(
-    pattern: str, endpoints: int, *, senders: int | None = None, seed: int = 0
+    pattern: str,
+    endpoints: int,
+    *,
+    senders: int | None = None,
+    seed: int = 0,
+    group_size: int | None = None,
 ) -> tuple[IntArray, IntArray]:
     """``(src, dst)`` endpoint arrays of a named pattern.
 
     ``permutation``: every endpoint sends to one other, every endpoint receives once (a random
     derangement). ``incast``: ``senders`` endpoints (default all others) send to endpoint 0.
-    ``alltoall``: every ordered pair.
+    ``alltoall``: every ordered pair. ``adversarial``: the dragonfly's worst case (Kim, Dally,
+    Scott, Abts, ISCA 2008, §4: "each node in group i sends to a randomly selected node in
+    group i+1"): endpoints come in groups of ``group_size`` (a dragonfly's ``a·p``), and every
+    host of group i sends to a host of group i+1 (the last group to the first), each host of
+    group i+1 receiving once (a random permutation within the group).
     """
     if endpoints < 2:
         raise ValueError(f"endpoints={endpoints}: traffic needs at least 2 endpoints")
     rng = np.random.default_rng(seed)
+    if pattern == "adversarial":
+        return _adversarial(endpoints, group_size, rng)
     if pattern == "permutation":
         # a random single cycle (Sattolo): every endpoint sends once, receives once, never to itself
         order = rng.permutation(endpoints)
@@ -80,8 +91,42 @@ def pattern_flows(
     raise ValueError(f"pattern={pattern!r}: unknown; allowed: {', '.join(PATTERNS)}, or a matrix")
 
 
+def _adversarial(
+    endpoints: int, group_size: int | None, rng: np.random.Generator
+) -> tuple[IntArray, IntArray]:
+    """Group i → group i+1, one receiver per sender (:func:`pattern_flows`)."""
+    if (
+        group_size is None
+        or group_size < 1
+        or endpoints % group_size
+        or endpoints // group_size < 2
+    ):
+        raise ValueError(
+            f"adversarial traffic sends from each group to the next, so it needs a fabric of 2 "
+            f"or more equal groups (a dragonfly); got {endpoints} endpoints in groups of "
+            f"{group_size}"
+        )
+    groups = endpoints // group_size
+    src = np.arange(endpoints, dtype=np.int64)
+    offset = np.concatenate([rng.permutation(group_size) for _ in range(groups)])
+    dst = ((src // group_size + 1) % groups) * group_size + offset
+    return src, dst.astype(np.int64)
+
+
+def group_size(topology: Topology) -> int | None:
+    """Hosts per group of a dragonfly or dragonfly+ (``a·p``, ``l·p``); None for other fabrics."""
+    params = topology.params
+    if params.get("kind") == "dragonfly":
+        return int(params["a"]) * int(params["p"])
+    if params.get("kind") == "dragonfly-plus":
+        return int(params["l"]) * int(params["p"])
+    return None
+
+
 def read_matrix(path: str | Path) -> tuple[IntArray, IntArray, FloatArray]:
-    """A user traffic matrix: CSV lines ``src,dst,bytes`` (``#`` comments; sizes like ``2MB``)."""
+    """A user traffic matrix: CSV lines ``src,dst,bytes`` (``#`` comments; sizes like ``2MB``),
+    or htsim's connection matrix (``Nodes N``, ``Connections C``, then ``SRC->DST id I start 0
+    size BYTES`` lines; ``sim/datacenter/connection_matrices/*.cm`` in uet-htsim/csg-htsim)."""
     from commwall.units import UnitError, parse_size
 
     src: list[int] = []
@@ -91,6 +136,9 @@ def read_matrix(path: str | Path) -> tuple[IntArray, IntArray, FloatArray]:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: cannot read the traffic matrix: {e}") from None
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if first.startswith("Nodes"):
+        return _read_htsim(path, text)
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -109,6 +157,51 @@ def read_matrix(path: str | Path) -> tuple[IntArray, IntArray, FloatArray]:
         size.append(b)
     if not src:
         raise ValueError(f"{path}: no flows (lines 'src,dst,bytes')")
+    return np.array(src, np.int64), np.array(dst, np.int64), np.array(size, np.float64)
+
+
+def _read_htsim(path: str | Path, text: str) -> tuple[IntArray, IntArray, FloatArray]:
+    """htsim's connection matrix (:func:`read_matrix`): every flow starting at 0, no triggers."""
+    src: list[int] = []
+    dst: list[int] = []
+    size: list[float] = []
+    declared: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        words = raw.split()
+        if not words:
+            continue
+        where = f"{path}:{number}"
+        if words[0] in ("Nodes", "Connections", "Triggers", "Failures"):
+            if len(words) != 2 or not words[1].isdigit():
+                raise ValueError(f"{where}: expected '{words[0]} COUNT', got {raw.strip()!r}")
+            declared[words[0]] = int(words[1])
+            continue
+        pair = words[0].split("->")
+        fields = dict(zip(words[1::2], words[2::2], strict=False))
+        if len(pair) != 2 or len(words) % 2 != 1 or not all(x.isdigit() for x in pair):
+            raise ValueError(
+                f"{where}: expected 'SRC->DST id I start T size B', got {raw.strip()!r}"
+            )
+        extra = sorted(set(fields) - {"id", "start", "size"})
+        if extra:
+            raise ValueError(
+                f"{where}: {', '.join(extra)}: only flows that all start at once are taken "
+                "(no triggers, priorities or later starts)"
+            )
+        if "size" not in fields or not fields["size"].isdigit() or int(fields["size"]) < 1:
+            raise ValueError(f"{where}: size: a whole number of bytes >= 1 is required")
+        if fields.get("start", "0") not in ("0", "0.0"):
+            raise ValueError(f"{where}: start {fields['start']}: every flow must start at 0")
+        src.append(int(pair[0]))
+        dst.append(int(pair[1]))
+        size.append(float(fields["size"]))
+    if not src:
+        raise ValueError(f"{path}: no connections (lines 'SRC->DST id I start 0 size BYTES')")
+    if "Connections" in declared and declared["Connections"] != len(src):
+        raise ValueError(f"{path}: says Connections {declared['Connections']} but lists {len(src)}")
+    if "Nodes" in declared and max(max(src), max(dst)) >= declared["Nodes"]:
+        raise ValueError(f"{path}: a connection names node {max(max(src), max(dst))} of "
+                         f"Nodes {declared['Nodes']}")  # fmt: skip
     return np.array(src, np.int64), np.array(dst, np.int64), np.array(size, np.float64)
 
 
