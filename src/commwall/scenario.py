@@ -57,9 +57,10 @@ Optics = Literal["dsp", "lpo", "cpo"]
 #: materials, :mod:`commwall.topology.bom`).
 OPTICS: Final[tuple[str, ...]] = get_args(Optics)
 #: Every load-balancing policy of the flow engine's routing (:mod:`commwall.routing`), in the
-#: order the docs present them; ``valiant`` and ``ugal`` route dragonflies only.
+#: order the docs present them; ``valiant``, ``ugal`` and ``valiant-flow`` (one intermediate
+#: group per flow) route dragonflies only.
 ROUTING_POLICIES: Final[tuple[str, ...]] = (
-    "ecmp", "flowlet", "spray", "cells", "adaptive", "valiant", "ugal"
+    "ecmp", "flowlet", "spray", "cells", "adaptive", "valiant", "ugal", "valiant-flow"
 )  # fmt: skip
 #: The policies a cluster (a Clos fabric) takes in ``cluster.routing``.
 CLUSTER_POLICIES: Final[tuple[str, ...]] = ROUTING_POLICIES[:5]

@@ -60,7 +60,8 @@ def traffic(
         str | None, typer.Option(help="Per-switch latency, e.g. 600ns (default the builder's).")
     ] = None,
     routing: Annotated[
-        str, typer.Option(help="ecmp, flowlet, spray, cells, adaptive, valiant, ugal.")
+        str,
+        typer.Option(help="ecmp, flowlet, spray, cells, adaptive, valiant, ugal, valiant-flow."),
     ] = "ecmp",
     qps: Annotated[int, typer.Option(min=1, help="ECMP: queue pairs per connection.")] = 1,
     polarized: Annotated[

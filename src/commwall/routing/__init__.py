@@ -37,9 +37,11 @@ Policies (:data:`ROUTINGS`):
   flow, ÷ capacity, of the flows placed so far); elsewhere the least-loaded of
   ``adaptive_candidates`` hashed routes. *Fluid approximation:* one placement per flow instead
   of per-packet decisions on live queues.
-* ``valiant`` / ``ugal`` — dragonfly and Dragonfly+ only (Valiant, SIAM J. Comput. 1982; Kim,
-  Dally, Scott, Abts, ISCA 2008 §4): Valiant detours inter-group flows through a random
-  intermediate group; UGAL-G picks per flow the MIN or the Valiant route by (max load × hops).
+* ``valiant`` / ``ugal`` / ``valiant-flow`` — dragonfly and Dragonfly+ only (Valiant, SIAM J.
+  Comput. 1982; Kim, Dally, Scott, Abts, ISCA 2008 §4): Valiant detours inter-group traffic
+  through intermediate groups — ``valiant`` as per-packet Valiant does in the fluid limit, each
+  flow split evenly over every other group; ``valiant-flow`` one random group per flow; UGAL-G
+  picks per flow the MIN or a (per-flow) Valiant route by (max load × hops).
 
 Determinism: every choice is a SplitMix64 hash of the flow key and the seed, or a draw from
 ``numpy.random.default_rng(seed)``; same inputs → identical arrays.

@@ -112,10 +112,17 @@ def _as_policy(policy: RoutingPolicy | str) -> RoutingPolicy:
 
 
 def _sub_counts(
-    policy: RoutingPolicy, src: IntArray, dst: IntArray, nbytes: FloatArray | None
+    policy: RoutingPolicy,
+    src: IntArray,
+    dst: IntArray,
+    nbytes: FloatArray | None,
+    the_oracle: object = None,
 ) -> IntArray:
-    """Sub-flows per flow: ``qps`` queue pairs, each cut into flowlets for ``flowlet``."""
+    """Sub-flows per flow: ``qps`` queue pairs, each cut into flowlets for ``flowlet``, or, for
+    ``valiant``, spread over every intermediate group (:func:`dragonfly.valiant_spread`)."""
     n = np.full(len(src), policy.qps, dtype=np.int64)
+    if policy.name == "valiant":
+        n = n * dragonfly.valiant_spread(the_oracle, src, dst)
     if policy.name == "flowlet":
         if nbytes is None:  # size unknown: a long flow, as many flowlets as allowed
             per_qp = np.full(len(src), float(policy.max_flowlets))
@@ -136,7 +143,7 @@ def _paths(
     flow_id: IntArray,
 ) -> Paths:
     the_oracle = _oracle(topology)
-    n_sub = _sub_counts(policy, src, dst, nbytes)
+    n_sub = _sub_counts(policy, src, dst, nbytes, the_oracle)
     sub_flow = np.repeat(np.arange(len(src), dtype=np.int64), n_sub)
     sub = np.arange(len(sub_flow), dtype=np.int64) - np.repeat(np.cumsum(n_sub) - n_sub, n_sub)
     weight = 1.0 / n_sub[sub_flow]
@@ -144,7 +151,7 @@ def _paths(
     key = splitmix64(flow_keys(seed, src, dst, flow_id)[sub_flow] ^ as_u64(sub))
     load = weight if nbytes is None else nbytes[sub_flow] * weight
     name = policy.name
-    if name in ("valiant", "ugal"):
+    if name in ("valiant", "ugal", "valiant-flow"):
         dragonfly.group_size(the_oracle, name)  # raises on other topologies
     if isinstance(the_oracle, ClosStructure):
         g = clos.geometry(the_oracle, src, dst)
@@ -160,7 +167,10 @@ def _paths(
         rows = oracle.adaptive_paths(
             the_oracle, topology, s, d, key, load, order, policy.adaptive_candidates
         )
-    elif name == "valiant":
+    elif name == "valiant":  # sub-flow j of a flow through its j-th intermediate group
+        spread = dragonfly.valiant_spread(the_oracle, src, dst)[sub_flow]
+        rows = dragonfly.valiant_paths(the_oracle, s, d, key, sub % spread)
+    elif name == "valiant-flow":
         rows = dragonfly.valiant_paths(the_oracle, s, d, key)
     elif name == "ugal":
         order = np.random.default_rng(seed).permutation(len(s))
@@ -235,9 +245,9 @@ def route(
             capacity_scale=pol.cell_efficiency,
             extra_latency=np.where(leaves_leaf, pol.cell_reassembly_latency, 0.0),
         )
-    if pol.name not in ("ecmp", "flowlet", "valiant") or len(s) == 0:
+    if pol.name not in ("ecmp", "flowlet", "valiant", "valiant-flow") or len(s) == 0:
         return _paths(topology, s, d, pol, sd, b, fid).to_routes(topology.n_links)
-    cum = np.cumsum(_sub_counts(pol, s, d, b))
+    cum = np.cumsum(_sub_counts(pol, s, d, b, the_oracle))
     cuts = np.searchsorted(cum, np.arange(CHUNK_SUBFLOWS, int(cum[-1]), CHUNK_SUBFLOWS), "right")
     edges = np.unique(np.concatenate([[0], cuts, [len(s)]])).tolist()
     parts = []

@@ -2,12 +2,18 @@
 "Technology-Driven, Highly-Scalable Dragonfly Topology", ISCA 2008, §4).
 
 * **Valiant** (Valiant, "A Scheme for Fast Parallel Communication", SIAM J. Comput. 1982; Kim et
-  al. §4.1 VAL): an inter-group flow goes minimally to a random intermediate group, then minimally
+  al. §4.1 VAL): inter-group traffic goes minimally to a random intermediate group, then minimally
   to its destination — two global hops, load spread over all global links whatever the pattern.
-  Built from the MIN oracle: a host ``mid`` in the intermediate group is drawn, and the route is
+  Built from the MIN oracle: a host ``mid`` in the intermediate group, and the route is
   ``links(src, mid)`` without its last link (mid's access down-link) followed by
   ``links(mid, dst)`` without its first (mid's access up-link), which passes through mid's router
-  (dragonfly) or leaf (Dragonfly+). Intra-group flows route minimally.
+  (dragonfly) or leaf (Dragonfly+). Intra-group flows route minimally. Per-packet Valiant draws
+  the group for every packet, so ``valiant`` takes its fluid limit: each inter-group flow split
+  in ``g − 2`` equal parts, one through every other group (:func:`valiant_spread`), ``mid`` on
+  the dragonfly router that holds the global link onwards (:func:`_exit_host`), which reaches
+  about half the injection bandwidth under adversarial and uniform traffic as the paper finds.
+  ``valiant-flow`` draws one group (and a random ``mid``) per flow: the per-flow variant, whose
+  choices collide (about a quarter on a = 8, p = h = 4 adversarial).
 * **UGAL-G** (Kim et al. §4.1): per flow, compare the MIN route and one Valiant route by
   (largest link utilisation on the route, the flow's own bytes included) × hop count, take the
   smaller (ties to MIN), and add the flow to the loads; flows are taken in a seeded random order.
@@ -38,7 +44,7 @@ from commwall.routing.routes import FloatArray, IntArray
 from commwall.topology.dragonfly import DragonflyPlusStructure, DragonflyStructure
 from commwall.topology.graph import PathOracle, Topology
 
-__all__ = ["group_size", "minimal_paths", "ugal_paths", "valiant_paths"]
+__all__ = ["group_size", "minimal_paths", "ugal_paths", "valiant_paths", "valiant_spread"]
 
 # salts of the hashed draws (any distinct constants)
 _SALT_INDEX, _SALT_GROUP, _SALT_HOST, _SALT_LEG1, _SALT_LEG2 = 0, 11, 12, 13, 14
@@ -63,20 +69,60 @@ def minimal_paths(oracle: PathOracle, src: IntArray, dst: IntArray, key: U64Arra
     return indexed_paths(oracle, src, dst, index)
 
 
+def valiant_spread(oracle: object, src: IntArray, dst: IntArray) -> IntArray:
+    """How many ways ``valiant`` splits each flow: every group but the source's and the
+    destination's (``g − 2``) for an inter-group flow of a fabric with 3 or more groups, else 1.
+
+    Per-packet Valiant draws an intermediate group for every packet (Kim et al. §4.1), so a
+    long flow's bytes spread evenly over all of them; the fluid limit of that is the flow
+    split in ``g − 2`` equal parts, one through each (``valiant-flow`` keeps one per flow)."""
+    per_group, groups = group_size(oracle, "valiant")  # type: ignore[arg-type]
+    inter = (src // per_group != dst // per_group) & (groups >= 3)
+    return np.where(inter, max(groups - 2, 1), 1).astype(np.int64)
+
+
 def _intermediate(
-    src: IntArray, dst: IntArray, key: U64Array, per_group: int, groups: int
+    src: IntArray,
+    dst: IntArray,
+    key: U64Array,
+    per_group: int,
+    groups: int,
+    which: IntArray | None = None,
 ) -> IntArray:
-    """A hashed host in a group other than the source's and the destination's."""
+    """A host in a group other than the source's and the destination's: the ``which``-th such
+    group (0 .. g − 3), or a hashed one; the host within it hashed."""
     gs, gd = src // per_group, dst // per_group
     lo, hi = np.minimum(gs, gd), np.maximum(gs, gd)
-    gm = pick(key, _SALT_GROUP, max(groups - 2, 1))
+    gm = pick(key, _SALT_GROUP, max(groups - 2, 1)) if which is None else which.astype(np.int64)
     gm = gm + (gm >= lo)
     gm = gm + (gm >= hi)
     return gm * per_group + pick(key, _SALT_HOST, per_group)
 
 
-def valiant_paths(oracle: PathOracle, src: IntArray, dst: IntArray, key: U64Array) -> IntArray:
-    """Padded Valiant route of each flow (MIN inside a group, or with fewer than 3 groups)."""
+def _exit_host(
+    t: DragonflyStructure, gm: IntArray, gd: IntArray, copy: IntArray, key: U64Array
+) -> IntArray:
+    """A host on the router of group ``gm`` that holds global link ``copy`` towards group
+    ``gd``: routing through it crosses the intermediate group in one local hop (in at the
+    router the source's global link lands on, out at this one), as Valiant's "minimally to the
+    intermediate group, then minimally to the destination" does (Kim et al. §4.1), instead of
+    detouring through a random router of the group."""
+    router = np.array(
+        [t.port(int(i), int(j), int(c)) // t.h for i, j, c in zip(gm, gd, copy, strict=True)],
+        dtype=np.int64,
+    )
+    return (gm * t.a + router) * t.p + pick(key, _SALT_HOST, t.p)
+
+
+def valiant_paths(
+    oracle: PathOracle,
+    src: IntArray,
+    dst: IntArray,
+    key: U64Array,
+    which: IntArray | None = None,
+) -> IntArray:
+    """Padded Valiant route of each flow (MIN inside a group, or with fewer than 3 groups):
+    through the ``which``-th intermediate group of each, or a hashed one."""
     per_group, groups = group_size(oracle, "valiant")
     inter = (src // per_group != dst // per_group) & (groups >= 3)
     rows = minimal_paths(oracle, src, dst, key)
@@ -84,9 +130,11 @@ def valiant_paths(oracle: PathOracle, src: IntArray, dst: IntArray, key: U64Arra
         return rows
     idx = np.flatnonzero(inter)
     s, d, k = src[idx], dst[idx], key[idx]
-    mid = _intermediate(s, d, k, per_group, groups)
+    mid = _intermediate(s, d, k, per_group, groups, None if which is None else which[idx])
     i1 = pick(k, _SALT_LEG1, counts(oracle, s, mid))
     i2 = pick(k, _SALT_LEG2, counts(oracle, mid, d))
+    if which is not None and isinstance(oracle, DragonflyStructure):
+        mid = _exit_host(oracle, mid // per_group, d // per_group, i2, k)
     val = [
         np.concatenate([oracle.links(a, m, x)[:-1], oracle.links(m, b, y)[1:]])
         for a, m, b, x, y in zip(

@@ -14,7 +14,9 @@ from commwall.topology import NodeKind, Topology, fat_tree, rail_only, rail_opti
 
 
 def test_public_api() -> None:
-    assert ROUTINGS == ("ecmp", "flowlet", "spray", "cells", "adaptive", "valiant", "ugal")
+    assert ROUTINGS == (
+        "ecmp", "flowlet", "spray", "cells", "adaptive", "valiant", "ugal", "valiant-flow"
+    )  # fmt: skip
     assert set(routing.__all__) == {
         "CELL_EFFICIENCY",
         "CELL_REASSEMBLY_LATENCY",

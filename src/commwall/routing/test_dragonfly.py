@@ -22,13 +22,13 @@ def _group_size(t: Topology) -> int:
     "make", [lambda: dragonfly(a=4, p=2, h=2), lambda: dragonfly_plus(2, 3, 2, 2)]
 )
 def test_valiant_goes_through_an_intermediate_group(make: object) -> None:
-    """Inter-group Valiant routes cross exactly two global links and touch a third group;
-    intra-group flows stay minimal (no global link)."""
+    """Per-flow Valiant (``valiant-flow``): inter-group routes cross exactly two global links
+    and touch a third group; intra-group flows stay minimal (no global link)."""
     t: Topology = make()  # type: ignore[operator]
     e, size = int(t.params["endpoints"]), _group_size(t)
     rng = np.random.default_rng(0)
     src, dst = rng.integers(0, e, 300), rng.integers(0, e, 300)
-    p = route_paths(t, src, dst, "valiant", seed=1)
+    p = route_paths(t, src, dst, "valiant-flow", seed=1)
     n_glob = _globals_per_route(t, p.links)
     inter = src // size != dst // size
     assert np.all(n_glob[inter] == 2)
@@ -37,7 +37,7 @@ def test_valiant_goes_through_an_intermediate_group(make: object) -> None:
         row = row[row >= 0]
         groups = set(t.node_group[t.link_dst[row]].tolist())
         assert len(groups - {a // size, b // size}) == 1  # one intermediate group
-    assert np.array_equal(route(t, src, dst, "valiant", seed=1).hops, p.hops())
+    assert np.array_equal(route(t, src, dst, "valiant-flow", seed=1).hops, p.hops())
 
 
 def _ugal_valiant_share(t: Topology, dst: np.ndarray, seed: int) -> float:
@@ -76,3 +76,45 @@ def test_two_groups_fall_back_to_minimal() -> None:
     v = route(t, src, dst, "valiant", seed=2)
     m = route(t, src, dst, "ecmp", seed=2)
     assert np.array_equal(v.link, m.link)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: dragonfly(a=4, p=2, h=2), lambda: dragonfly_plus(2, 3, 2, 2)]
+)
+def test_valiant_spreads_each_flow_over_every_intermediate_group(make: object) -> None:
+    """``valiant``, the fluid limit of per-packet Valiant: an inter-group flow is g − 2 equal
+    parts, one through each other group, each crossing two global links."""
+    t: Topology = make()  # type: ignore[operator]
+    e, size, g = int(t.params["endpoints"]), _group_size(t), int(t.params["g"])
+    src = np.array([0, 1, 0])
+    dst = np.array([size + 1, 2 * size, 1])  # two inter-group flows, one intra-group
+    p = route_paths(t, src, dst, "valiant", seed=4)
+    for flow, (a, b) in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
+        rows = p.links[p.sub_flow == flow]
+        if a // size == b // size:
+            assert len(rows) == 1 and _globals_per_route(t, rows).tolist() == [0]
+            continue
+        assert len(rows) == g - 2 and np.allclose(p.weight[p.sub_flow == flow], 1 / (g - 2))
+        assert (_globals_per_route(t, rows) == 2).all()
+        middles = {
+            frozenset(set(t.node_group[t.link_dst[r[r >= 0]]].tolist()) - {a // size, b // size})
+            for r in rows
+        }
+        assert middles == {frozenset({m}) for m in range(g) if m not in (a // size, b // size)}
+    assert e > 0
+
+
+@pytest.mark.parametrize("pattern", ["adversarial", "permutation"])
+def test_valiant_reaches_half_the_injection_bandwidth_under_any_traffic(pattern: str) -> None:
+    """Kim et al. (ISCA 2008, §4.2): Valiant sends every byte over two global links, so a
+    balanced dragonfly (a = 2p = 2h) carries about half its injection bandwidth under any
+    pattern; per-flow choices collide and fall short (issue 20: 0.26 on this fabric)."""
+    from commwall.engines.flow.traffic import group_size, pattern_flows, run_traffic
+
+    t = dragonfly(a=8, p=4, h=4)  # 33 groups, 1,056 hosts
+    src, dst = pattern_flows(pattern, t.counts().endpoints, group_size=group_size(t), seed=2)
+    # accepted throughput with every flow active, over what the hosts' links would carry
+    share = run_traffic(t, src, dst, 1e6, "valiant").throughput_ratio
+    assert share == pytest.approx(0.5, rel=0.1)
+    if pattern == "adversarial":
+        assert run_traffic(t, src, dst, 1e6, "valiant-flow").throughput_ratio < 0.35

@@ -129,7 +129,10 @@ def test_dragonfly_min_val_ugal_as_kim_et_al() -> None:
     assert minimal == pytest.approx(1 / (a * p), rel=0.05)
     valiant = ratio("adversarial", "valiant")
     assert valiant > 1.8 * minimal
-    assert ratio("adversarial", "ugal") > 0.95 * valiant
+    # UGAL weighs MIN against a per-flow Valiant route: it follows that one; the fluid limit of
+    # per-packet Valiant spreads further still
+    per_flow = ratio("adversarial", "valiant-flow")
+    assert ratio("adversarial", "ugal") > 0.95 * per_flow and valiant > per_flow
 
 
 def test_read_matrix(tmp_path: object) -> None:
