@@ -109,3 +109,17 @@ def test_collective_on_the_flow_engine() -> None:
         assert row["slowdown_vs_analytic"] == pytest.approx(1.0, abs=0.02)
     result = runner.invoke(app, ["collective", "all_reduce", "--routing", "ecmp"])
     assert result.exit_code == 2 and "--engine flow" in result.output
+
+
+def test_a_saturation_curve_is_one_command() -> None:
+    """Issue 20, item 4: ``--load`` prints accepted throughput per offered load."""
+    data = invoke("traffic", "adversarial", "--topology", "dragonfly", "--a", "4", "--p", "2",
+                  "--h", "2", "--load", "0.05:0.25:0.1", "--json")  # fmt: skip
+    assert [round(r["offered"], 2) for r in data["loads"]] == [0.05, 0.15, 0.25]
+    assert [r["accepted"] for r in data["loads"]] == pytest.approx([0.05, 0.125, 0.125])
+    text = runner.invoke(app, ["traffic", "permutation", "--radix", "8", "--load", "0.5,1"])
+    assert text.exit_code == 0 and "saturation throughput" in text.output
+    bad = runner.invoke(app, ["traffic", "permutation", "--radix", "8", "--load", "2"])
+    assert bad.exit_code == 2 and "fractions in (0, 1]" in bad.output
+    bad = runner.invoke(app, ["traffic", "permutation", "--radix", "8", "--load", "x"])
+    assert bad.exit_code == 2 and "--load: 'x'" in bad.output

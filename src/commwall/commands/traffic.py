@@ -76,19 +76,39 @@ def traffic(
             help="Pattern 'matrix': CSV of src,dst,bytes lines, or an htsim connection matrix."
         ),
     ] = None,
+    load: Annotated[
+        str | None,
+        typer.Option(
+            help="Offered loads per host, START:STOP:STEP or a list (e.g. 0.1:1.0:0.1): print "
+            "accepted throughput and completion per load (a saturation curve) instead of one run."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(min=0, help="Seed for the pattern and the hashes.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Run a traffic pattern as flows on a fabric: completion-time distribution (min/p50/p99/max),
     aggregate throughput, throughput vs a non-blocking fabric, and the most loaded links."""
     from commwall.commands.topology import build
-    from commwall.engines.flow.traffic import group_size, pattern_flows, read_matrix, run_traffic
+    from commwall.engines.flow.traffic import (
+        group_size,
+        parse_loads,
+        pattern_flows,
+        read_matrix,
+        run_traffic,
+        saturation,
+    )
     from commwall.routing import ROUTINGS, RoutingError, RoutingPolicy
     from commwall.topology import TopologyError
     from commwall.units import UnitError, parse_size
 
     if routing not in ROUTINGS:
         fail(f"--routing: {routing!r} is not allowed; allowed: {', '.join(ROUTINGS)}")
+    try:
+        loads = parse_loads(load) if load is not None else None
+    except ValueError as e:
+        fail(f"--load: {e}")
+    if loads is not None and pattern == "matrix":
+        fail("--load: offered loads apply to a pattern, not to a matrix (its sizes are given)")
     try:
         nbytes = parse_size(size)
         topo = build(
@@ -126,6 +146,10 @@ def traffic(
                                      group_size=group_size(topo))  # fmt: skip
             flow_bytes = nbytes
         policy = RoutingPolicy(routing, qps=qps, polarized=polarized)
+        if loads is not None:
+            rows = saturation(topo, src, dst, loads, policy, nbytes=float(nbytes), seed=seed)
+            _print_curve(pattern, topo, routing, len(src), float(nbytes), rows, as_json)
+            return
         with event_progress(f"{pattern} ({routing})", quiet=as_json) as progress:
             result = run_traffic(topo, src, dst, flow_bytes, policy, seed=seed, progress=progress)
     except (TopologyError, RoutingError, UnitError, ValueError) as e:
@@ -135,6 +159,41 @@ def traffic(
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     _print(data, topo)
+
+
+def _print_curve(
+    pattern: str,
+    topo: Any,
+    routing: str,
+    flows: int,
+    nbytes: float,
+    rows: list[dict[str, float]],
+    as_json: bool,
+) -> None:
+    """The saturation curve of ``--load``: one row per offered load."""
+    if as_json:
+        data = {"pattern": pattern, "topology": topo.name, "routing": routing, "flows": flows,
+                "bytes_per_flow": nbytes, "loads": rows}  # fmt: skip
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    from rich.table import Table
+
+    from commwall.units import format_size, format_time
+
+    out.print(
+        f"[bold]{pattern}[/] on {topo.name}: {flows:,} flows, routing {routing}; accepted "
+        "throughput per offered load (every flow active, max-min fair, as a share of what the "
+        f"hosts' links carry) and the mean completion of a {format_size(nbytes)} flow"
+    )
+    table = Table(show_header=True, header_style="bold")
+    for col in ("offered", "accepted", "accepted / offered", "completion"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(f"{r['offered']:.2f}", f"{r['accepted']:.3f}",
+                      f"{r['accepted_of_offered']:.1%}", format_time(r["completion_s"]))  # fmt: skip
+    out.print(table)
+    top = max(r["accepted"] for r in rows)
+    out.print(f"saturation throughput: {top:.3f} of the hosts' injection bandwidth")
 
 
 def with_switch_latency(topo: Any, latency: float) -> Any:

@@ -208,3 +208,43 @@ def test_an_htsim_matrix_we_cannot_run_is_named(tmp_path: Path, text: str, needl
     cm.write_text(text)
     with pytest.raises(ValueError, match=needle):
         read_matrix(cm)
+
+
+def test_saturation_curves_against_closed_forms() -> None:
+    """Issue 20, item 4: accepted throughput per offered load. Minimal routing under the
+    dragonfly's adversarial pattern accepts min(λ, 1/(a·h)) (Kim et al. 2008); a non-blocking
+    fat tree sprays a permutation at whatever is offered; accepted never exceeds offered and
+    never falls as the load grows."""
+    from commwall.engines.flow.traffic import group_size, saturation
+
+    t = dragonfly(a=4, p=2, h=2)
+    src, dst = pattern_flows("adversarial", t.counts().endpoints, group_size=group_size(t))
+    loads = np.array([0.05, 0.1, 0.2, 0.5, 1.0])
+    rows = saturation(t, src, dst, loads, "ecmp")
+    assert [r["accepted"] for r in rows] == pytest.approx(np.minimum(loads, 1 / 8).tolist())
+    ft = fat_tree(8)
+    s2, d2 = pattern_flows("permutation", 128, seed=5)
+    sprayed = saturation(ft, s2, d2, loads, "spray")
+    assert [r["accepted"] for r in sprayed] == pytest.approx(loads.tolist(), rel=1e-9)
+    for curve in (rows, sprayed, saturation(t, src, dst, loads, "valiant")):
+        accepted = [r["accepted"] for r in curve]
+        assert all(a <= o * (1 + 1e-9) for a, o in zip(accepted, loads, strict=True))
+        assert accepted == sorted(accepted)
+    # below saturation a flow's completion is its size at its share of the host's link
+    rate = float(ft.link_capacity.max())
+    assert sprayed[0]["completion_s"] == pytest.approx(2e6 / (0.05 * rate), rel=0.01)
+
+
+@pytest.mark.parametrize("text", ["0:1", "1:0.1:-0.1", "a,b", ""])
+def test_loads_we_cannot_read_are_named(text: str) -> None:
+    from commwall.engines.flow.traffic import parse_loads
+
+    with pytest.raises(ValueError, match="START:STOP:STEP"):
+        parse_loads(text)
+
+
+def test_offered_loads_are_fractions() -> None:
+    from commwall.engines.flow.traffic import saturation
+
+    with pytest.raises(ValueError, match=r"fractions in \(0, 1\]"):
+        saturation(fat_tree(4), np.array([0]), np.array([1]), np.array([1.5]))

@@ -343,6 +343,95 @@ def run_traffic(
     )
 
 
+def saturation(
+    topology: Topology,
+    src: IntArray,
+    dst: IntArray,
+    loads: FloatArray,
+    routing: str | RoutingPolicy = "ecmp",
+    *,
+    nbytes: float = 2e6,
+    seed: int = 0,
+) -> list[dict[str, float]]:
+    """Accepted against offered throughput of a pattern, one row per offered load.
+
+    Offered load ``λ`` (0 < λ ≤ 1): every host injects ``λ`` × its access link's rate, split
+    evenly over the flows it sends; every flow is then capped at its share and the fabric's
+    max-min fair rates (:func:`~commwall.engines.flow.maxmin.max_min_rates`) are what it
+    accepts, with every flow active — the fluid counterpart of a saturation curve (Kim et al.,
+    ISCA 2008, Fig. 6; BookSim's accepted vs offered traffic). Each row: ``offered`` (λ),
+    ``accepted`` (Σ rates / what the hosts' links carry at λ = 1), ``accepted_of_offered``,
+    and ``completion_s``: the mean time one ``nbytes`` flow takes at its accepted rate plus its
+    path's propagation and switch latency (the fluid model has no queues: this is the
+    bandwidth part of latency, which grows once a flow's share stops growing with λ).
+    """
+    policy = routing if isinstance(routing, RoutingPolicy) else RoutingPolicy(routing)
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    n = len(src)
+    if n == 0 or n > MAX_FLOWS:
+        raise ValueError(f"flows={n}: a traffic run takes 1 to {MAX_FLOWS:,} flows")
+    if np.any(src == dst):
+        raise ValueError(f"flow {int(np.flatnonzero(src == dst)[0])} sends to itself")
+    lam = np.asarray(loads, dtype=np.float64)
+    if not len(lam) or not np.all(np.isfinite(lam)) or np.any(lam <= 0) or np.any(lam > 1):
+        raise ValueError(f"loads={lam.tolist()}: offered loads are fractions in (0, 1]")
+    routes = route(topology, src, dst, policy, seed=seed, nbytes=np.full(n, float(nbytes)))
+    scale = np.where(topology.link_kind == LinkKind.ACCESS, 1.0, routes.capacity_scale)
+    virtual = routes.virtual_capacity * routes.capacity_scale
+    capacity = np.concatenate([np.maximum(topology.link_capacity, 1.0) * scale, virtual])
+    incidence = sparse.csr_matrix(
+        (routes.weight, (routes.link, routes.flow)), shape=(len(capacity), n)
+    )
+    # a host's injection: its access up-link (endpoint e's is link 2e), shared by its flows
+    inject = np.maximum(topology.link_capacity[2 * src], 1.0)
+    share = inject / np.bincount(src, minlength=int(src.max()) + 1)[src]
+    member_latency = np.array(
+        [float(topology.link_latency[m].mean()) for m in routes.virtual_members], dtype=np.float64
+    )
+    link_latency = np.concatenate([topology.link_latency, member_latency])
+    prop = np.bincount(routes.flow, weights=routes.weight * link_latency[routes.link], minlength=n)
+    switch = float(topology.params.get("switch_latency", 0.0))
+    path = prop + np.maximum(routes.hops - 1, 0) * switch + routes.extra_latency
+    full = _access_rate(topology, src, dst)
+    rows = []
+    for x in lam.tolist():
+        rates = max_min_rates(incidence, capacity, x * share)
+        rows.append(
+            {
+                "offered": x,
+                "accepted": float(rates.sum()) / full,
+                "accepted_of_offered": float(rates.sum()) / float((x * share).sum()),
+                "completion_s": float(np.mean(nbytes / rates + path)),
+            }
+        )
+    return rows
+
+
+def parse_loads(text: str) -> FloatArray:
+    """Offered loads from ``START:STOP:STEP`` (inclusive of STOP) or ``a,b,c``.
+
+    >>> parse_loads("0.25:1:0.25").tolist(), parse_loads("0.5,1").tolist()
+    ([0.25, 0.5, 0.75, 1.0], [0.5, 1.0])
+    """
+    try:
+        if ":" in text:
+            start, stop, step = (float(v) for v in text.split(":"))
+            if not step > 0:
+                raise ValueError
+            count = int(np.floor((stop - start) / step + 1e-9)) + 1
+            values = np.round(start + step * np.arange(max(count, 0)), 12)
+        else:
+            values = np.array([float(v) for v in text.split(",")], dtype=np.float64)
+    except ValueError:
+        raise ValueError(
+            f"{text!r}: give START:STOP:STEP (e.g. 0.1:1.0:0.1) or a list (0.5,0.9,1)"
+        ) from None
+    if not len(values) or len(values) > 1000:
+        raise ValueError(f"{text!r}: 1 to 1,000 loads")
+    return values
+
+
 def node_label(topology: Topology, node: int) -> str:
     """``host 12``, ``leaf 3``, ``spine 1``, ``core 0`` (numbered within their tier)."""
     tier = int(topology.node_tier[node])
