@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Annotated, Any
 
 import typer
@@ -51,7 +52,8 @@ def register(app: typer.Typer) -> None:
 
 @dataclass(frozen=True)
 class _Options:
-    """The options ``incast`` and ``permutation`` share, typed (each is the option of that name)."""
+    """The options every ``commwall packet`` pattern shares, typed (each field is the command
+    parameter of that name)."""
 
     size: str
     link: str
@@ -83,6 +85,11 @@ class _Options:
     ports: int
     seed: int
     as_json: bool
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> _Options:
+        """The options out of a command's parameters (its ``locals()``), field by field."""
+        return cls(**{f.name: params[f.name] for f in fields(cls)})
 
 
 # ---- shared options ---------------------------------------------------------------------------
@@ -217,38 +224,7 @@ def incast(
         topology, radix, nodes = "fat-tree", _fat_tree_radix(senders + 1), senders + 1
     _run(
         "incast",
-        _Options(
-            size=size,
-            link=link,
-            fabric=fabric,
-            tiers=tiers,
-            oversubscription=oversubscription,
-            rails=rails,
-            a=a,
-            p=p,
-            h=h,
-            g=g,
-            l_leaves=l_leaves,
-            s_spines=s_spines,
-            routing=routing,
-            buffer=buffer,
-            switch=switch,
-            mtu=mtu,
-            cable=cable,
-            switch_latency=switch_latency,
-            store_and_forward=store_and_forward,
-            ber=ber,
-            pre_fec_ber=pre_fec_ber,
-            fec=fec,
-            lane=lane,
-            link_retry=link_retry,
-            ecn=ecn,
-            rto=rto,
-            flow=flow,
-            ports=ports,
-            seed=seed,
-            as_json=as_json,
-        ),
+        _Options.of(locals()),
         senders=senders,
         topology=topology or "fat-tree",
         radix=radix,
@@ -294,38 +270,7 @@ def permutation(
     """Every host sends to one other and receives from one (a random single cycle), packet by
     packet: completion times against the line-rate ideal, hash collisions under ECMP, and what
     each fabric did about them."""
-    opts = _Options(
-        size=size,
-        link=link,
-        fabric=fabric,
-        tiers=tiers,
-        oversubscription=oversubscription,
-        rails=rails,
-        a=a,
-        p=p,
-        h=h,
-        g=g,
-        l_leaves=l_leaves,
-        s_spines=s_spines,
-        routing=routing,
-        buffer=buffer,
-        switch=switch,
-        mtu=mtu,
-        cable=cable,
-        switch_latency=switch_latency,
-        store_and_forward=store_and_forward,
-        ber=ber,
-        pre_fec_ber=pre_fec_ber,
-        fec=fec,
-        lane=lane,
-        link_retry=link_retry,
-        ecn=ecn,
-        rto=rto,
-        flow=flow,
-        ports=ports,
-        seed=seed,
-        as_json=as_json,
-    )
+    opts = _Options.of(locals())
     _run("permutation", opts, senders=None, topology=topology or "fat-tree", radix=radix,
          nodes=nodes)  # fmt: skip
 
@@ -368,38 +313,7 @@ def adversarial(
     """A dragonfly's worst case, packet by packet: every host of group i sends to a host of
     group i+1 (Kim et al., ISCA 2008), so minimal routes pile onto the few global links between
     neighbouring groups; compare ecmp with spray and adaptive."""
-    opts = _Options(
-        size=size,
-        link=link,
-        fabric=fabric,
-        tiers=tiers,
-        oversubscription=oversubscription,
-        rails=rails,
-        a=a,
-        p=p,
-        h=h,
-        g=g,
-        l_leaves=l_leaves,
-        s_spines=s_spines,
-        routing=routing,
-        buffer=buffer,
-        switch=switch,
-        mtu=mtu,
-        cable=cable,
-        switch_latency=switch_latency,
-        store_and_forward=store_and_forward,
-        ber=ber,
-        pre_fec_ber=pre_fec_ber,
-        fec=fec,
-        lane=lane,
-        link_retry=link_retry,
-        ecn=ecn,
-        rto=rto,
-        flow=flow,
-        ports=ports,
-        seed=seed,
-        as_json=as_json,
-    )
+    opts = _Options.of(locals())
     _run("adversarial", opts, senders=None, topology=topology or "dragonfly", radix=radix,
          nodes=nodes)  # fmt: skip
 
@@ -448,38 +362,7 @@ def matrix(
     """Your own traffic, packet by packet: every flow of a matrix (the CSV `commwall traffic
     matrix` reads, or htsim's connection-matrix files) starting at once, on each fabric."""
     size = "1"  # the matrix gives each flow's bytes
-    opts = _Options(
-        size=size,
-        link=link,
-        fabric=fabric,
-        tiers=tiers,
-        oversubscription=oversubscription,
-        rails=rails,
-        a=a,
-        p=p,
-        h=h,
-        g=g,
-        l_leaves=l_leaves,
-        s_spines=s_spines,
-        routing=routing,
-        buffer=buffer,
-        switch=switch,
-        mtu=mtu,
-        cable=cable,
-        switch_latency=switch_latency,
-        store_and_forward=store_and_forward,
-        ber=ber,
-        pre_fec_ber=pre_fec_ber,
-        fec=fec,
-        lane=lane,
-        link_retry=link_retry,
-        ecn=ecn,
-        rto=rto,
-        flow=flow,
-        ports=ports,
-        seed=seed,
-        as_json=as_json,
-    )
+    opts = _Options.of(locals())
     _run("matrix", opts, senders=None, topology=topology or "fat-tree", radix=radix,
          nodes=nodes, matrix=flows)  # fmt: skip
 

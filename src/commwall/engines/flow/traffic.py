@@ -31,7 +31,7 @@ from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 from commwall.engines.flow.fluid import FlowBatch, FluidTask, simulate
 from commwall.engines.flow.maxmin import max_min_rates
 from commwall.routing import RoutingPolicy, route
-from commwall.routing.routes import fold_virtual
+from commwall.routing.routes import Routes, fold_virtual
 from commwall.topology.graph import LinkKind, Topology
 
 IntArray = npt.NDArray[np.int64]
@@ -265,30 +265,11 @@ def run_traffic(
     """Run every flow ``src[i] → dst[i]`` of ``nbytes`` from time 0 on ``topology``;
     ``progress`` hears how far the run is (:func:`~commwall.engines.flow.fluid.simulate`)."""
     policy = routing if isinstance(routing, RoutingPolicy) else RoutingPolicy(routing)
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
+    src, dst = _checked_flows(src, dst)
     n = len(src)
-    if n == 0 or n > MAX_FLOWS:
-        raise ValueError(f"flows={n}: a traffic run takes 1 to {MAX_FLOWS:,} flows")
     size = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), (n,)).copy()
-    if np.any(src == dst):
-        raise ValueError(f"flow {int(np.flatnonzero(src == dst)[0])} sends to itself")
     routes = route(topology, src, dst, policy, seed=seed, nbytes=size)
-    # a cell fabric's header tax is on switch-to-switch links (NIC ports carry plain packets);
-    # virtual (sprayed) links aggregate switch links, so they are scaled too
-    scale = np.where(topology.link_kind == LinkKind.ACCESS, 1.0, routes.capacity_scale)
-    virtual = routes.virtual_capacity * routes.capacity_scale
-    # failed cables (capacity 0) carry no route; the fluid solver needs every link > 0
-    capacity = np.concatenate([np.maximum(topology.link_capacity, 1.0) * scale, virtual])
-    switch = float(topology.params.get("switch_latency", 0.0))
-    # expected propagation: a split flow weighs each path's cables by its share of the bytes; a
-    # virtual (sprayed) link stands for its member cables, whose mean latency it takes
-    member_latency = np.array(
-        [float(topology.link_latency[m].mean()) for m in routes.virtual_members], dtype=np.float64
-    )
-    link_latency = np.concatenate([topology.link_latency, member_latency])
-    prop = np.bincount(routes.flow, weights=routes.weight * link_latency[routes.link], minlength=n)
-    tail = prop + np.maximum(routes.hops - 1, 0) * switch + routes.extra_latency
+    capacity, tail = _capacity_and_latency(topology, routes)
     batch = FlowBatch(
         nbytes=size,
         cap=np.full(n, np.inf),
@@ -343,6 +324,39 @@ def run_traffic(
     )
 
 
+def _checked_flows(src: npt.ArrayLike, dst: npt.ArrayLike) -> tuple[IntArray, IntArray]:
+    """``src`` and ``dst`` as int arrays: 1 to :data:`MAX_FLOWS` flows, none to itself."""
+    s = np.asarray(src, dtype=np.int64)
+    d = np.asarray(dst, dtype=np.int64)
+    if len(s) == 0 or len(s) > MAX_FLOWS:
+        raise ValueError(f"flows={len(s)}: a traffic run takes 1 to {MAX_FLOWS:,} flows")
+    if np.any(s == d):
+        raise ValueError(f"flow {int(np.flatnonzero(s == d)[0])} sends to itself")
+    return s, d
+
+
+def _capacity_and_latency(topology: Topology, routes: Routes) -> tuple[FloatArray, FloatArray]:
+    """Payload capacity of every link the routes use (real, then virtual), and each flow's
+    latency beyond its bytes: propagation, switches and the routing's extra."""
+    # a cell fabric's header tax is on switch-to-switch links (NIC ports carry plain packets);
+    # virtual (sprayed) links aggregate switch links, so they are scaled too
+    scale = np.where(topology.link_kind == LinkKind.ACCESS, 1.0, routes.capacity_scale)
+    virtual = routes.virtual_capacity * routes.capacity_scale
+    # failed cables (capacity 0) carry no route; the fluid solver needs every link > 0
+    capacity = np.concatenate([np.maximum(topology.link_capacity, 1.0) * scale, virtual])
+    switch = float(topology.params.get("switch_latency", 0.0))
+    # expected propagation: a split flow weighs each path's cables by its share of the bytes; a
+    # virtual (sprayed) link stands for its member cables, whose mean latency it takes
+    member_latency = np.array(
+        [float(topology.link_latency[m].mean()) for m in routes.virtual_members], dtype=np.float64
+    )
+    link_latency = np.concatenate([topology.link_latency, member_latency])
+    prop = np.bincount(
+        routes.flow, weights=routes.weight * link_latency[routes.link], minlength=routes.n_flows
+    )
+    return capacity, prop + np.maximum(routes.hops - 1, 0) * switch + routes.extra_latency
+
+
 def saturation(
     topology: Topology,
     src: IntArray,
@@ -366,33 +380,19 @@ def saturation(
     bandwidth part of latency, which grows once a flow's share stops growing with λ).
     """
     policy = routing if isinstance(routing, RoutingPolicy) else RoutingPolicy(routing)
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
+    src, dst = _checked_flows(src, dst)
     n = len(src)
-    if n == 0 or n > MAX_FLOWS:
-        raise ValueError(f"flows={n}: a traffic run takes 1 to {MAX_FLOWS:,} flows")
-    if np.any(src == dst):
-        raise ValueError(f"flow {int(np.flatnonzero(src == dst)[0])} sends to itself")
     lam = np.asarray(loads, dtype=np.float64)
     if not len(lam) or not np.all(np.isfinite(lam)) or np.any(lam <= 0) or np.any(lam > 1):
         raise ValueError(f"loads={lam.tolist()}: offered loads are fractions in (0, 1]")
     routes = route(topology, src, dst, policy, seed=seed, nbytes=np.full(n, float(nbytes)))
-    scale = np.where(topology.link_kind == LinkKind.ACCESS, 1.0, routes.capacity_scale)
-    virtual = routes.virtual_capacity * routes.capacity_scale
-    capacity = np.concatenate([np.maximum(topology.link_capacity, 1.0) * scale, virtual])
+    capacity, path = _capacity_and_latency(topology, routes)
     incidence = sparse.csr_matrix(
         (routes.weight, (routes.link, routes.flow)), shape=(len(capacity), n)
     )
     # a host's injection: its access up-link (endpoint e's is link 2e), shared by its flows
     inject = np.maximum(topology.link_capacity[2 * src], 1.0)
     share = inject / np.bincount(src, minlength=int(src.max()) + 1)[src]
-    member_latency = np.array(
-        [float(topology.link_latency[m].mean()) for m in routes.virtual_members], dtype=np.float64
-    )
-    link_latency = np.concatenate([topology.link_latency, member_latency])
-    prop = np.bincount(routes.flow, weights=routes.weight * link_latency[routes.link], minlength=n)
-    switch = float(topology.params.get("switch_latency", 0.0))
-    path = prop + np.maximum(routes.hops - 1, 0) * switch + routes.extra_latency
     full = _access_rate(topology, src, dst)
     rows = []
     for x in lam.tolist():
