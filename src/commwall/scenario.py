@@ -464,6 +464,13 @@ class JobSpec(_Strict):
     overlap: bool = Field(
         default=True, description="Overlap DP gradient communication with backward compute."
     )
+    tp_comm_overlap: bool = Field(
+        default=False,
+        description="Transformer Engine's tensor-parallel communication overlap (Megatron-Core "
+        "--tp-comm-overlap, off by default): each layer's TP all-gathers and reduce-scatters "
+        "run beside its GEMMs (ring exchange, pipelined in 4 splits, bulk) instead of blocking; "
+        "needs tp > 1 and sequence_parallel.",
+    )
 
 
 class SimulationSpec(_Strict):

@@ -17,7 +17,13 @@ nCh·perChMaxTreeBw)`` for every protocol, the protocol's own factor on top (LL 
 up the chain and tree and back down (:func:`~commwall.collectives.pipeline.chain_time`): the first
 chunk crosses ``2(g−1)`` scale-up hops and ``2·log2 N`` network hops, the rest follow one per
 service time of the slowest hop (its per-channel share of the tree bandwidth above, the per-slice
-synchronisation, the network window of ``NCCL_STEPS`` chunks).
+synchronisation, the network window of ``NCCL_STEPS`` chunks). The bandwidth part is then divided
+by ``treeCorrectionFactor`` — NVIDIA's measured shortfall of the tree below its bandwidth model,
+by protocol and size (LL128: 0.6 at 1–2 MiB, 0.8 at 4 MiB, 0.9 from 8 to 64 MiB, 1 from 128 MiB;
+``tuning.cc`` v2.30), which NCCL applies to its own estimate. The chunk pipeline alone left
+multi-node tree all-reduces 15–70 % fast at 1–64 MiB on every public two- to eight-node table
+(A100, H100, H200, B200; IB and RoCE); with the factor, 67 compared points moved closer and 3
+(one H100 table already within 6 %) moved away by more than 3 points (docs/validation.md).
 """
 
 from __future__ import annotations
@@ -135,4 +141,7 @@ def tree(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool =
     latency, bw_time = chain_time(
         items=items, slice_bytes=per_channel / items, path=path, base=base_latency("tree", proto)
     )
+    # NCCL's own measured tree shortfall by size (treeCorrectionFactor) on the bandwidth term:
+    # the chunk pipeline above does not produce it (module doc).
+    bw_time /= tree_correction(proto, nbytes)
     return Cost(op, "tree", proto, nbytes, p, latency, bw_time, steps, bottleneck, tuner_time, nc)

@@ -177,36 +177,38 @@ def _median(report: dict[str, Any], group: str | None, key: str | None, regime: 
     ("group", "key", "regime", "limit"),
     [
         # Whole set; dev and held-out tables separately (achieved with store-and-forward
-        # network steps: 17.1%, 11.8%, 25.3% at 1–256 MiB; 25.7% below 1 MiB; 4.2% from
-        # 1 GiB — docs/validation.md).
+        # network steps and NCCL's tree correction on the tree's bandwidth: 14.8%, 11.6%, 18.9%
+        # at 1–256 MiB; 26.2% below 1 MiB; 4.1% from 1 GiB — docs/validation.md).
         (None, None, "< 1 MiB", 0.28),
-        (None, None, "1–256 MiB", 0.19),
-        ("role", "dev", "1–256 MiB", 0.14),
-        ("role", "held_out", "1–256 MiB", 0.28),
-        (None, None, "256 MiB–1 GiB", 0.09),
+        (None, None, "1–256 MiB", 0.16),
+        ("role", "dev", "1–256 MiB", 0.13),
+        ("role", "held_out", "1–256 MiB", 0.20),
+        (None, None, "256 MiB–1 GiB", 0.08),
         (None, None, "≥ 1 GiB", 0.05),
-        ("role", "held_out", "≥ 1 GiB", 0.06),
+        ("role", "held_out", "≥ 1 GiB", 0.05),
         # Per operation in the size range users decide on.
-        ("op", "all_reduce", "1–256 MiB", 0.15),
-        ("op", "all_gather", "1–256 MiB", 0.24),
-        ("op", "reduce_scatter", "1–256 MiB", 0.25),
-        ("op", "sendrecv", "1–256 MiB", 0.10),
-        ("op", "all_reduce", "≥ 1 GiB", 0.08),
-        ("op", "all_gather", "≥ 1 GiB", 0.07),
-        ("op", "reduce_scatter", "≥ 1 GiB", 0.04),
+        ("op", "all_reduce", "1–256 MiB", 0.12),
+        ("op", "all_gather", "1–256 MiB", 0.19),
+        ("op", "reduce_scatter", "1–256 MiB", 0.21),
+        ("op", "sendrecv", "1–256 MiB", 0.09),
+        ("op", "all_reduce", "≥ 1 GiB", 0.05),
+        ("op", "all_gather", "≥ 1 GiB", 0.05),
+        ("op", "reduce_scatter", "≥ 1 GiB", 0.03),
         ("op", "sendrecv", "≥ 1 GiB", 0.04),
         # Per launch mode: one process per GPU (as training runs) and nccl-tests -g N.
-        ("launch", "1 GPU per process", "1–256 MiB", 0.13),
+        ("launch", "1 GPU per process", "1–256 MiB", 0.11),
         ("launch", "1 GPU per process", "≥ 1 GiB", 0.05),
         ("launch", "several GPUs per process (-g N)", "1–256 MiB", 0.38),
-        ("op_one_gpu_per_process", "all_gather", "1–256 MiB", 0.18),
-        ("op_one_gpu_per_process", "all_reduce", "1–256 MiB", 0.15),
-        ("op_one_gpu_per_process", "alltoall", "1–256 MiB", 0.16),
-        ("op_one_gpu_per_process", "reduce_scatter", "1–256 MiB", 0.08),
+        ("op_one_gpu_per_process", "all_gather", "1–256 MiB", 0.13),
+        ("op_one_gpu_per_process", "all_reduce", "1–256 MiB", 0.11),
+        # 14.2% before ALCF's second two-node A100 alltoall table was added (2-5x fast below
+        # 4 MiB, the known multi-node all-to-all gap)
+        ("op_one_gpu_per_process", "alltoall", "1–256 MiB", 0.18),
+        ("op_one_gpu_per_process", "reduce_scatter", "1–256 MiB", 0.07),
         # Per scale.
-        ("scale", "1 node", "1–256 MiB", 0.18),
-        ("scale", "2 nodes", "1–256 MiB", 0.24),
-        ("scale", "3–8 nodes", "1–256 MiB", 0.13),
+        ("scale", "1 node", "1–256 MiB", 0.16),
+        ("scale", "2 nodes", "1–256 MiB", 0.18),
+        ("scale", "3–8 nodes", "1–256 MiB", 0.09),
     ],
 )
 def test_median_error_per_regime_does_not_regress(

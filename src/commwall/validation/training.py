@@ -129,6 +129,9 @@ def load_training_runs() -> tuple[TrainingRun, ...]:
         measured = row["measured"]
         if not any(k in measured for k in _METRICS) and "skip" not in row:
             raise ValueError(f"{row['id']}: measured needs one of {', '.join(_METRICS)}")
+        assumed = row.get("assumed", ())
+        if not all(isinstance(a, str) for a in assumed):
+            raise ValueError(f"{row['id']}: every assumed entry must be text (quote a ': ')")
         runs.append(
             TrainingRun(
                 id=row["id"],
@@ -141,7 +144,7 @@ def load_training_runs() -> tuple[TrainingRun, ...]:
                 job=dict(row["job"]),
                 measured=dict(measured),
                 skip=row.get("skip"),
-                assumed=tuple(row.get("assumed", ())),
+                assumed=tuple(assumed),
             )
         )
     return tuple(runs)

@@ -218,6 +218,12 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             errors.append("job.cp: context parallelism with ZeRO-3/FSDP is not modelled")
         if spec.attention == "unfused":
             errors.append("job.cp: context parallelism needs a fused attention kernel (flash)")
+    if spec.tp_comm_overlap and (spec.tp == 1 or not spec.sequence_parallel):
+        errors.append(
+            f"job.tp_comm_overlap: needs tensor parallelism with sequence parallelism (as "
+            f"Megatron-Core asserts); tp is {spec.tp}, sequence_parallel is "
+            f"{str(spec.sequence_parallel).lower()}"
+        )
     if spec.ep > 1:
         if model.n_experts <= 1:
             errors.append(

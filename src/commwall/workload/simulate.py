@@ -288,6 +288,7 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     send_wait = 0.0  # ... the part of it a pipeline transfer itself took
     dp_wait = 0.0  # ... and the rest of it, spent waiting on DP (ZeRO-3 gathers)
     cp_wait = 0.0  # ... or on the context-parallel K/V ring
+    tp_wait = 0.0  # ... or on tensor-parallel communication overlapped with the GEMMs
     free = 0.0
     for i, p in enumerate(phases):
         if p.stream != f"s{stage}.compute":
@@ -299,20 +300,23 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
                 ready = min(max(free, _ready_without_dp(plan, result, i)), p.start)
                 pipe_wait += ready - free
                 send_wait += min(ready - free, _transfer_before(plan, result, i, ready))
-                if _last_side_wait(plan, result, i) == "cp":
+                side_wait = _last_side_wait(plan, result, i)
+                if side_wait == "cp":
                     cp_wait += p.start - ready
+                elif side_wait == "tp":
+                    tp_wait += p.start - ready
                 else:
                     dp_wait += p.start - ready
             free = p.end
     slot = busy_before / job.micro_batches
     idle = max(0.0, last_bwd - busy_before)
     # keep the sum exact: without pipeline waits all idle is DP/CP; never more than the idle
-    side = dp_wait + cp_wait
+    side = dp_wait + cp_wait + tp_wait
     if side > 0 and (pipe_wait == 0.0 or side > idle):
-        dp_wait, cp_wait = dp_wait * idle / side, cp_wait * idle / side
+        dp_wait, cp_wait, tp_wait = (w * idle / side for w in (dp_wait, cp_wait, tp_wait))
     elif pipe_wait == 0.0:
         dp_wait = idle
-    idle_pipeline = idle - dp_wait - cp_wait
+    idle_pipeline = idle - dp_wait - cp_wait - tp_wait
     # Pipeline idle is split three ways: the transfers themselves (a wait that ends with a
     # pipeline send, for as long as that send took), the schedule's fill and drain (1F1B:
     # (pp − 1) slots, interleaving v chunks shrinks that v-fold), and the rest — the critical
@@ -321,7 +325,7 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     bubble = min(idle_pipeline - sends, (job.pp - 1) * slot / job.virtual_stages)
     breakdown = {
         "compute": busy["compute"],
-        "tp": busy["tp"],
+        "tp": busy["tp"] + tp_wait,
         "cp": cp_wait,
         "ep": busy["ep"],
         "pp": sends,
@@ -343,13 +347,21 @@ def _transfer_before(plan: StepPlan, result: Result, index: int, ready: float) -
     return 0.0
 
 
+def _side(phase: PhaseResult) -> bool:
+    """Whether ``phase`` is side-stream communication the compute stream may wait for: DP,
+    the context-parallel ring, or TP communication overlapped with the GEMMs."""
+    return phase.category in ("dp", "cp") or (
+        phase.category == "tp" and phase.stream.endswith(".tp")
+    )
+
+
 def _last_side_wait(plan: StepPlan, result: Result, index: int) -> str:
-    """The category (``dp`` or ``cp``) of the side-stream input of phase ``index`` that ended
-    last; ``dp`` when there is none."""
+    """The category (``dp``, ``cp`` or ``tp``) of the side-stream input of phase ``index``
+    that ended last; ``dp`` when there is none."""
     best, category = -1.0, "dp"
     for d in plan.schedule.phases[index].after:
         dep = result.phases[d]
-        if dep.category in ("dp", "cp") and dep.end > best:
+        if _side(dep) and dep.end > best:
             best, category = dep.end, dep.category
     return category
 
@@ -362,7 +374,7 @@ def _ready_without_dp(plan: StepPlan, result: Result, index: int) -> float:
     """
     ready = 0.0
     for d in plan.schedule.phases[index].after:
-        if result.phases[d].category in ("dp", "cp"):
+        if _side(result.phases[d]):
             ready = max(ready, _ready_without_dp(plan, result, d))
         else:
             ready = max(ready, result.phases[d].end)

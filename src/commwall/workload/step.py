@@ -50,13 +50,20 @@ from commwall.collectives.schedule import (
     Placement,
     Schedule,
 )
-from commwall.workload.compute import layer_work
+from commwall.workload.compute import Kernel, layer_work
 from commwall.workload.job import Job
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
 
 #: HBM bytes touched per parameter by a mixed-precision Adam step (ours, see module docstring).
 ADAM_BYTES_PER_PARAM = 28
+#: Transformer Engine's Userbuffers defaults (``initialize_ub`` in
+#: ``transformer_engine/pytorch/module/base.py``, TE 2.x): the pipelined and bulk overlaps run
+#: their communication kernel on 16 SMs with ``set_sm_margin``, so the GEMM beside it gets the
+#: GPU's SMs less 16; ring exchanges use the copy engines (1 SM, no margin); a pipelined
+#: reduce-scatter splits its GEMM in 4 and the last split's reduce-scatter is left exposed.
+UB_COMM_SMS: Final = 16
+UB_PIPELINE_SPLITS: Final = 4
 
 _LAYER = re.compile(r"\blayers\.(\d+)\.|\bh\.(\d+)\.")
 
@@ -125,6 +132,12 @@ class UnitTimes:
     layer_backward: float
     head_forward: float
     head_backward: float
+    #: With ``tp_comm_overlap``: seconds per layer of the GEMM beside each TP collective, in
+    #: the order all-gather, reduce-scatter (attention block), then the MLP block's pair —
+    #: forward QKV, attention out, MLP up, MLP down; backward the row-parallel dgrads and
+    #: column-parallel wgrads (half of each GEMM's dgrad+wgrad). A MoE layer: attention only.
+    beside_forward: tuple[float, ...] = ()
+    beside_backward: tuple[float, ...] = ()
 
 
 def unit_times(job: Job) -> UnitTimes:
@@ -147,13 +160,57 @@ def unit_times(job: Job) -> UnitTimes:
             elem_bytes=job.element_bytes,
             context_parallel=job.cp,
         )
-        return UnitTimes(
-            work.layer_forward() * scale,
-            work.layer_backward() * scale,
-            work.seconds(work.head_forward) * scale,
-            work.seconds(work.head_backward) * scale,
+        times = UnitTimes(
+            work.layer_forward(),
+            work.layer_backward(),
+            work.seconds(work.head_forward),
+            work.seconds(work.head_backward),
         )
-    return _flat_times(job, scale)
+        if spec.tp_comm_overlap:
+            sms = job.device.sms
+            times = _beside_tp(job, times, work.forward, work.backward, sms / (sms - UB_COMM_SMS))
+        return _scaled(times, scale)
+    return _scaled(_flat_times(job), scale)
+
+
+def _scaled(u: UnitTimes, scale: float) -> UnitTimes:
+    return UnitTimes(
+        u.layer_forward * scale,
+        u.layer_backward * scale,
+        u.head_forward * scale,
+        u.head_backward * scale,
+        tuple(x * scale for x in u.beside_forward),
+        tuple(x * scale for x in u.beside_backward),
+    )
+
+
+def _beside_tp(
+    job: Job, u: UnitTimes, forward: tuple[Kernel, ...], backward: tuple[Kernel, ...], slow: float
+) -> UnitTimes:
+    """``u`` with the GEMMs beside the TP collectives (:attr:`UnitTimes.beside_forward`), each
+    ``slow`` times longer where the collective beside it holds :data:`UB_COMM_SMS` SMs (the
+    pipelined reduce-scatters and the bulk overlaps: Transformer Engine's ``set_sm_margin``,
+    the GPU's SMs over the SMs left) — the row-parallel forward GEMMs and both halves of the
+    column-parallel backward GEMMs (the input all-gather beside dgrad, the reduce-scatter
+    beside wgrad)."""
+    seconds = {k.name: k.seconds for k in (*forward, *backward)}
+    blocks = (("qkv", "attention out"),) + (() if job.model.is_moe else (("mlp up", "mlp down"),))
+    ahead: list[float] = []
+    behind: list[float] = []
+    extra_f = extra_b = 0.0
+    for column, row in blocks:
+        ahead += [seconds[column], seconds[row] * slow]
+        extra_f += seconds[row] * (slow - 1.0)
+        col_grads, row_grads = seconds[f"{column} dgrad+wgrad"], seconds[f"{row} dgrad+wgrad"]
+        behind += [row_grads / 2.0, col_grads / 2.0 * slow]
+        extra_b += col_grads * (slow - 1.0)
+    return replace(
+        u,
+        layer_forward=u.layer_forward + extra_f,
+        layer_backward=u.layer_backward + extra_b,
+        beside_forward=tuple(ahead),
+        beside_backward=tuple(behind),
+    )
 
 
 def micro_batch_times(job: Job) -> tuple[float, float]:
@@ -169,13 +226,14 @@ def _stage_average(job: Job, u: UnitTimes) -> tuple[float, float]:
     return forward, backward
 
 
-def _flat_times(job: Job, scale: float) -> UnitTimes:
+def _flat_times(job: Job) -> UnitTimes:
     """The flat model: executed FLOPs at ``compute_efficiency`` × peak, 1:2 forward:backward;
-    the LM head's ``6·V·h`` FLOPs per token (counted in ``training_flops_per_token``) apart."""
+    the LM head's ``6·V·h`` FLOPs per token (counted in ``training_flops_per_token``) apart.
+    With ``tp_comm_overlap`` the GEMMs beside TP collectives take their FLOPs' share."""
     spec, m = job.spec, job.model
     assert spec.compute_efficiency is not None  # resolve_job gives a device otherwise
     tokens = spec.micro_batch * spec.seq_len / (job.tp * job.cp)
-    rate = job.peak_flops * spec.compute_efficiency / scale
+    rate = job.peak_flops * spec.compute_efficiency
     head = 6.0 * m.vocab * m.hidden * tokens
     layer = (m.training_flops_per_token(spec.seq_len) * tokens - head) / m.n_layers
     forward, backward = layer / 3.0 / rate, 2.0 * layer / 3.0 / rate
@@ -185,7 +243,19 @@ def _flat_times(job: Job, scale: float) -> UnitTimes:
         # Korthikanti et al. 2022 §5: recompute only the attention core (QKᵀ and AV,
         # 4·s·h FLOPs per token per layer in forward).
         backward += 4.0 * m.q_dim * spec.seq_len * tokens / rate
-    return UnitTimes(forward, backward, head / 3.0 / rate, 2.0 * head / 3.0 / rate)
+    times = UnitTimes(forward, backward, head / 3.0 / rate, 2.0 * head / 3.0 / rate)
+    if not spec.tp_comm_overlap:
+        return times
+    # each GEMM's forward at the flat rate (its dgrad and wgrad take as long each); the flat
+    # efficiency is a whole-layer figure, so no SM margin on top
+    h, mlp_in = m.hidden, 2 if m.gated_mlp else 1
+    flops = {"qkv": h * (m.q_dim + 2 * m.kv_dim), "attention out": m.q_dim * h}
+    if not m.is_moe:
+        flops |= {"mlp up": h * mlp_in * m.ffn_hidden, "mlp down": m.ffn_hidden * h}
+    gemms = {name: 2.0 * f * tokens / rate for name, f in flops.items()}
+    fwd = tuple(Kernel(n, "gemm", 0.0, 0.0, t) for n, t in gemms.items())
+    bwd = tuple(Kernel(f"{n} dgrad+wgrad", "gemm", 0.0, 0.0, 2 * t) for n, t in gemms.items())
+    return _beside_tp(job, times, fwd, bwd, 1.0)
 
 
 def _stage_tensors(job: Job, stage: int, chunk: int | None = None) -> list[tuple[str, int, float]]:
@@ -330,6 +400,8 @@ class _Builder:
         self.sent: dict[tuple[str, int, int, int], int] = {}
         # the same call on the same stream is placed once (steps repeat it per layer/micro-batch)
         self.placed_tasks: dict[tuple[CollectiveTask, str], CollectiveTask] = {}
+        # per stream: the last phase's inputs, the phase before it and the last phase
+        self.tails: dict[str, tuple[tuple[int, ...], int, int]] = {}
 
     # ---- phases --------------------------------------------------------------------------
 
@@ -351,7 +423,10 @@ class _Builder:
                     task, group=self.placed(task.group, stage)
                 )
             task = placed
-        return self.schedule.add(Phase(name, task, category, stream, after, repeat))
+        index = self.schedule.add(Phase(name, task, category, stream, after, repeat))
+        previous = self.tails[stream][2] if stream in self.tails else -1
+        self.tails[stream] = (after, previous, index)
+        return index
 
     def placed(self, group: Group, stage: int) -> Group:
         """``group`` with the GPUs of every copy on pipeline stage ``stage`` (``tp-cp-dp-pp``
@@ -374,7 +449,10 @@ class _Builder:
         """TP (and EP) collectives of ``layers`` layers on the compute stream; last index."""
         job, stream, last = self.job, f"s{stage}.compute", -1
         calls = 2 * layers
-        if job.tp > 1:
+        if self.spec.tp_comm_overlap:
+            # a MoE layer's experts run without Userbuffers: their TP pair stays blocking
+            calls = layers if job.model.is_moe else 0
+        if job.tp > 1 and calls:
             ops: tuple[tuple[Op, str], ...] = (
                 ((Op.ALL_GATHER, "all-gather"), (Op.REDUCE_SCATTER, "reduce-scatter"))
                 if self.sp
@@ -388,6 +466,84 @@ class _Builder:
             task = CollectiveTask(Op.ALLTOALL, self.a2a_bytes, self.groups.ep)
             last = self.add(f"s{stage} {tag} EP all-to-all", task, "ep", stream, after, calls)
         return last
+
+    def compute_with_tp(
+        self,
+        stage: int,
+        tag: str,
+        seconds: float,
+        layers: int,
+        after: tuple[int, ...],
+        context: bool = False,
+    ) -> tuple[int, int]:
+        """``seconds`` of compute for ``layers`` layers and their TP (and EP) collectives, with
+        the context-parallel ring beside them when ``context``: the first compute phase's index
+        and the last phase's on the compute stream."""
+        compute = f"s{stage}.compute"
+        if self.spec.tp_comm_overlap and layers:
+            first, last = self.overlapped_tp(stage, tag, seconds, layers, after)
+        else:
+            first = last = self.add(
+                f"s{stage} {tag} compute", ComputeTask(seconds), "compute", compute, after
+            )
+        if not layers:
+            return first, last
+        if context:
+            self.context_exchange(stage, tag, layers, after)
+        if not self.spec.tp_comm_overlap and (self.job.tp > 1 or self.job.ep > 1):
+            last = self.blocking_comm(stage, tag, layers, ())
+        return first, last
+
+    def overlapped_tp(
+        self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...]
+    ) -> tuple[int, int]:
+        """Compute with Transformer Engine's Userbuffers TP overlap (:data:`UB_COMM_SMS`).
+
+        Each TP collective runs on a side stream beside the GEMM it feeds or drains, and the
+        compute stream waits for it after that GEMM: a collective shows only where it outlasts
+        its own GEMM. Forward: each all-gather is a ring exchange under the column-parallel
+        GEMM (QKV, MLP up), each reduce-scatter is pipelined in :data:`UB_PIPELINE_SPLITS`
+        splits under the row-parallel GEMM (attention out, MLP down) with the last split's
+        reduce-scatter exposed after it. Backward: the output-gradient all-gather rides a ring
+        exchange under the row-parallel dgrad, the input-gradient reduce-scatter a bulk overlap
+        under the column-parallel wgrad. The layers' other kernels run first, in one phase.
+        """
+        compute, side = f"s{stage}.compute", f"s{stage}.tp"
+        forward = tag.startswith("F")
+        pairs = self.units.beside_forward if forward else self.units.beside_backward
+        rest = max(0.0, seconds - layers * sum(pairs))
+        first = last = self.add(
+            f"s{stage} {tag} compute", ComputeTask(rest), "compute", compute, after
+        )
+        blocks = (
+            (Op.ALL_GATHER, "all-gather", 0.0),
+            (Op.REDUCE_SCATTER, "reduce-scatter", 1.0 / UB_PIPELINE_SPLITS if forward else 0.0),
+        )
+        # FP8: Userbuffers all-gathers the GEMM's FP8 input, one byte an element (TE's default
+        # ``fp8_buf`` for every all-gather overlap); reduce-scatters move the GEMM's output
+        gather_bytes = 1.0 / self.job.element_bytes if self.spec.precision == "fp8" else 1.0
+        for i, gemm in enumerate(pairs):
+            op, label, exposed = blocks[i % 2]
+            nbytes = self.tp_bytes * (gather_bytes if op is Op.ALL_GATHER else 1.0)
+            self.add(
+                f"s{stage} {tag} compute beside TP {label}",
+                ComputeTask(layers * gemm),
+                "compute",
+                compute,
+            )
+            task = CollectiveTask(op, nbytes * (1.0 - exposed), self.groups.tp)
+            beside = self.add(
+                f"s{stage} {tag} TP {label} (overlapped)", task, "tp", side, (last,), layers
+            )
+            if exposed:
+                split = CollectiveTask(op, nbytes * exposed, self.groups.tp)
+                self.add(
+                    f"s{stage} {tag} TP {label} (last split)", split, "tp", compute, (), layers
+                )
+            last = self.add(f"s{stage} {tag} TP wait", ComputeTask(0.0), "tp", compute, (beside,))
+        if self.job.ep > 1 or self.job.model.is_moe:
+            last = self.blocking_comm(stage, tag, layers, ())
+        return first, last
 
     def layer_seconds(self, kind: str) -> float:
         """Forward (``F``) or backward (``B``) seconds of one layer of one micro-batch."""
@@ -417,16 +573,8 @@ class _Builder:
     ) -> int:
         """One chunk's compute then its blocking collectives, lumped; the last phase index."""
         after = self.ready(stage, after)
-        last = self.add(
-            f"s{stage} {tag} compute", ComputeTask(seconds), "compute", f"s{stage}.compute", after
-        )
-        if layers == 0:  # the embedding or the loss unit alone: no layer collectives
-            return last
-        if self.job.cp > 1:
-            self.context_exchange(stage, tag, layers, after)
-        if self.job.tp > 1 or self.job.ep > 1:
-            last = self.blocking_comm(stage, tag, layers, ())
-        return last
+        # layers == 0: the embedding or the loss unit alone, no layer collectives
+        return self.compute_with_tp(stage, tag, seconds, layers, after, self.job.cp > 1)[1]
 
     def context_exchange(self, stage: int, tag: str, layers: int, after: tuple[int, ...]) -> None:
         """Context parallelism's K/V ring for ``layers`` layers, overlapped with the chunk's
@@ -487,20 +635,8 @@ class _Builder:
             )
         for i in range(layers):
             if not sharded:
-                computes.append(
-                    self.add(
-                        f"s{stage} {tag} compute",
-                        ComputeTask(seconds),
-                        "compute",
-                        compute_stream,
-                        after if i == 0 else (),
-                    )
-                )
-                last = (
-                    self.blocking_comm(stage, tag, 1, ())
-                    if job.tp > 1 or job.ep > 1
-                    else computes[i]
-                )
+                first, last = self.compute_with_tp(stage, tag, seconds, 1, after if i == 0 else ())
+                computes.append(first)
                 continue
             if self.spec.overlap:  # one layer of prefetch (FSDP's default limit)
                 gate = (computes[i - 2],) if i >= 2 else after
@@ -516,14 +652,8 @@ class _Builder:
                 )
             )
             dep = (gathers[i],) + (after if i == 0 else ())
-            computes.append(
-                self.add(
-                    f"s{stage} {tag} compute", ComputeTask(seconds), "compute", compute_stream, dep
-                )
-            )
-            last = (
-                self.blocking_comm(stage, tag, 1, ()) if job.tp > 1 or job.ep > 1 else computes[i]
-            )
+            first, last = self.compute_with_tp(stage, tag, seconds, 1, dep)
+            computes.append(first)
             if kind == "B":
                 rs = self.add(
                     f"s{stage} {tag} FSDP reduce-scatter",
@@ -657,11 +787,8 @@ class _Builder:
             )
             after = ()
         for layer in reversed(layers):
-            name = f"s{stage} B-last layer {layer} compute"
-            last = self.add(name, ComputeTask(seconds), "compute", f"s{stage}.compute", after)
+            last = self.compute_with_tp(stage, f"B-last layer {layer}", seconds, 1, after)[1]
             after = ()
-            if job.tp > 1 or job.ep > 1:
-                last = self.blocking_comm(stage, f"B-last layer {layer}", 1, ())
             done_after[layer] = last
             if head_done < 0:
                 head_done = last

@@ -758,3 +758,117 @@ def test_energy_and_money_per_million_tokens_follow_power_time_and_prices() -> N
     for bad in ({"pue": 0.9}, {"electricity_price": -1}, {"price": 1}):
         with pytest.raises(ScenarioError, match="economics"):
             parse_scenario({**base, "economics": bad})
+
+
+# ---------------------------------------------------------------- TP communication overlap
+OVERLAP = {"tp": 8, "pp": 2, "global_batch": 64, "tp_comm_overlap": True}
+
+
+def test_tp_overlap_shows_only_the_last_reduce_scatter_splits() -> None:
+    """At TP 2 on NVLink Llama 3 8B's TP collectives are shorter than the GEMMs beside them,
+    so the exposed TP time is the forward reduce-scatters' last splits alone (1/4 of each)."""
+    spec = {**OVERLAP, "tp": 2}
+    job, _ = resolved(spec)
+    r = run(spec)
+    stats = {c.name: c for c in r.collectives if c.category == "tp"}
+    assert set(stats) == {
+        "TP all-gather (overlapped)",
+        "TP reduce-scatter (overlapped)",
+        "TP reduce-scatter (last split)",
+    }
+    per_way = 2 * job.layers_per_stage * job.micro_batches
+    tail = stats["TP reduce-scatter (last split)"]
+    assert tail.calls == per_way  # forward only: backward's are bulk overlaps
+    assert tail.nbytes == 2048 * job.model.hidden * HALF_BYTES / step_module.UB_PIPELINE_SPLITS
+    assert stats["TP all-gather (overlapped)"].calls == 2 * per_way
+    assert r.breakdown["tp"] == pytest.approx(tail.total, rel=1e-9)
+    blocking = run({**spec, "tp_comm_overlap": False})
+    assert r.breakdown["tp"] < blocking.breakdown["tp"] / 4
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time, rel=1e-12)
+
+
+def test_tp_overlap_slows_the_gemms_beside_16_sm_kernels() -> None:
+    """Closed form: the row-parallel forward GEMMs and the column-parallel backward GEMMs run
+    on the SMs the Userbuffers kernel leaves (132 − 16 of an H100)."""
+    job, _ = resolved(OVERLAP)
+    plain, _ = resolved({**OVERLAP, "tp_comm_overlap": False})
+    on, off = step_module.unit_times(job), step_module.unit_times(plain)
+    work = step_module.layer_work(
+        job.model, job.device, micro_batch=1, seq_len=2048, tp=8, elem_bytes=2
+    )
+    seconds = {k.name: k.seconds for k in (*work.forward, *work.backward)}
+    slow = 132 / (132 - 16) - 1
+    assert on.layer_forward - off.layer_forward == pytest.approx(
+        slow * (seconds["attention out"] + seconds["mlp down"]), rel=1e-9
+    )
+    assert on.layer_backward - off.layer_backward == pytest.approx(
+        slow * (seconds["qkv dgrad+wgrad"] + seconds["mlp up dgrad+wgrad"]), rel=1e-9
+    )
+    assert on.beside_forward[0] == pytest.approx(seconds["qkv"], rel=1e-12)
+    assert on.beside_backward[0] == pytest.approx(seconds["attention out dgrad+wgrad"] / 2)
+
+
+def test_tp_overlap_exposes_communication_longer_than_its_gemm() -> None:
+    """With one NVLink per GPU the collectives outlast their GEMMs: the step then waits for
+    the difference, and overlap still beats blocking."""
+    spec, slow = {**OVERLAP, "tp": 2}, {"gpu": {"nvlink_links": 1}}
+    r = run(spec, **slow)
+    blocking = run({**spec, "tp_comm_overlap": False}, **slow)
+    tail = sum(c.total for c in r.collectives if c.name == "TP reduce-scatter (last split)")
+    assert r.breakdown["tp"] > 2 * tail
+    assert r.step_time < blocking.step_time
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"zero_stage": 3},
+        {"compute_efficiency": 0.5},
+        {"model": "mixtral-8x7b", "ep": 2},
+        {"cp": 2, "tp": 4},
+        {"virtual_stages": 2},
+    ],
+    ids=["zero3", "flat", "moe", "cp", "interleaved"],
+)
+def test_tp_overlap_runs_with_every_other_setting(extra: dict[str, Any]) -> None:
+    spec = {**OVERLAP, **extra}
+    r = run(spec)
+    blocking = run({**spec, "tp_comm_overlap": False})
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time, rel=1e-12)
+    assert r.breakdown["tp"] < blocking.breakdown["tp"]
+    if "ep" in extra:  # the experts' all-to-alls stay blocking
+        assert r.breakdown["ep"] > 0.0
+
+
+@pytest.mark.parametrize(
+    ("job", "needle"),
+    [({"tp": 1}, "tp is 1"), ({"tp": 8, "sequence_parallel": False}, "sequence_parallel is false")],
+)
+def test_tp_overlap_needs_tensor_and_sequence_parallelism(job: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        resolved({**job, "global_batch": 64, "tp_comm_overlap": True})
+    assert "job.tp_comm_overlap" in str(err.value) and needle in str(err.value)
+
+
+def test_tp_overlap_fp8_gathers_one_byte_elements() -> None:
+    job, _ = resolved({**OVERLAP, "precision": "fp8"})
+    stats = {c.name: c for c in run({**OVERLAP, "precision": "fp8"}).collectives}
+    assert stats["TP all-gather (overlapped)"].nbytes == 2048 * job.model.hidden
+    assert stats["TP reduce-scatter (last split)"].nbytes == 2048 * job.model.hidden * 2 / 4
+
+
+def test_tp_overlap_flow_engine_agrees_with_analytic() -> None:
+    """The side-stream schedule runs on the flow engine too; TP inside NVLink is priced alike
+    and the DP traffic crosses an uncongested fabric, so the two steps agree within 5%."""
+    s = scenario({**OVERLAP, "tp": 4})
+    flow = parse_scenario(
+        {
+            "cluster": {"preset": "dgx-h100", "nodes": 4},
+            "job": {**SMALL, **OVERLAP, "tp": 4},
+            "simulation": {"engine": "flow"},
+        }
+    )
+    a, f = simulate(s), simulate(flow)
+    assert f.step_time == pytest.approx(a.step_time, rel=0.05)
+    assert f.breakdown["tp"] == pytest.approx(a.breakdown["tp"], rel=0.05)
