@@ -241,7 +241,7 @@ def test_h100_spot_values(cat: Catalog) -> None:
     h100 = cat.gpu("h100-sxm")
     assert h100.peak_flops("bf16") == pytest.approx(989.4e12)
     assert h100.peak_flops("fp8") == pytest.approx(1978.9e12)
-    assert h100.hbm == pytest.approx(80 * GB)
+    assert h100.hbm == 81559 * 2**20  # the driver's total for an "H100 80GB HBM3"
     assert h100.hbm_bandwidth == pytest.approx(3.35e12)
     assert h100.tdp == 700
     assert h100.sm == 90

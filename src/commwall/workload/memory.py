@@ -19,7 +19,7 @@ Models" (arXiv 2205.05198, MLSys 2023), Table 2 and §4.2.3–4.3; see
 >>> from commwall.workload.models import get_model
 >>> m = memory_per_gpu(get_model("llama3-70b"), tp=8, pp=4, dp=32, micro_batch=1, seq_len=8192)
 >>> round(m.total / 1e9, 1), m.fits(80e9)
-(59.2, True)
+(58.8, True)
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ __all__ = [
     "MASTER_WEIGHT_BYTES",
     "OPTIMIZER_STATE_BYTES",
     "RECOMPUTE_CHOICES",
+    "LayerShape",
     "MemoryBreakdown",
     "activation_bytes_per_layer",
     "memory_per_gpu",
@@ -199,6 +200,8 @@ def activation_bytes_per_layer(
     sequence_parallel: bool = True,
     recompute: str = "selective",
     flash_attention: bool = False,
+    layer: LayerShape | None = None,
+    fp8: bool = False,
 ) -> float:
     """Activation bytes one transformer layer keeps for backward, per micro-batch, per GPU.
 
@@ -227,6 +230,19 @@ def activation_bytes_per_layer(
       ``ℓ`` and ``m``) — and ``recompute="none"`` then keeps ``34·sbh/t`` plus those.
     - Full recompute: the paper stores ``2sbh`` and notes ``2sbh/t`` is possible; we follow
       the paper. The one layer re-materialised at a time during backward is not counted.
+
+    With ``layer`` (:class:`LayerShape`) the same accounting is done tensor by tensor for the
+    model's own layer instead of the GPT constants (bytes per token, 16-bit): not split by TP
+    without sequence parallelism — the two norm inputs ``4h``, the QKV and MLP inputs ``2h``
+    each and, with dropout (GPT-style layers), two residual masks ``2h``; split by TP — Q and K
+    ``2q + 2kv``, V ``2kv``, the attention output ``2q``, the MLP activation's input
+    ``2·(2 if gated else 1)·f`` and the second MLP GEMM's input ``2f``; attention scores
+    ``5as`` unfused with dropout, ``2as`` without. A MoE layer keeps its routed tokens' copies
+    ``k·2h`` and each routed and shared expert's MLP tensors. GPT (``q = kv = h``, ``f = 4h``,
+    dropout) gives the table's ``10 + 24/t`` and ``34``. With ``fp8`` Transformer Engine saves
+    every GEMM input for backward in FP8 (``_Linear`` and ``LayerNormMLP`` keep the quantized
+    input; the attention output stays 16-bit for the attention backward and gains an FP8 copy):
+    ``−h`` (QKV input), ``−h`` (MLP input), ``−f`` (second MLP input) and ``+q``.
     """
     _check_int("seq_len", seq_len, 1)
     _check_int("micro_batch", micro_batch, 1)
@@ -238,15 +254,62 @@ def activation_bytes_per_layer(
     t = float(tp)
     if recompute == "full":
         return 2.0 * sbh
+    dropout = layer.dropout if layer is not None else True
     if recompute == "selective":
         attention_scores = 0.0
     elif flash_attention:
         attention_scores = 4.0 * n_heads / (hidden * t)  # softmax statistics, per sbh
     else:
-        attention_scores = 5.0 * n_heads * seq_len / (hidden * t)
+        attention_scores = (5.0 if dropout else 2.0) * n_heads * seq_len / (hidden * t)
+    unsplit, split = (10.0, 24.0) if layer is None else layer.per_hidden(hidden, fp8=fp8)
     if sequence_parallel:
-        return sbh * (34.0 / t + attention_scores)
-    return sbh * (10.0 + 24.0 / t + attention_scores)
+        return sbh * ((unsplit + split) / t + attention_scores)
+    return sbh * (unsplit + split / t + attention_scores)
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """What a layer's saved tensors depend on (:func:`activation_bytes_per_layer`)."""
+
+    q_dim: int
+    kv_dim: int
+    ffn_hidden: int
+    gated_mlp: bool
+    dropout: bool
+    top_k: int = 1  #: routed experts per token (1 for a dense layer)
+    expert_ffn_hidden: int = 0  #: routed experts' MLP width (0 for a dense layer)
+    shared_ffn_hidden: int = 0
+
+    @classmethod
+    def of(cls, model: ModelSpec) -> LayerShape:
+        """The shape of ``model``'s layers; GPT-style layers (biases, LayerNorm) have dropout."""
+        moe = model.is_moe
+        return cls(
+            q_dim=model.q_dim,
+            kv_dim=model.kv_dim,
+            ffn_hidden=0 if moe else model.ffn_hidden,
+            gated_mlp=model.gated_mlp,
+            dropout=model.linear_bias,
+            top_k=model.top_k if moe else 1,
+            expert_ffn_hidden=model.expert_ffn if moe else 0,
+            shared_ffn_hidden=model.shared_ffn_hidden,
+        )
+
+    def per_hidden(self, hidden: int, *, fp8: bool = False) -> tuple[float, float]:
+        """(bytes not split by TP, bytes split by TP) per token, in units of ``hidden``."""
+        h, act = float(hidden), 2.0 * (2.0 if self.gated_mlp else 1.0) + 2.0
+        unsplit = 4 * h + 2 * h + 2 * h + (2 * h if self.dropout else 0.0)
+        split = 2.0 * self.q_dim + 2 * self.kv_dim + 2 * self.kv_dim + 2 * self.q_dim
+        split += act * (self.ffn_hidden + self.shared_ffn_hidden)
+        if self.expert_ffn_hidden:
+            unsplit += self.top_k * 2 * h  # the routed copies of each token
+            split += self.top_k * act * self.expert_ffn_hidden
+        if fp8:
+            unsplit -= 2 * h  # the QKV and MLP inputs: one byte an element instead of two
+            split += self.q_dim - (self.ffn_hidden + self.shared_ffn_hidden)
+            split -= self.top_k * self.expert_ffn_hidden
+            unsplit -= self.top_k * h if self.expert_ffn_hidden else 0.0
+        return unsplit / h, split / h
 
 
 def _stage_activation_bytes(
@@ -261,6 +324,7 @@ def _stage_activation_bytes(
     inflight: int,
     first: bool,
     flash_attention: bool = False,
+    fp8: bool = False,
 ) -> float:
     """Activations of the first or last pipeline stage (Korthikanti et al. §4.2.3, §4.3).
 
@@ -281,6 +345,8 @@ def _stage_activation_bytes(
         sequence_parallel=sequence_parallel,
         recompute=recompute,
         flash_attention=flash_attention,
+        layer=LayerShape.of(model),
+        fp8=fp8,
     )
     layers = math.ceil(model.n_layers / pp)
     sbh = float(seq_len) * micro_batch * model.hidden
@@ -338,6 +404,7 @@ def memory_per_gpu(
     recompute: str = "selective",
     inflight_microbatches: int | None = None,
     flash_attention: bool = False,
+    fp8: bool = False,
 ) -> MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage of a TP x PP x DP (x EP) job.
 
@@ -348,7 +415,8 @@ def memory_per_gpu(
       sharded by ZeRO ``zero_stage`` (:func:`model_state_bytes`) over ``dp`` for dense
       parameters and over ``dp // ep`` (the expert-data-parallel group, Megatron-Core
       convention: ``ep`` divides ``dp``) for expert parameters.
-    - Activations: :func:`activation_bytes_per_layer` x layers x in-flight micro-batches
+    - Activations: :func:`activation_bytes_per_layer` for the model's own layer
+      (:class:`LayerShape`; saved GEMM inputs in FP8 with ``fp8``) x layers x in-flight micro-batches
       (1F1B: ``inflight_microbatches`` defaults to ``pp`` on the first stage), plus embedding
       and output-layer terms (Korthikanti et al. §4.3).
 
@@ -392,6 +460,7 @@ def memory_per_gpu(
             inflight=inflight,
             first=first,
             flash_attention=flash_attention,
+            fp8=fp8,
         )
         total = weights + grads + optim + acts
         candidate = MemoryBreakdown(weights, grads, optim, acts, total)

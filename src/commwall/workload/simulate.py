@@ -528,6 +528,7 @@ def simulate(
         recompute=spec.recompute,
         inflight_microbatches=inflight_micro_batches(job),
         flash_attention=spec.attention != "unfused",
+        fp8=spec.precision == "fp8",
     )
     return StepReport(
         fabric=fabric_summary(cl),

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from commwall.workload import memory
 from commwall.workload.memory import (
+    LayerShape,
     MemoryBreakdown,
     activation_bytes_per_layer,
     memory_per_gpu,
@@ -107,7 +108,7 @@ def test_first_stage_keeps_pp_microbatches() -> None:
     m = get_model("llama3-70b")
     kw: dict[str, Any] = {"tp": 8, "dp": 1, "micro_batch": 1, "seq_len": 8192}
     per_layer = activation_bytes_per_layer(
-        seq_len=8192, micro_batch=1, hidden=8192, n_heads=64, tp=8
+        seq_len=8192, micro_batch=1, hidden=8192, n_heads=64, tp=8, layer=LayerShape.of(m)
     )
     pp4 = memory_per_gpu(m, pp=4, **kw)
     # first stage: 20 layers x 4 in flight = L layers' worth (Korthikanti eq. 5), + dropout mask
@@ -119,7 +120,9 @@ def test_first_stage_keeps_pp_microbatches() -> None:
 def test_last_stage_logits_count_for_pp1() -> None:
     m = get_model("llama3-8b")
     got = memory_per_gpu(m, tp=1, pp=1, dp=1, micro_batch=1, seq_len=4096)
-    per_layer = activation_bytes_per_layer(seq_len=4096, micro_batch=1, hidden=4096, n_heads=32)
+    per_layer = activation_bytes_per_layer(
+        seq_len=4096, micro_batch=1, hidden=4096, n_heads=32, layer=LayerShape.of(m)
+    )
     sbh = 4096 * 4096
     expected = 32 * per_layer + sbh + 4 * sbh + 4 * 4096 * m.vocab  # §4.3 extra terms
     assert got.activations == pytest.approx(expected)
@@ -255,3 +258,62 @@ def test_flash_attention_keeps_softmax_statistics_not_scores() -> None:
     unfused = activation_bytes_per_layer(**kwargs)  # type: ignore[arg-type]
     assert unfused == pytest.approx(s * b * h / t * (34 + 5 * a * s / h))
     assert unfused > 10 * flash
+
+
+# ---------------------------------------------------------------- the model's own layer
+def _per_layer(model: str, **kw: Any) -> float:
+    m = get_model(model)
+    args: dict[str, Any] = {"seq_len": 4096, "micro_batch": 2, "hidden": m.hidden,
+                            "n_heads": m.n_heads, "recompute": "selective"}  # fmt: skip
+    return activation_bytes_per_layer(**{**args, **kw}, layer=LayerShape.of(m))
+
+
+@pytest.mark.parametrize("sp", [True, False])
+def test_gpt_layer_shape_reproduces_korthikanti_constants(sp: bool) -> None:
+    """GPT-3 (q = kv = h, f = 4h, dropout): the tensor-by-tensor count is Table 2's."""
+    m = get_model("gpt3-175b")
+    sbh = 4096 * 2 * m.hidden
+    got = _per_layer("gpt3-175b", tp=8, sequence_parallel=sp)
+    assert got == pytest.approx(sbh * (34 / 8 if sp else 10 + 24 / 8), rel=1e-12)
+
+
+def test_llama_layer_counts_gqa_swiglu_and_no_dropout() -> None:
+    """Llama 3 70B by hand: norms 4h, QKV and MLP inputs 2h each, Q/K/V/attention output
+    2q + 2kv + 2kv + 2q, SwiGLU gate and up 4f, down input 2f; no dropout masks."""
+    m = get_model("llama3-70b")
+    h, q, kv, f = m.hidden, m.q_dim, m.kv_dim, m.ffn_hidden
+    per_token = 8 * h + 4 * q + 4 * kv + 6 * f
+    assert _per_layer("llama3-70b", tp=8) == pytest.approx(4096 * 2 * per_token / 8, rel=1e-12)
+    unfused = _per_layer("llama3-70b", tp=8, recompute="none")
+    # no dropout: the scores keep only the softmax output, 2·a·s bytes per token
+    assert unfused - _per_layer("llama3-70b", tp=8) == pytest.approx(
+        4096 * 2 * 2 * m.n_heads * 4096 / 8, rel=1e-12
+    )
+
+
+def test_fp8_saves_gemm_inputs_in_one_byte() -> None:
+    """Transformer Engine keeps the QKV, MLP-up and MLP-down inputs in FP8 and adds an FP8
+    copy of the attention output: −(2h + f − q) bytes per token."""
+    m = get_model("llama3-8b")
+    diff = _per_layer("llama3-8b", tp=4) - _per_layer("llama3-8b", tp=4, fp8=True)
+    assert diff == pytest.approx(4096 * 2 * (2 * m.hidden + m.ffn_hidden - m.q_dim) / 4)
+
+
+def test_moe_layer_counts_routed_copies_and_experts() -> None:
+    m = get_model("mixtral-8x7b")
+    h, q, kv, k, e = m.hidden, m.q_dim, m.kv_dim, m.top_k, m.expert_ffn
+    per_token = 8 * h + 4 * q + 4 * kv + k * (2 * h + 6 * e)
+    assert _per_layer("mixtral-8x7b", tp=2) == pytest.approx(4096 * 2 * per_token / 2)
+
+
+def test_published_fp8_run_fits_as_it_ran() -> None:
+    """Megatron-Bridge ran Llama 3 70B in FP8 on 64 H100 (TP 4, PP 8, VP 5, no recompute);
+    with 34·sbh/t and 16-bit saved inputs the model said it needed 81 GB."""
+    from commwall.scenario import parse_scenario
+    from commwall.validation.training import load_training_runs
+    from commwall.workload.simulate import simulate
+
+    run = next(r for r in load_training_runs() if r.id == "mbridge2511-h100-fp8cs-llama3-70b-64gpu")
+    report = simulate(parse_scenario(run.scenario(), run.id))
+    assert report.fits_in_memory
+    assert report.memory.total < 75e9
