@@ -400,8 +400,6 @@ class _Builder:
         self.sent: dict[tuple[str, int, int, int], int] = {}
         # the same call on the same stream is placed once (steps repeat it per layer/micro-batch)
         self.placed_tasks: dict[tuple[CollectiveTask, str], CollectiveTask] = {}
-        # per stream: the last phase's inputs, the phase before it and the last phase
-        self.tails: dict[str, tuple[tuple[int, ...], int, int]] = {}
 
     # ---- phases --------------------------------------------------------------------------
 
@@ -423,10 +421,7 @@ class _Builder:
                     task, group=self.placed(task.group, stage)
                 )
             task = placed
-        index = self.schedule.add(Phase(name, task, category, stream, after, repeat))
-        previous = self.tails[stream][2] if stream in self.tails else -1
-        self.tails[stream] = (after, previous, index)
-        return index
+        return self.schedule.add(Phase(name, task, category, stream, after, repeat))
 
     def placed(self, group: Group, stage: int) -> Group:
         """``group`` with the GPUs of every copy on pipeline stage ``stage`` (``tp-cp-dp-pp``
@@ -477,22 +472,22 @@ class _Builder:
         context: bool = False,
     ) -> tuple[int, int]:
         """``seconds`` of compute for ``layers`` layers and their TP (and EP) collectives, with
-        the context-parallel ring beside them when ``context``: the first compute phase's index
-        and the last phase's on the compute stream."""
+        the context-parallel ring beside them when ``context``: the index of the phase that
+        ends the compute and of the last phase on the compute stream."""
         compute = f"s{stage}.compute"
         if self.spec.tp_comm_overlap and layers:
-            first, last = self.overlapped_tp(stage, tag, seconds, layers, after)
+            done, last = self.overlapped_tp(stage, tag, seconds, layers, after)
         else:
-            first = last = self.add(
+            done = last = self.add(
                 f"s{stage} {tag} compute", ComputeTask(seconds), "compute", compute, after
             )
         if not layers:
-            return first, last
+            return done, last
         if context:
             self.context_exchange(stage, tag, layers, after)
         if not self.spec.tp_comm_overlap and (self.job.tp > 1 or self.job.ep > 1):
             last = self.blocking_comm(stage, tag, layers, ())
-        return first, last
+        return done, last
 
     def overlapped_tp(
         self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...]
@@ -512,7 +507,7 @@ class _Builder:
         forward = tag.startswith("F")
         pairs = self.units.beside_forward if forward else self.units.beside_backward
         rest = max(0.0, seconds - layers * sum(pairs))
-        first = last = self.add(
+        done = last = self.add(
             f"s{stage} {tag} compute", ComputeTask(rest), "compute", compute, after
         )
         blocks = (
@@ -525,7 +520,7 @@ class _Builder:
         for i, gemm in enumerate(pairs):
             op, label, exposed = blocks[i % 2]
             nbytes = self.tp_bytes * (gather_bytes if op is Op.ALL_GATHER else 1.0)
-            self.add(
+            done = self.add(
                 f"s{stage} {tag} compute beside TP {label}",
                 ComputeTask(layers * gemm),
                 "compute",
@@ -541,9 +536,9 @@ class _Builder:
                     f"s{stage} {tag} TP {label} (last split)", split, "tp", compute, (), layers
                 )
             last = self.add(f"s{stage} {tag} TP wait", ComputeTask(0.0), "tp", compute, (beside,))
-        if self.job.ep > 1 or self.job.model.is_moe:
+        if self.job.model.is_moe:  # the experts' TP pair and all-to-alls block
             last = self.blocking_comm(stage, tag, layers, ())
-        return first, last
+        return done, last
 
     def layer_seconds(self, kind: str) -> float:
         """Forward (``F``) or backward (``B``) seconds of one layer of one micro-batch."""
@@ -635,8 +630,8 @@ class _Builder:
             )
         for i in range(layers):
             if not sharded:
-                first, last = self.compute_with_tp(stage, tag, seconds, 1, after if i == 0 else ())
-                computes.append(first)
+                done, last = self.compute_with_tp(stage, tag, seconds, 1, after if i == 0 else ())
+                computes.append(done)
                 continue
             if self.spec.overlap:  # one layer of prefetch (FSDP's default limit)
                 gate = (computes[i - 2],) if i >= 2 else after
@@ -652,8 +647,8 @@ class _Builder:
                 )
             )
             dep = (gathers[i],) + (after if i == 0 else ())
-            first, last = self.compute_with_tp(stage, tag, seconds, 1, dep)
-            computes.append(first)
+            done, last = self.compute_with_tp(stage, tag, seconds, 1, dep)
+            computes.append(done)
             if kind == "B":
                 rs = self.add(
                     f"s{stage} {tag} FSDP reduce-scatter",
