@@ -111,6 +111,12 @@ def _print_comparison(cmp: InterconnectComparison) -> None:
 
 
 def _print_cluster(co: ClusterOptics) -> None:
+    if not co.tiers:
+        out.print(f"cluster  {co.cluster}: 1 node, {co.gpus:,} GPUs")
+        out.print(
+            "fabric   none: one node, no traffic leaves it — no links, transceivers or optics"
+        )
+        return
     out.print(
         f"cluster  {co.cluster}: {co.nodes:,} nodes, {co.gpus:,} GPUs, {co.topology} "
         f"{len(co.tiers)}-tier, oversubscription {co.oversubscription:g}:1"

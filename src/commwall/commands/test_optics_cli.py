@@ -96,8 +96,11 @@ def test_scenario_cluster_with_lengths_and_taper(tmp_path: Path) -> None:
         (["--nodes", "4"], "--nodes: needs --cluster or --scenario"),
         (["--length", "host-leaf=3m"], "need --cluster or --scenario"),
         (["--cluster", "dgx-h100", "--length", "bogus"], "expected TIER=LENGTH"),
-        (["--cluster", "dgx-h100", "--length", "core=3m"], "no tier 'core'"),
-        (["--cluster", "dgx-h100", "--length", "host-leaf=5km"], "longer than its reach"),
+        (["--cluster", "dgx-h100", "--nodes", "2", "--length", "core=3m"], "no tier 'core'"),
+        (
+            ["--cluster", "dgx-h100", "--nodes", "2", "--length", "host-leaf=5km"],
+            "longer than its reach",
+        ),
         (["--speed", "fast"], "cannot read"),
         (["--speed", "0G"], "speed: must be a positive bandwidth"),
         (["--scenario", "/nonexistent/s.yaml"], "cannot read the file"),
@@ -108,3 +111,13 @@ def test_bad_input_exits_2_with_one_clear_message(args: list[str], message: str)
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_one_node_cluster_says_there_is_no_fabric() -> None:
+    result = runner.invoke(app, ["optics", "--cluster", "dgx-h100", "--nodes", "1"])
+    assert result.exit_code == 0, result.output
+    assert "fabric   none: one node" in result.output and "Links per tier" not in result.output
+    data = json.loads(
+        runner.invoke(app, ["optics", "--cluster", "dgx-h100", "--nodes", "1", "--json"]).output
+    )
+    assert data["tiers"] == [] and data["transceivers"] == 0

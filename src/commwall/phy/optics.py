@@ -865,13 +865,16 @@ def cluster_optics(
                 f"technologies: {k!r} is not an optical technology; allowed: "
                 f"{', '.join(TECHNOLOGY_KINDS)}"
             )
-    counts = _tier_counts(cluster)
+    # one node: no traffic leaves it, so no scale-out link is bought (as `commwall run` says)
+    counts = _tier_counts(cluster) if cluster.n_nodes > 1 else []
     names = [c[0] for c in counts]
     chosen = default_tier_lengths(cluster)
     for name, value in (lengths or {}).items():
         if name not in names:
             raise OpticsError(
                 f"lengths: {cluster.name} has no tier {name!r}; its tiers: {', '.join(names)}"
+                if names
+                else f"lengths: {cluster.name} on one node has no scale-out tiers to set"
             )
         metres = parse_length(value)
         if not metres > 0:
@@ -904,7 +907,9 @@ def cluster_optics(
         "parts without a catalog entry at a tier's rate are scaled per bit from the nearest rate",
         "costs are order-of-magnitude estimates (hardware.md §9)",
         *(f"{t.name} length {format_length(t.length_m)}: {t.length_source}" for t in tiers),
-    )
+        *(("one node: no traffic leaves it, so there are no scale-out links to count",)
+          if not tiers else ()),
+    )  # fmt: skip
     return ClusterOptics(
         cluster=cluster.name,
         nodes=cluster.n_nodes,

@@ -344,3 +344,13 @@ def test_one_tier_cluster_has_only_host_links() -> None:
     assert [t.name for t in rail.tiers] == ["host-leaf", "leaf-spine"]
     data = co.to_dict()
     assert data["tiers"][0]["links"] == 16 and data["technologies"][0]["kind"] == "dsp"
+
+
+def test_one_node_has_no_scale_out_links() -> None:
+    """No traffic leaves one node: no links, transceivers, power or cost (as `commwall run`)."""
+    co = cluster_optics(cluster(preset="dgx-h100", nodes=1))
+    assert co.tiers == () and co.links == 0 and co.transceivers == 0
+    assert all(t.total_power_w == 0.0 and t.cost_usd == 0.0 for t in co.technologies)
+    assert any("one node" in a for a in co.assumptions)
+    with pytest.raises(OpticsError, match="one node has no scale-out tiers"):
+        cluster_optics(cluster(preset="dgx-h100", nodes=1), lengths={"host-leaf": "5 m"})
