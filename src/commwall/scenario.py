@@ -464,6 +464,25 @@ class JobSpec(_Strict):
     overlap: bool = Field(
         default=True, description="Overlap DP gradient communication with backward compute."
     )
+    overlap_grad_reduce: bool | None = Field(
+        default=None,
+        description="Megatron-Core's overlap_grad_reduce on its own: gradient buckets reduce "
+        "while backward runs (default: as `overlap`).",
+    )
+    overlap_param_gather: bool | None = Field(
+        default=None,
+        description="Megatron-Core's overlap_param_gather on its own: ZeRO-1/2 parameter "
+        "all-gathers hide under the next step's first forward, ZeRO-3 gathers run ahead of "
+        "the layer that needs them (default: as `overlap`).",
+    )
+    fsdp_prefetch: int = Field(
+        default=1,
+        ge=0,
+        le=8,
+        description="ZeRO-3/FSDP: layers whose parameters are gathered ahead of the one "
+        "computing (PyTorch FSDP's default 1; FSDP2 set_modules_to_forward_prefetch raises it; "
+        "0 gathers each layer when it is needed).",
+    )
     tp_comm_overlap: bool = Field(
         default=False,
         description="Transformer Engine's tensor-parallel communication overlap (Megatron-Core "

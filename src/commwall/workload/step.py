@@ -23,9 +23,11 @@ replica (all replicas behave alike on an ideal fabric):
 * **Data parallel**: gradients of the last micro-batch's backward are bucketed exactly like
   PyTorch DDP (reverse registration order, first bucket 1 MiB, then 25 MiB caps;
   ``reducer.cpp``), each bucket's all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) starting when
-  its last gradient is ready and overlapping the rest of backward. ZeRO-1/2 all-gather updated
-  parameters after the optimizer (hidden under the next step's first forward when ``overlap``).
-  ZeRO-3/FSDP all-gathers each layer before its forward and backward (one layer of prefetch) and
+  its last gradient is ready and overlapping the rest of backward (``overlap_grad_reduce``,
+  default ``overlap``). ZeRO-1/2 all-gather updated parameters after the optimizer (hidden under
+  the next step's first forward with ``overlap_param_gather``, default ``overlap``).
+  ZeRO-3/FSDP all-gathers each layer before its forward and backward (``fsdp_prefetch`` layers
+  ahead, PyTorch FSDP's default 1; on demand without ``overlap_param_gather``) and
   reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023); the stage's embedding,
   final norm and LM head form one more unit treated alike.
 * **Optimizer**: Adam on the local shard, memory-bound: 28 bytes of HBM traffic per parameter
@@ -400,6 +402,13 @@ class _Builder:
         self.sent: dict[tuple[str, int, int, int], int] = {}
         # the same call on the same stream is placed once (steps repeat it per layer/micro-batch)
         self.placed_tasks: dict[tuple[CollectiveTask, str], CollectiveTask] = {}
+        spec = self.spec
+        self.grad_overlap = (
+            spec.overlap if spec.overlap_grad_reduce is None else spec.overlap_grad_reduce
+        )
+        self.gather_overlap = (
+            spec.overlap if spec.overlap_param_gather is None else spec.overlap_param_gather
+        )
 
     # ---- phases --------------------------------------------------------------------------
 
@@ -600,11 +609,11 @@ class _Builder:
     def fsdp_layers(
         self, stage: int, chunk: int, tag: str, kind: str, after: tuple[int, ...]
     ) -> int:
-        """ZeRO-3: per-layer gather → compute (→ reduce-scatter), one layer of prefetch.
+        """ZeRO-3: per-layer gather → compute (→ reduce-scatter), ``fsdp_prefetch`` layers ahead.
 
         The chunk's parameters outside its layers (embedding, final norm, LM head) form one
         more unit, gathered before the first layer and reduce-scattered after the last. Without
-        ``overlap`` each gather waits for the previous layer and its reduce-scatter.
+        parameter-gather overlap each gather waits for the previous layer and its reduce-scatter.
         """
         job, grads = self.job, self.layer_param_bytes()
         layers = len(job.chunk_layers(stage, chunk))
@@ -633,8 +642,9 @@ class _Builder:
                 done, last = self.compute_with_tp(stage, tag, seconds, 1, after if i == 0 else ())
                 computes.append(done)
                 continue
-            if self.spec.overlap:  # one layer of prefetch (FSDP's default limit)
-                gate = (computes[i - 2],) if i >= 2 else after
+            ahead = self.spec.fsdp_prefetch
+            if self.gather_overlap:  # gathered ``ahead`` layers early (FSDP's default: 1)
+                gate = (computes[i - 1 - ahead],) if i >= 1 + ahead else after
             else:  # gather on demand, after the previous layer and its reduce-scatter
                 gate = (last, *blocking) if i >= 1 else after
             gathers.append(
@@ -759,7 +769,7 @@ class _Builder:
                 # (ZeRO-2; Rajbhandari et al. SC'20 §5.2), under the next micro-batch — or,
                 # without overlap, before it.
                 buckets = self.dp_buckets(stage, chunk, {-1: last}, f"{tag} ")
-                if not self.spec.overlap:
+                if not self.grad_overlap:
                     self.blocking[stage] = buckets
         if final and chunk == 0:
             self.marks[stage].last_backward_end = last
@@ -818,7 +828,7 @@ class _Builder:
             if not grads or group.nranks == 1:
                 continue
             for nbytes, layer in ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket):
-                dep = done_after.get(layer, done_after[-1]) if spec.overlap else done_after[-1]
+                dep = done_after.get(layer, done_after[-1]) if self.grad_overlap else done_after[-1]
                 added.append(
                     self.add(
                         f"s{stage} {tag}{kind} bucket {label}",
@@ -854,7 +864,7 @@ class _Builder:
                 raise RuntimeError("pipeline schedule deadlocked (a bug in commwall)")
         self.optimizer()
         # ZeRO-1/2 parameter gathers hide under the next step's first forward of this stage.
-        hide = self.t_f if self.spec.overlap else 0.0
+        hide = self.t_f if self.gather_overlap else 0.0
         return StepPlan(self.schedule, self.groups, self.marks, self.t_f, self.t_b, hide)
 
     def optimizer(self) -> None:

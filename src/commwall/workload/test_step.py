@@ -872,3 +872,28 @@ def test_tp_overlap_flow_engine_agrees_with_analytic() -> None:
     a, f = simulate(s), simulate(flow)
     assert f.step_time == pytest.approx(a.step_time, rel=0.05)
     assert f.breakdown["tp"] == pytest.approx(a.breakdown["tp"], rel=0.05)
+
+
+# ---------------------------------------------------------------- overlap knobs one by one
+def test_grad_reduce_and_param_gather_overlap_apart() -> None:
+    """Megatron-Core's two knobs: without overlap_grad_reduce the buckets wait for the whole
+    backward (as overlap: false); without overlap_param_gather only the ZeRO gather shows."""
+    base = {"tp": 1, "global_batch": 64, "zero_stage": 1}
+    both, neither = run(base), run({**base, "overlap": False})
+    grads_only = run({**base, "overlap_param_gather": False})
+    gather_only = run({**base, "overlap_grad_reduce": False})
+    assert run({**base, "overlap_grad_reduce": True, "overlap_param_gather": True}).step_time == (
+        both.step_time
+    )
+    assert both.breakdown["dp"] < grads_only.breakdown["dp"] <= neither.breakdown["dp"]
+    assert both.breakdown["dp"] < gather_only.breakdown["dp"] <= neither.breakdown["dp"]
+    off = run({**base, "overlap": False, "overlap_grad_reduce": True, "overlap_param_gather": True})
+    assert off.step_time == pytest.approx(both.step_time, rel=1e-12)
+
+
+def test_fsdp_prefetch_depth_never_exposes_more() -> None:
+    base = {"tp": 1, "global_batch": 64, "zero_stage": 3}
+    waits = [run({**base, "fsdp_prefetch": d}).breakdown["dp"] for d in (0, 1, 2)]
+    assert waits[0] >= waits[1] >= waits[2]
+    assert waits[0] > waits[1]  # one layer ahead hides gathers that on demand expose
+    assert run(base).step_time == run({**base, "fsdp_prefetch": 1}).step_time  # the default
