@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import yaml
@@ -50,6 +50,9 @@ class TrainingRun:
     measured: dict[str, Any]
     skip: str | None
     assumed: tuple[str, ...]
+    #: Cluster fields beyond the preset and node count (e.g. ``scale_up_domain`` for a partial
+    #: NVL72 rack), as a scenario's ``cluster:`` takes them.
+    cluster: dict[str, Any] = field(default_factory=dict)
 
     @functools.cached_property
     def spec(self) -> ModelSpec:
@@ -69,7 +72,7 @@ class TrainingRun:
             job["compute_efficiency"] = compute_efficiency
         return {
             "name": self.id,
-            "cluster": {"preset": self.preset, "nodes": self.nodes},
+            "cluster": {"preset": self.preset, "nodes": self.nodes, **self.cluster},
             "job": job,
         }
 
@@ -145,6 +148,7 @@ def load_training_runs() -> tuple[TrainingRun, ...]:
                 measured=dict(measured),
                 skip=row.get("skip"),
                 assumed=tuple(assumed),
+                cluster=dict(row.get("cluster") or {}),
             )
         )
     return tuple(runs)
