@@ -52,7 +52,7 @@ from commwall.collectives.schedule import (
     Placement,
     Schedule,
 )
-from commwall.workload.compute import Kernel, layer_work
+from commwall.workload.compute import layer_work
 from commwall.workload.job import Job
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
@@ -170,7 +170,8 @@ def unit_times(job: Job) -> UnitTimes:
         )
         if spec.tp_comm_overlap:
             sms = job.device.sms
-            times = _beside_tp(job, times, work.forward, work.backward, sms / (sms - UB_COMM_SMS))
+            seconds = {k.name: k.seconds for k in (*work.forward, *work.backward)}
+            times = _beside_tp(job, times, seconds, sms / (sms - UB_COMM_SMS))
         return _scaled(times, scale)
     return _scaled(_flat_times(job), scale)
 
@@ -186,16 +187,14 @@ def _scaled(u: UnitTimes, scale: float) -> UnitTimes:
     )
 
 
-def _beside_tp(
-    job: Job, u: UnitTimes, forward: tuple[Kernel, ...], backward: tuple[Kernel, ...], slow: float
-) -> UnitTimes:
+def _beside_tp(job: Job, u: UnitTimes, seconds: dict[str, float], slow: float) -> UnitTimes:
     """``u`` with the GEMMs beside the TP collectives (:attr:`UnitTimes.beside_forward`), each
     ``slow`` times longer where the collective beside it holds :data:`UB_COMM_SMS` SMs (the
     pipelined reduce-scatters and the bulk overlaps: Transformer Engine's ``set_sm_margin``,
     the GPU's SMs over the SMs left) — the row-parallel forward GEMMs and both halves of the
     column-parallel backward GEMMs (the input all-gather beside dgrad, the reduce-scatter
-    beside wgrad)."""
-    seconds = {k.name: k.seconds for k in (*forward, *backward)}
+    beside wgrad). ``seconds`` holds each GEMM's forward (``"qkv"``) and backward
+    (``"qkv dgrad+wgrad"``) time, as :func:`~commwall.workload.compute.layer_work` names them."""
     blocks = (("qkv", "attention out"),) + (() if job.model.is_moe else (("mlp up", "mlp down"),))
     ahead: list[float] = []
     behind: list[float] = []
@@ -254,10 +253,9 @@ def _flat_times(job: Job) -> UnitTimes:
     flops = {"qkv": h * (m.q_dim + 2 * m.kv_dim), "attention out": m.q_dim * h}
     if not m.is_moe:
         flops |= {"mlp up": h * mlp_in * m.ffn_hidden, "mlp down": m.ffn_hidden * h}
-    gemms = {name: 2.0 * f * tokens / rate for name, f in flops.items()}
-    fwd = tuple(Kernel(n, "gemm", 0.0, 0.0, t) for n, t in gemms.items())
-    bwd = tuple(Kernel(f"{n} dgrad+wgrad", "gemm", 0.0, 0.0, 2 * t) for n, t in gemms.items())
-    return _beside_tp(job, times, fwd, bwd, 1.0)
+    seconds = {name: 2.0 * f * tokens / rate for name, f in flops.items()}
+    seconds |= {f"{name} dgrad+wgrad": 2.0 * t for name, t in seconds.items()}
+    return _beside_tp(job, times, seconds, 1.0)
 
 
 def _stage_tensors(job: Job, stage: int, chunk: int | None = None) -> list[tuple[str, int, float]]:
