@@ -135,3 +135,16 @@ def test_shipped_code_does_not_import_tests_or_fixtures() -> None:
         if m != "commwall.report.fixtures"
     )
     assert not bad, bad
+
+
+def test_the_engines_stand_apart() -> None:
+    """The flow and packet engines share the cluster's link graph (``engines.links``) and the
+    collective compiler (``engines.transfers``); neither imports the other."""
+    crossing = sorted(
+        f"{m} -> {t}"
+        for m, targets in EDGES.items()
+        for t in targets
+        for a, b in (("flow", "packet"), ("packet", "flow"))
+        if m.startswith(f"commwall.engines.{a}") and t.startswith(f"commwall.engines.{b}")
+    )
+    assert not crossing, crossing

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from commwall.catalog import (
     GPU,
@@ -45,6 +48,8 @@ from commwall.transport.fabric import HEADER_BYTES
 if TYPE_CHECKING:
     from commwall.topology import Topology
 
+#: A GPU, node or rail index: one, or an array of them (numbering as :meth:`Cluster.own_rail`).
+_Index = TypeVar("_Index", int, npt.NDArray[np.int64])
 
 #: Share of a NIC's payload rate NCCL reaches: NVIDIA's guidance is 46–48 GB/s per 400G NDR NIC
 #: (nccl-tests#290) and 24 GB/s per 200G HDR NIC (nccl-tests#119); 0.955 of the header-limited
@@ -117,6 +122,19 @@ class Cluster:
     def n_domains(self) -> int:
         """Scale-up domains in the cluster."""
         return self.n_gpus // self.scale_up_domain
+
+    def own_rail(self, gpu: _Index) -> _Index:
+        """Rail of each GPU's own NIC: local index ``l = g % gpus_per_node`` owns rail
+        ``l · nics_per_node // gpus_per_node`` (NICs spread evenly over a node's GPUs)."""
+        return (gpu % self.gpus_per_node) * self.nics_per_node // self.gpus_per_node
+
+    def rail_gpu(self, node: _Index, rail: _Index) -> _Index:
+        """The first GPU of ``node`` whose own NIC is ``rail`` (PXN's proxy); with more NICs
+        than GPUs, the GPU whose NICs include ``rail``."""
+        gpn, rails = self.gpus_per_node, self.nics_per_node
+        if rails >= gpn:
+            return node * gpn + rail * gpn // rails
+        return node * gpn + (rail * gpn + rails - 1) // rails
 
     @property
     def gen(self) -> Gen:

@@ -303,8 +303,8 @@ class _Context:
     # ---- hardware of ranks ---------------------------------------------------------------
 
     def own_rail(self, gpu: IntArray) -> IntArray:
-        """Rail of each GPU's own NIC."""
-        return (gpu % self.gpn) * self.nics // self.gpn
+        """Rail of each GPU's own NIC (:meth:`~commwall.cluster.Cluster.own_rail`)."""
+        return self.cluster.own_rail(gpu)
 
     def domain(self, gpu: IntArray) -> IntArray:
         """Scale-up domain of each GPU."""

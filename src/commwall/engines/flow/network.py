@@ -1,18 +1,17 @@
-"""The flow engine's view of a cluster: every link a collective's bytes can cross, as one array.
+"""The flow engine's view of a cluster: the links a collective's bytes can cross, as one array.
 
-Link indices ``[0, L)`` are the scale-out topology's directed links
-(:meth:`commwall.cluster.Cluster.scale_out_topology`), each carrying payload at line rate × the
-fabric's wire efficiency (IB 26 B, RoCEv2 82 B of headers per MTU; ``cluster.wire_efficiency``).
-Then every GPU has two scale-up links, ``out`` and ``in``, at its physical per-direction NVLink
-bandwidth (links × per-link payload rate; NVLink through NVSwitch is non-blocking, so a GPU's own
-ports are the only scale-up resource two transfers can share) or its PCIe x16 bandwidth on
-PCIe-only nodes. Routing may append virtual aggregate links after those (packet spraying).
+The links are the cluster's link graph (:class:`commwall.engines.links.ClusterLinks`, shared with
+the packet engine) up to its scale-up links: ``[0, L)`` the scale-out topology's directed links,
+each carrying payload at line rate × the fabric's wire efficiency (IB 26 B, RoCEv2 82 B of
+headers per MTU; ``cluster.wire_efficiency``), then every GPU's scale-up ``out`` and ``in``
+links. The GPUs' PCIe attachments to their NICs are not loaded here (the flow model times a
+network hop from NIC to NIC). Routing may append virtual aggregate links after these (packet
+spraying).
 
-Hops map to links with the conventions of :mod:`commwall.engines.transfers`: GPU ``g`` is in
-node ``g // gpus_per_node`` and scale-up domain ``g // scale_up_domain``; its own NIC is rail
-``local · nics_per_node // gpus_per_node``; endpoint ``node · nics_per_node + rail`` of the
-scale-out topology is that NIC. A hop whose NIC is not the GPU's own first crosses NVLink to the
-GPU that owns it (NCCL's PXN, "PCI × NVLink", NCCL 2.12 release notes), at both ends.
+Hops map to links with the graph's conventions: a hop inside a scale-up domain crosses the
+sender's ``out`` and the receiver's ``in`` port; one that leaves it crosses the fabric between
+the NIC endpoints :meth:`~commwall.engines.links.ClusterLinks.relays` gives (with NCCL's PXN
+NVLink legs where the NIC is not the GPU's own).
 """
 
 from __future__ import annotations
@@ -25,8 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from commwall.cluster import wire_efficiency
+from commwall.engines.links import ClusterLinks
 from commwall.engines.transfers import NETSWITCH, NVSWITCH
-from commwall.topology.graph import LinkKind, NodeKind, Topology
+from commwall.topology.graph import LinkKind, Topology
 
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
@@ -57,38 +57,35 @@ class HopLinks:
 
 
 class FlowNetwork:
-    """Link arrays and hop → link mapping for one cluster."""
+    """Link capacities and hop → link mapping for one cluster."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.gpn = cluster.gpus_per_node
-        self.rails = cluster.nics_per_node
+        self.graph = ClusterLinks(cluster)
         self.domain = cluster.scale_up_domain
         self.n_gpus = cluster.n_gpus
 
     # ---- links ---------------------------------------------------------------------------
 
-    @cached_property
+    @property
     def topology(self) -> Topology:
         """The scale-out fabric (built on first use: one-domain jobs never need it)."""
-        return self.cluster.scale_out_topology()
+        return self.graph.topology
 
-    @cached_property
+    @property
     def net_links(self) -> int:
         """Directed scale-out links (0 when the cluster is one scale-up domain)."""
-        if self.cluster.n_domains <= 1:
-            return 0
-        return self.topology.n_links
+        return self.graph.net_links
 
     @property
     def scale_up_base(self) -> int:
         """Index of GPU 0's scale-up ``out`` link."""
-        return self.net_links
+        return self.graph.scale_up_base
 
     @property
     def n_links(self) -> int:
         """Real links: scale-out, then two per GPU."""
-        return self.net_links + 2 * self.n_gpus
+        return self.graph.scale_up_end
 
     @cached_property
     def scale_up_rate(self) -> float:
@@ -99,14 +96,11 @@ class FlowNetwork:
     def capacity(self, fabric_scale: float = 1.0) -> FloatArray:
         """Payload capacity of every real link, bytes/s. ``fabric_scale`` shrinks the
         switch-to-switch links only (a cell fabric's cell headers; NIC ports carry plain packets)."""
-        caps = np.full(self.n_links, self.scale_up_rate)
+        eff = wire_efficiency(self.cluster.fabric, self.cluster.mtu)
+        caps = self.graph.line_rate(payload_share=eff)[: self.n_links]
         if self.net_links:
-            eff = wire_efficiency(self.cluster.fabric, self.cluster.mtu)
-            t = self.topology
-            scale = np.where(t.link_kind == LinkKind.ACCESS, 1.0, fabric_scale)
-            # failed cables (capacity 0) carry no route; the fluid solver needs every link > 0
-            net = eff * self.cluster.net_calibration.bandwidth_factor
-            caps[: self.net_links] = np.maximum(t.link_capacity, 1.0) * net * scale
+            kind = self.topology.link_kind
+            caps[: self.net_links] *= np.where(kind == LinkKind.ACCESS, 1.0, fabric_scale)
         return caps
 
     def virtual_capacity(self, routes: Routes | None) -> FloatArray:
@@ -120,19 +114,15 @@ class FlowNetwork:
 
     def link_name(self, link: int) -> str:
         """Human name of a link: ``GPU 12 NVLink out`` or ``leaf 3 → spine 1``."""
-        if link >= self.net_links:
-            gpu, direction = divmod(link - self.net_links, 2)
-            medium = "NVLink" if self.cluster.scale_up == "nvlink" else "PCIe"
-            if gpu >= self.n_gpus:
-                return f"virtual link {link}"
-            return f"GPU {gpu} {medium} {'in' if direction else 'out'}"
-        t = self.topology
-        a, b = int(t.link_src[link]), int(t.link_dst[link])
-        return f"{self._node_name(a)} → {self._node_name(b)}"
+        return self.graph.link_name(link) if link < self.n_links else f"virtual link {link}"
+
+    def link_class(self, link: int) -> str:
+        """``scale-up``, ``access``, ``leaf-spine``, ``spine-core`` … for grouping."""
+        return self.graph.link_class(link)
 
     def bytes_by_class(self, link_bytes: FloatArray) -> dict[str, float]:
         """Bytes carried per link class (scale-up, access, leaf-spine, spine-core)."""
-        totals = {"scale-up": float(link_bytes[self.net_links :].sum())}
+        totals = {"scale-up": float(link_bytes[self.net_links : self.n_links].sum())}
         if self.net_links:
             t = self.topology
             moved = link_bytes[: self.net_links]
@@ -142,39 +132,7 @@ class FlowNetwork:
                 totals[name] = float(moved[~access & (t.link_tier == tier)].sum())
         return totals
 
-    def link_class(self, link: int) -> str:
-        """``scale-up``, ``access``, ``leaf-spine``, ``spine-core`` … for grouping."""
-        if link >= self.net_links:
-            return "scale-up"
-        t = self.topology
-        kind = LinkKind(int(t.link_kind[link]))
-        if kind is LinkKind.ACCESS:
-            return "access (NIC-leaf)"
-        tier = int(t.link_tier[link])
-        return {2: "leaf-spine", 3: "spine-core"}.get(tier, kind.name.lower())
-
-    def _node_name(self, node: int) -> str:
-        t = self.topology
-        if int(t.node_tier[node]) == 0:
-            n, r = divmod(node, self.rails)
-            return f"node {n} NIC {r}"
-        tier = int(t.node_tier[node])
-        first = int(np.flatnonzero(t.node_tier == tier)[0])
-        label = {1: "leaf", 2: "spine", 3: "core"}.get(tier, NodeKind.SWITCH.value)
-        return f"{label} {node - first}"
-
     # ---- hops ----------------------------------------------------------------------------
-
-    def own_rail(self, gpu: IntArray) -> IntArray:
-        """Rail of each GPU's own NIC."""
-        return (gpu % self.gpn) * self.rails // self.gpn
-
-    def rail_gpu(self, node: IntArray, rail: IntArray) -> IntArray:
-        """The first GPU of ``node`` whose own NIC is ``rail`` (PXN's proxy); with more NICs
-        than GPUs, the GPU whose NICs include ``rail``."""
-        if self.rails >= self.gpn:
-            return node * self.gpn + rail * self.gpn // self.rails
-        return node * self.gpn + (rail * self.gpn + self.rails - 1) // self.rails
 
     def hop_links(self, src: IntArray, dst: IntArray, rail: IntArray, *, pxn: bool) -> HopLinks:
         """Map hops to scale-up link entries and scale-out endpoint pairs (vectorised).
@@ -207,25 +165,19 @@ class FlowNetwork:
         nets = net | sharp_up | sharp_down
         sender = np.where(s_real, src, dst)  # the GPU whose NIC a SHARP hop uses
         receiver = np.where(d_real, dst, src)
-        chosen = np.where(rail >= 0, rail, np.where(pxn & net, self.own_rail(receiver), -1))
-        r_src = np.where(chosen >= 0, chosen, self.own_rail(sender))
-        r_dst = np.where(chosen >= 0, chosen, self.own_rail(receiver))
+        at = self.graph.relays(sender, receiver, rail, pxn & net)
         # PXN legs: sender → proxy on its node, proxy on the far node → receiver
-        node_s, node_d = sender // self.gpn, receiver // self.gpn
-        proxy_s = self.rail_gpu(node_s, r_src)
-        proxy_d = self.rail_gpu(node_d, r_dst)
-        # a relay only when the NIC is not the GPU's own (GPUs may share one NIC)
-        leg_s = (net | sharp_up) & (self.own_rail(sender) != r_src) & (proxy_s != sender)
-        leg_d = (net | sharp_down) & (self.own_rail(receiver) != r_dst) & (proxy_d != receiver)
+        leg_s = (net | sharp_up) & at.leg_src
+        leg_d = (net | sharp_down) & at.leg_dst
         su(leg_s, sender, 0)
-        su(leg_s, proxy_s, 1)
-        su(leg_d, proxy_d, 0)
+        su(leg_s, at.via_src, 1)
+        su(leg_d, at.via_dst, 0)
         su(leg_d, receiver, 1)
         net_rows = rows[nets]
         net_hops = NetHops(
             row=net_rows,
-            src_ep=(node_s * self.rails + r_src)[nets],
-            dst_ep=np.where(net, node_d * self.rails + r_dst, -1)[nets],
+            src_ep=at.ep_src[nets],
+            dst_ep=np.where(net, at.ep_dst, -1)[nets],
             up_only=sharp_up[nets],
             down_only=sharp_down[nets],
         )

@@ -30,6 +30,7 @@ from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 
 from commwall.engines.flow.fluid import FlowBatch, FluidTask, simulate
 from commwall.engines.flow.maxmin import max_min_rates
+from commwall.engines.links import switch_label
 from commwall.routing import RoutingPolicy, route
 from commwall.routing.routes import Routes, fold_virtual
 from commwall.topology.graph import LinkKind, Topology
@@ -302,8 +303,8 @@ def run_traffic(
     busiest = [
         {
             "link": int(i),
-            "name": f"{node_label(topology, int(topology.link_src[i]))} → "
-            f"{node_label(topology, int(topology.link_dst[i]))}",
+            "name": f"{switch_label(topology, int(topology.link_src[i]))} → "
+            f"{switch_label(topology, int(topology.link_dst[i]))}",
             "tier": int(topology.link_tier[i]),
             "bytes": float(link_bytes[i]),
             "mean_utilisation": float(busy[i] / makespan) if makespan > 0 else 0.0,
@@ -430,20 +431,6 @@ def parse_loads(text: str) -> FloatArray:
     if not len(values) or len(values) > 1000:
         raise ValueError(f"{text!r}: 1 to 1,000 loads")
     return values
-
-
-def node_label(topology: Topology, node: int) -> str:
-    """``host 12``, ``leaf 3``, ``spine 1``, ``core 0`` (numbered within their tier)."""
-    tier = int(topology.node_tier[node])
-    first = int(np.searchsorted(topology.node_tier, tier)) if _sorted_tiers(topology) else 0
-    name = {0: "host", 1: "leaf", 2: "spine", 3: "core"}.get(tier, f"tier-{tier}")
-    if topology.params.get("kind") == "dragonfly" and tier == 1:
-        name = "router"
-    return f"{name} {node - first}"
-
-
-def _sorted_tiers(topology: Topology) -> bool:
-    return bool(np.all(np.diff(topology.node_tier) >= 0))
 
 
 def _access_rate(topology: Topology, src: IntArray, dst: IntArray) -> float:

@@ -24,17 +24,17 @@ multicasts, at the rate the time model gives each GPU); reduction in the scale-o
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from commwall.cluster import HOST_BOUNCE_LATENCY
 from commwall.collectives.ops import busbw_factor
 from commwall.collectives.schedule import CollectiveTask, ComputeTask, Schedule
 from commwall.collectives.tuner import choose, evaluate
 from commwall.engines.base import PhaseResult, Result, check_order
 from commwall.engines.communicators import exact_shape, group_members, non_blocking
+from commwall.engines.links import ClusterLinks, IntArray, Relays
 from commwall.engines.packet.config import PacketConfig
 from commwall.engines.packet.kernel import PS_PER_S, ps
 from commwall.engines.packet.network import Network, PacketGraph, Progress, Task, route_maps
@@ -46,91 +46,34 @@ from commwall.transport.fabric import TransportError, fabric_profile, for_routin
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
 
-__all__ = ["MAX_PACKET_GPUS", "NOT_PACKET", "PCIE_ATTACH_LATENCY", "PacketEngine", "cluster_graph"]
+__all__ = ["MAX_PACKET_GPUS", "NOT_PACKET", "PacketEngine", "cluster_graph"]
 
 #: Algorithms the packet engine cannot run: reduction inside the scale-out switches (SHARP).
 NOT_PACKET = frozenset({"collnet"})
 
 #: Largest cluster the engine accepts (GPUs): packet-level runs are for small fabrics.
 MAX_PACKET_GPUS = 4096
-#: PCIe latency from a GPU to its NIC with GPUDirect RDMA, one way (estimate, ours: a PCIe
-#: switch hop on the order of 100s of ns).
-PCIE_ATTACH_LATENCY = 500e-9
 
 
 def _fabric_name(cluster: Cluster) -> str:
     return "ib" if cluster.fabric == "ib" else "roce"
 
 
-@dataclass
-class _Layout:
-    """Node numbering of a cluster's packet graph."""
-
-    n_net: int  # scale-out topology nodes (NIC endpoints first)
-    gpu0: int  # node of GPU 0
-    nvs0: int  # node of scale-up switch 0
-    net_links: int
-    su_base: int  # link index of GPU 0's scale-up out link
-    pcie_base: int  # link index of GPU 0's PCIe link to its NIC
-
-
-def cluster_graph(cluster: Cluster) -> tuple[PacketGraph, _Layout]:
-    """The cluster as a packet graph (module doc)."""
-    from commwall.engines.packet.network import graph_from_topology
-
-    gpn, rails, n_gpus = cluster.gpus_per_node, cluster.nics_per_node, cluster.n_gpus
-    domains = max(1, n_gpus // cluster.scale_up_domain)
-    if cluster.n_domains > 1:
-        topo = cluster.scale_out_topology()
-        base = graph_from_topology(topo)
-        n_net = topo.n_nodes
-    else:  # one scale-up domain: no fabric
-        base = PacketGraph([], [], *(np.empty(0, np.int64),) * 2, np.empty(0), np.empty(0),
-                           np.empty(0, np.bool_), [])  # fmt: skip
-        n_net = 0
-    names, kinds = list(base.names), ["nic" if k == "host" else k for k in base.kinds]
-    gpu0 = len(names)
-    names += [f"GPU {g}" for g in range(n_gpus)]
-    kinds += ["gpu"] * n_gpus
-    nvs0 = len(names)
-    medium = "NVSwitch" if cluster.scale_up == "nvlink" else "PCIe switch"
-    names += [f"{medium} {d}" for d in range(domains)]
-    kinds += ["nvswitch"] * domains
-    g = np.arange(n_gpus, dtype=np.int64)
-    nvs = nvs0 + g // cluster.scale_up_domain
-    su_rate = cluster.scale_up_link_rate
-    src = [base.link_src, np.stack([gpu0 + g, nvs], 1).reshape(-1)]
-    dst = [base.link_dst, np.stack([nvs, gpu0 + g], 1).reshape(-1)]
-    net_rate = base.link_rate * cluster.net_calibration.bandwidth_factor
-    rate = [net_rate, np.full(2 * n_gpus, su_rate)]
-    lat = [base.link_latency, np.zeros(2 * n_gpus)]
-    link_names = list(base.link_names)
-    for gg in range(n_gpus):
-        link_names += [f"GPU {gg} → {names[nvs[gg]]}", f"{names[nvs[gg]]} → GPU {gg}"]
-    if n_net:
-        nic = (g // gpn) * rails + (g % gpn) * rails // gpn
-        attach = PCIE_ATTACH_LATENCY + (0.0 if cluster.gpudirect_rdma else HOST_BOUNCE_LATENCY)
-        src.append(np.stack([gpu0 + g, nic], 1).reshape(-1))
-        dst.append(np.stack([nic, gpu0 + g], 1).reshape(-1))
-        rate.append(np.full(2 * n_gpus, float(cluster.pcie.bandwidth(16))))
-        lat.append(np.full(2 * n_gpus, attach))
-        for gg in range(n_gpus):
-            link_names += [f"GPU {gg} → {names[nic[gg]]}", f"{names[nic[gg]]} → GPU {gg}"]
-    n_base = len(base.link_src)
-    fabric = np.zeros(n_base + sum(len(s) for s in src[1:]), dtype=np.bool_)
-    fabric[:n_base] = True
+def cluster_graph(cluster: Cluster) -> tuple[PacketGraph, ClusterLinks]:
+    """The cluster's link graph (:class:`~commwall.engines.links.ClusterLinks`) as a packet
+    graph, with the link graph that numbers it."""
+    links = ClusterLinks(cluster)
     graph = PacketGraph(
-        names=names,
-        kinds=kinds,
-        link_src=np.concatenate(src).astype(np.int64),
-        link_dst=np.concatenate(dst).astype(np.int64),
-        link_rate=np.concatenate(rate),
-        link_latency=np.concatenate(lat),
-        link_fabric=fabric,
-        link_names=link_names,
+        names=[links.node_name(i) for i in range(links.n_nodes)],
+        kinds=[links.node_kind(i) for i in range(links.n_nodes)],
+        link_src=links.link_src,
+        link_dst=links.link_dst,
+        link_rate=links.line_rate(),
+        link_latency=links.latency(),
+        link_fabric=links.fabric_mask(),
+        link_names=[links.link_name(i) for i in range(links.n_links)],
     )
-    layout = _Layout(n_net, gpu0, nvs0, n_base, n_base, n_base + 2 * n_gpus)
-    return graph, layout
+    return graph, links
 
 
 class PacketEngine:
@@ -172,12 +115,12 @@ class PacketEngine:
         cfg = self.config
         if cfg.mtu != cluster.mtu:
             cfg = replace(cfg, mtu=cluster.mtu)
-        graph, layout = cluster_graph(cluster)
-        rate = float(np.max(graph.link_rate[: layout.net_links])) if layout.net_links else 1e11
+        graph, links = cluster_graph(cluster)
+        rate = float(np.max(graph.link_rate[: links.net_links])) if links.net_links else 1e11
         profile = for_routing(fabric_profile(fabric, rate, cfg.mtu), pick)
         switch_latency = float(cluster.switch.latency)
         net = Network(graph, profile, cfg, switch_latency=switch_latency, routing=pick, seed=seed)
-        builder = _Builder(net, cluster, layout, pick, seed)
+        builder = _Builder(net, cluster, links, pick, seed)
         spans, plans = builder.tasks(schedule, self.policy)
         t0 = time.perf_counter()
         net.run(progress=self.progress)
@@ -194,10 +137,12 @@ class PacketEngine:
 class _Builder:
     """Turns a schedule's phases into the network's tasks and flows."""
 
-    def __init__(self, net: Network, cluster: Cluster, layout: _Layout, routing: str, seed: int):
+    def __init__(
+        self, net: Network, cluster: Cluster, links: ClusterLinks, routing: str, seed: int
+    ) -> None:
         self.net = net
         self.cluster = cluster
-        self.lay = layout
+        self.links = links
         self.routing = routing
         self.seed = seed
         self.ideal = non_blocking(cluster)
@@ -285,25 +230,13 @@ class _Builder:
             size = round(chain.nbytes * repeat)
             if size < 1 or repeat == 0:
                 continue
-            for s, d, r in zip(
-                chain.src.tolist(), chain.dst.tolist(), chain.rail.tolist(), strict=True
-            ):
-                if s == NETSWITCH or d == NETSWITCH:
-                    raise TransportError("SHARP hops are not modelled by the packet engine")
-                lay = self.lay
-                if NVSWITCH in (s, d):  # NVLink SHARP: the domain's switch reduces/multicasts
-                    gpu = d if s == NVSWITCH else s
-                    switch = lay.nvs0 + gpu // self.cluster.scale_up_domain
-                    up, down = [[lay.su_base + 2 * gpu]], [[lay.su_base + 2 * gpu + 1]]
-                    ends = (switch, lay.gpu0 + gpu) if s == NVSWITCH else (lay.gpu0 + gpu, switch)
-                    fwd, rev = (down, up) if s == NVSWITCH else (up, down)
-                else:
-                    ends = (lay.gpu0 + s, lay.gpu0 + d)
-                    fwd, rev = self.paths(s, d, r), self.paths(d, s, r)
+            if np.any(chain.src == NETSWITCH) or np.any(chain.dst == NETSWITCH):
+                raise TransportError("SHARP hops are not modelled by the packet engine")
+            for s, d, fwd, rev in self.hops(chain.src, chain.dst, chain.rail):
                 out.append(
                     self.net.add_flow(
-                        ends[0],
-                        ends[1],
+                        s,
+                        d,
                         size,
                         route_maps(fwd, self.net.ports),
                         route_maps(rev, self.net.ports),
@@ -314,51 +247,66 @@ class _Builder:
 
     # ---- paths ---------------------------------------------------------------------------
 
-    def _own_rail(self, gpu: int) -> int:
-        c = self.cluster
-        return (gpu % c.gpus_per_node) * c.nics_per_node // c.gpus_per_node
-
-    def _rail_gpu(self, node: int, rail: int) -> int:
-        gpn, rails = self.cluster.gpus_per_node, self.cluster.nics_per_node
-        if rails >= gpn:
-            return node * gpn + rail * gpn // rails
-        return node * gpn + (rail * gpn + rails - 1) // rails
+    def hops(
+        self, src: IntArray, dst: IntArray, rail: IntArray
+    ) -> list[tuple[int, int, list[list[int]], list[list[int]]]]:
+        """Per hop of a chain: its end nodes and the link lists (one per equal-cost fabric route)
+        it may take forward and back (acknowledgements). NVLink SHARP hops (NVLS: one end is
+        :data:`~commwall.engines.transfers.NVSWITCH`) run between the GPU and its domain's
+        scale-up switch, which reduces and multicasts."""
+        links = self.links
+        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        rail = np.asarray(rail, np.int64)
+        a, b = np.maximum(src, 0), np.maximum(dst, 0)
+        nvls = (src == NVSWITCH) | (dst == NVSWITCH)
+        same = a // links.domain == b // links.domain
+        pxn = self.cluster.topology.kind == "rail-only"
+        there, back = links.relays(a, b, rail, pxn), links.relays(b, a, rail, pxn)
+        out = []
+        for i, (s, d, r) in enumerate(zip(src.tolist(), dst.tolist(), rail.tolist(), strict=True)):
+            if nvls[i]:
+                gpu = d if s == NVSWITCH else s
+                switch = links.switch0 + gpu // links.domain
+                up = [[int(links.scale_up_link(gpu, inbound=False))]]
+                down = [[int(links.scale_up_link(gpu, inbound=True))]]
+                if s == NVSWITCH:
+                    out.append((switch, links.gpu0 + gpu, down, up))
+                else:
+                    out.append((links.gpu0 + gpu, switch, up, down))
+            elif same[i]:
+                fwd, rev = [self._nvlink(s, d)], [self._nvlink(d, s)]
+                out.append((links.gpu0 + s, links.gpu0 + d, fwd, rev))
+            else:
+                fwd, rev = self._paths(there, i, s, d, r), self._paths(back, i, d, s, r)
+                out.append((links.gpu0 + s, links.gpu0 + d, fwd, rev))
+        return out
 
     def _nvlink(self, a: int, b: int) -> list[int]:
-        base = self.lay.su_base
-        return [base + 2 * a, base + 2 * b + 1]
+        """GPU ``a`` → its scale-up switch → GPU ``b``."""
+        links = self.links
+        return [int(links.scale_up_link(a, inbound=False)), int(links.scale_up_link(b, True))]
 
-    def paths(self, src: int, dst: int, rail: int) -> list[list[int]]:
-        """Link lists (one per equal-cost fabric route) of a hop from GPU ``src`` to ``dst``."""
-        c, lay = self.cluster, self.lay
-        if src // c.scale_up_domain == dst // c.scale_up_domain:
-            return [self._nvlink(src, dst)]
-        gpn, rails = c.gpus_per_node, c.nics_per_node
-        pxn = c.topology.kind == "rail-only"
-        chosen = rail if rail >= 0 else (self._own_rail(dst) if pxn else -1)
-        r_src = chosen if chosen >= 0 else self._own_rail(src)
-        r_dst = chosen if chosen >= 0 else self._own_rail(dst)
-        node_s, node_d = src // gpn, dst // gpn
-        head: list[int] = []
-        tail: list[int] = []
-        via_s, via_d = src, dst
-        if self._own_rail(src) != r_src and self._rail_gpu(node_s, r_src) != src:
-            via_s = self._rail_gpu(node_s, r_src)
-            head = self._nvlink(src, via_s)
-        if self._own_rail(dst) != r_dst and self._rail_gpu(node_d, r_dst) != dst:
-            via_d = self._rail_gpu(node_d, r_dst)
-            tail = self._nvlink(via_d, dst)
-        ep_s, ep_d = node_s * rails + r_src, node_d * rails + r_dst
-        head = [*head, lay.pcie_base + 2 * via_s]
-        tail = [lay.pcie_base + 2 * via_d + 1, *tail]
+    def _paths(self, at: Relays, i: int, src: int, dst: int, rail: int) -> list[list[int]]:
+        """Link lists of hop ``i`` of ``at`` from GPU ``src`` to ``dst`` across the fabric: a PXN
+        NVLink leg where the NIC is another GPU's, the PCIe attachment, one fabric route each,
+        and the same in reverse order at the far end."""
+        via_s, via_d = int(at.via_src[i]), int(at.via_dst[i])
+        head = self._nvlink(src, via_s) if at.leg_src[i] else []
+        tail = self._nvlink(via_d, dst) if at.leg_dst[i] else []
+        head = [*head, int(self.links.pcie_link(via_s, inbound=False))]
+        tail = [int(self.links.pcie_link(via_d, inbound=True)), *tail]
+        routes = self._routes(int(at.ep_src[i]), int(at.ep_dst[i]), rail)
+        return [head + f + tail for f in routes]
+
+    def _routes(self, ep_s: int, ep_d: int, rail: int) -> list[list[int]]:
         key = (ep_s, ep_d, rail)
         fabric = self.routes.get(key)
         if fabric is None:
-            topo = self.cluster.scale_out_topology()
+            topo = self.links.topology
             salt = self.seed + (rail if rail >= 0 else 0) * 7919
             fabric = topology_routes(topo, [ep_s], [ep_d], self.routing, salt)[0]
             self.routes[key] = fabric
-        return [head + f + tail for f in fabric]
+        return fabric
 
 
 def _result(

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from commwall.engines.base import InvariantError
+from commwall.engines.links import switch_label
 from commwall.engines.packet.components import (
     FC_CREDIT,
     FC_NONE,
@@ -80,9 +81,7 @@ class PacketGraph:
 
 def graph_from_topology(topology: Topology) -> PacketGraph:
     """The scale-out topology as a packet graph: endpoints are hosts, the rest switches."""
-    from commwall.engines.flow.traffic import node_label
-
-    names = [node_label(topology, i) for i in range(topology.n_nodes)]
+    names = [switch_label(topology, i) for i in range(topology.n_nodes)]
     kinds = ["host" if int(t) == 0 else "switch" for t in topology.node_tier.tolist()]
     src, dst = topology.link_src.astype(np.int64), topology.link_dst.astype(np.int64)
     return PacketGraph(

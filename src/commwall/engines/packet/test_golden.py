@@ -692,7 +692,7 @@ GOLDEN_ENGINE: dict[str, Any] = {'dgx-h100': {'counters': {'delivered': 12000000
                            'flows': 256.0,
                            'peak_buffer_bytes': 53586.0,
                            'sent': 120000000.0},
-              'details': 'a8479bbc62d5e534',
+              'details': 'ede58b1c467fe0dd',
               'makespan': 0.000195740018,
               'phases': [(0.0, 0.000195740018)]},
  'dgx-h100-roce': {'counters': {'delivered': 60000000.0,
@@ -700,7 +700,7 @@ GOLDEN_ENGINE: dict[str, Any] = {'dgx-h100': {'counters': {'delivered': 12000000
                                 'flows': 256.0,
                                 'peak_buffer_bytes': 37602.0,
                                 'sent': 60000000.0},
-                   'details': '7f37ac056d61866f',
+                   'details': '38a314ec3f6e9df9',
                    'makespan': 0.000113341399,
                    'phases': [(0.0, 0.000113341399)]}}
 # fmt: on
