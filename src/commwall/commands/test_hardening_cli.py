@@ -84,7 +84,7 @@ def test_the_expansion_count_follows_shared_subtrees_without_walking_them() -> N
         (["collective", "all_reduce", "--nodes", "10000000"], "--nodes: Input should be less than"),
         (["traffic", "permutation", "--topology", "fat-tree", "--radix", "100000"],
          "at most 1,024 ports per switch"),
-        (["traffic", "permutation", "--topology", "fat-tree", "--radix", "0"], "k=0: must be >= 4"),
+        (["traffic", "permutation", "--topology", "fat-tree", "--radix", "0"], "k: 0 is not allowed; allowed: a whole number >= 4"),
         (["traffic", "permutation", "--topology", "fat-tree", "--radix", "16", "--tiers", "0"],
          "tiers=0: must be 2"),
         (["traffic", "permutation", "--topology", "fat-tree", "--radix", "512"],

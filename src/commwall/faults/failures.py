@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from commwall.checks import whole
 from commwall.faults.errors import FaultError
 from commwall.faults.stats import summarize
 from commwall.topology.clos import ClosStructure
@@ -817,8 +818,7 @@ def study_failures(
 ) -> FailureStudy:
     """:func:`failure_impact` of ``spec`` for ``samples`` draws (draw ``k`` from
     ``default_rng([seed, k])``; one draw when nothing is random). Same inputs → same result."""
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise FaultError(f"samples: {samples!r} is not allowed; give a whole number >= 1")
+    whole("samples", samples, 1, error=FaultError)
     draws = samples if spec.is_random else 1
     choose_failures(fabric, spec, np.random.default_rng([seed, 0]))  # bad input fails first
     baseline: _Measured = {}

@@ -66,6 +66,7 @@ from typing import Final, Literal
 
 import numpy as np
 
+from commwall.checks import choice, number, whole
 from commwall.faults.errors import FaultError
 from commwall.faults.stats import Summary, summarize
 
@@ -168,20 +169,12 @@ class IncastConfig:
     """IB: per-port receive buffer (credits), bytes; default r × (2 × cable delay + 1 µs)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.senders, bool) or not isinstance(self.senders, int) or self.senders < 1:
-            raise FaultError(f"senders: {self.senders!r}; allowed: an integer >= 1")
+        whole("senders", self.senders, 1, error=FaultError)
         for name in ("size", "sender_rate", "egress_rate", "buffer", "alpha", "rto", "rtt"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
-                raise FaultError(f"{name}: {v!r} is out of range; allowed: a finite number > 0")
+            number(name, getattr(self, name), 0.0, open_low=True, error=FaultError)
         for name in ("cable_m", "jitter"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
-                raise FaultError(f"{name}: {v!r} is out of range; allowed: a finite number >= 0")
-        if self.fabric not in FABRICS:
-            raise FaultError(
-                f"fabric: {self.fabric!r} is not allowed; allowed: {', '.join(FABRICS)}"
-            )
+            number(name, getattr(self, name), 0.0, error=FaultError)
+        choice("fabric", self.fabric, FABRICS, error=FaultError)
 
     @property
     def share(self) -> float:

@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import integrate, special  # type: ignore[import-untyped]  # no stubs in the venv
 
-from commwall.checks import number
+from commwall.checks import choice, number
 from commwall.faults.errors import FaultError
 from commwall.faults.stats import Summary, summarize
 
@@ -193,10 +193,7 @@ def _check_number(name: str, value: object, lo: float, hi: float = math.inf) -> 
 
 def _check(v: Variability) -> None:
     _check_number("jitter", v.jitter, 0.0, 10.0)
-    if v.distribution not in DISTRIBUTIONS:
-        raise FaultError(
-            f"distribution: {v.distribution!r} is not allowed; allowed: {', '.join(DISTRIBUTIONS)}"
-        )
+    choice("distribution", v.distribution, DISTRIBUTIONS, error=FaultError)
     if v.distribution == "empirical":
         x = np.asarray(v.empirical, dtype=np.float64)
         if x.size < 2 or not np.all(np.isfinite(x)) or np.any(x <= 0):
@@ -541,8 +538,7 @@ class StragglerResult:
 
 
 def _resolve_method(method: str, v: Variability) -> str:
-    if method not in ("auto", "order", "direct"):
-        raise FaultError(f"method: {method!r} is not allowed; allowed: auto, order, direct")
+    choice("method", method, ("auto", "order", "direct"), error=FaultError)
     if method == "order" and v.has_noise:
         raise FaultError(
             "method: 'order' cannot sample OS noise (a compound Poisson has no closed-form "

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, get_args
 
 from commwall.catalog import Catalog, Optic, OpticKind, load_catalog
+from commwall.checks import whole
 from commwall.errors import CommwallError
 from commwall.units import format_bandwidth, format_length, parse_bandwidth, parse_length
 
@@ -166,11 +167,6 @@ def parse_speed(value: str | float) -> float:
 def _check_kind(kind: str, parameter: str = "kind") -> None:
     if kind not in KINDS:
         raise OpticsError(f"{parameter}: unknown technology {kind!r}; allowed: {', '.join(KINDS)}")
-
-
-def _check_count(n: int, parameter: str) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise OpticsError(f"{parameter}: must be a whole number ≥ 0, got {n!r}")
 
 
 def _parts_by_kind(catalog: Catalog) -> dict[str, list[Optic]]:
@@ -378,7 +374,7 @@ def interconnect_power(
     bit when the catalog has no DSP part at that speed). Costs are order-of-magnitude estimates
     (hardware.md §9); ``cost_is_estimate`` says when a price is ours.
     """
-    _check_count(n_transceivers, "n_transceivers")
+    whole("n_transceivers", n_transceivers, 0, error=OpticsError)
     choice = optic_choice(kind, speed, scale=scale, catalog=catalog)
     dsp = optic_choice("dsp", choice.speed, scale=True, catalog=catalog)
     return _estimate(n_transceivers, choice, dsp)
@@ -426,7 +422,7 @@ def compare_interconnect(
     with its nearest-rate part scaled per bit (flagged); copper is never rescaled, because its
     reach changes with the lane rate (phy.md §4) — those kinds go to ``unavailable``.
     """
-    _check_count(n_transceivers, "n_transceivers")
+    whole("n_transceivers", n_transceivers, 0, error=OpticsError)
     rate = parse_speed(speed)
     cat = catalog or load_catalog()
     chosen = tuple(KINDS if kinds is None else kinds)
@@ -853,12 +849,7 @@ def cluster_optics(
     1,016); CPO is assumed at both ends although NIC-side CPO is not shipping.
     """
     cat = catalog or load_catalog()
-    if (
-        isinstance(lanes_per_port, bool)
-        or not isinstance(lanes_per_port, int)
-        or lanes_per_port < 1
-    ):
-        raise OpticsError(f"lanes_per_port: must be a whole number ≥ 1, got {lanes_per_port!r}")
+    whole("lanes_per_port", lanes_per_port, 1, error=OpticsError)
     for k in technologies:
         if k not in TECHNOLOGY_KINDS:
             raise OpticsError(

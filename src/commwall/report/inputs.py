@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from commwall.checks import choice
 from commwall.errors import CommwallError
 from commwall.report.busbw import CommCurves
 from commwall.scenario import ENGINES
@@ -70,8 +71,8 @@ def load_input(path: str | Path | None, *, engine: str | None = None) -> ResultI
     """Read ``path`` by what it is: a directory is a sweep, ``*.json`` a result, anything else a
     scenario YAML; ``None`` simulates the built-in default scenario. Raises :class:`ReportError`
     (or :class:`~commwall.scenario.ScenarioError` for a bad scenario)."""
-    if engine is not None and engine not in ENGINES:
-        raise ReportError(f"engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    if engine is not None:
+        choice("engine", engine, ENGINES, error=ReportError)
     if path is None:
         from commwall.defaults import default_scenario
 

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
+from commwall.checks import whole
 from commwall.errors import CommwallError
 from commwall.scenario import ROUTING_POLICIES
 
@@ -51,14 +52,6 @@ CELL_REASSEMBLY_LATENCY: Final = 2e-6
 
 class RoutingError(CommwallError, ValueError):
     """A routing input is wrong; the message names the field, its value and what is allowed."""
-
-
-def _whole(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RoutingError(f"{name}={value!r}: must be a whole number >= {minimum}")
-    if value < minimum:
-        raise RoutingError(f"{name}={value}: must be >= {minimum}")
-    return value
 
 
 def _number(name: str, value: object, low: float, high: float, *, open_low: bool) -> float:
@@ -110,13 +103,13 @@ class RoutingPolicy:
             raise RoutingError(
                 f"name={self.name!r}: unknown routing policy; allowed: {', '.join(ROUTINGS)}"
             )
-        _whole("qps", self.qps, 1)
+        whole("qps", self.qps, 1, error=RoutingError)
         if not isinstance(self.polarized, bool):
             raise RoutingError(f"polarized={self.polarized!r}: must be True or False")
         _number("flowlet_bytes", self.flowlet_bytes, 0.0, math.inf, open_low=True)
-        _whole("max_flowlets", self.max_flowlets, 1)
+        whole("max_flowlets", self.max_flowlets, 1, error=RoutingError)
         _number("cell_efficiency", self.cell_efficiency, 0.0, 1.0, open_low=True)
         _number(
             "cell_reassembly_latency", self.cell_reassembly_latency, 0.0, math.inf, open_low=False
         )
-        _whole("adaptive_candidates", self.adaptive_candidates, 1)
+        whole("adaptive_candidates", self.adaptive_candidates, 1, error=RoutingError)

@@ -46,15 +46,18 @@ def test_public_api() -> None:
     ("kwargs", "pattern"),
     [
         ({"name": "rps"}, r"name='rps'.*allowed: ecmp, flowlet, spray, cells, adaptive"),
-        ({"name": "ecmp", "qps": 0}, r"qps=0: must be >= 1"),
-        ({"name": "ecmp", "qps": 2.5}, r"qps=2.5: must be a whole number"),
-        ({"name": "ecmp", "qps": True}, r"qps=True"),
+        ({"name": "ecmp", "qps": 0}, r"qps: 0 is not allowed; allowed: a whole number >= 1"),
+        ({"name": "ecmp", "qps": 2.5}, r"qps: 2.5 is not allowed; allowed: a whole number"),
+        ({"name": "ecmp", "qps": True}, r"qps: True is not allowed"),
         ({"name": "ecmp", "polarized": 1}, r"polarized=1: must be True or False"),
         ({"name": "flowlet", "flowlet_bytes": 0}, r"flowlet_bytes=0: must be a number > 0"),
-        ({"name": "flowlet", "max_flowlets": 0}, r"max_flowlets=0: must be >= 1"),
+        (
+            {"name": "flowlet", "max_flowlets": 0},
+            r"max_flowlets: 0 is not allowed; allowed: a whole number >= 1",
+        ),
         ({"name": "cells", "cell_efficiency": 1.2}, r"cell_efficiency=1.2: .*> 0 and <= 1"),
         ({"name": "cells", "cell_reassembly_latency": -1}, r"cell_reassembly_latency=-1"),
-        ({"name": "adaptive", "adaptive_candidates": 0}, r"adaptive_candidates=0"),
+        ({"name": "adaptive", "adaptive_candidates": 0}, r"adaptive_candidates: 0 is not allowed"),
     ],
 )
 def test_bad_policy(kwargs: dict[str, Any], pattern: str) -> None:

@@ -24,15 +24,6 @@ DEFAULT_LINK_RATE: Final = "400 Gb/s"
 DEFAULT_SWITCH_LATENCY: Final = "150 ns"  # Quantum-2 QM9700 class (catalog/data/switches.yaml)
 
 
-def check_int(name: str, value: object, minimum: int, why: str = "") -> int:
-    """``value`` as an int >= ``minimum``, else a TopologyError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TopologyError(f"{name}={value!r}: must be a whole number >= {minimum}")
-    if value < minimum:
-        raise TopologyError(f"{name}={value}: must be >= {minimum}" + (f": {why}" if why else ""))
-    return value
-
-
 def check_ratio(name: str, value: object) -> float:
     """An oversubscription ratio o (for o:1): a finite number >= 1."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from commwall.catalog import GPU, NIC, Catalog, Switch, load_catalog
+from commwall.checks import whole
 from commwall.phy.optics import (
     DEFAULT_LANES_PER_PORT,
     OpticChoice,
@@ -695,12 +696,7 @@ def bill_of_materials(
         raise BomError(
             "nic_optics='cpo': NIC-side co-packaged optics are not modelled; use dsp or lpo"
         )
-    if (
-        isinstance(lanes_per_port, bool)
-        or not isinstance(lanes_per_port, int)
-        or lanes_per_port < 1
-    ):
-        raise BomError(f"lanes_per_port={lanes_per_port!r}: must be a whole number >= 1")
+    whole("lanes_per_port", lanes_per_port, 1, error=BomError)
     if isinstance(gpus_per_endpoint, bool) or not gpus_per_endpoint > 0:
         raise BomError(f"gpus_per_endpoint={gpus_per_endpoint!r}: must be a number > 0")
     cat = catalog or load_catalog()

@@ -21,6 +21,7 @@ from typing import Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from commwall.checks import whole
 from commwall.topology import _checks as ck
 from commwall.topology.graph import IntArray, LinkKind, Medium, NodeKind, Topology, TopologyError
 
@@ -166,7 +167,7 @@ def _global_groups(
     each have ``globals_per_group`` global links: at most one more group than that, and the links
     spread evenly over the other groups. ``too_many`` explains the limit."""
     most = globals_per_group + 1
-    groups = most if g is None else ck.check_int("g", g, 1)
+    groups = most if g is None else whole("g", g, 1, error=TopologyError)
     if groups > most:
         raise TopologyError(f"g={groups}: {too_many}")
     if arrangement not in ARRANGEMENTS:
@@ -196,9 +197,9 @@ def dragonfly(
     >>> dragonfly(32, 16, 16).counts().endpoints  # 32·16·(32·16+1) (topology.md §4)
     262656
     """
-    a = ck.check_int("a", a, 1, "a group needs at least one router")
-    p = ck.check_int("p", p, 1, "each router needs at least one host")
-    h = ck.check_int("h", h, 0)
+    a = whole("a", a, 1, why="a group needs at least one router", error=TopologyError)
+    p = whole("p", p, 1, why="each router needs at least one host", error=TopologyError)
+    h = whole("h", h, 0, error=TopologyError)
     groups, m = _global_groups(
         g, a * h, global_arrangement,
         f"a dragonfly with a={a} routers per group and h={h} global links per router joins at "
@@ -423,10 +424,10 @@ def dragonfly_plus(
     >>> dragonfly_plus(20, 20, 20, 20).params["endpoints"]  # k = 40 (topology.md §4)
     160400
     """
-    p = ck.check_int("p", p, 1, "each leaf needs at least one host")
-    l = ck.check_int("l", l, 1, "a group needs at least one leaf")  # noqa: E741
-    s = ck.check_int("s", s, 1, "a group needs at least one spine")
-    h = ck.check_int("h", h, 0)
+    p = whole("p", p, 1, why="each leaf needs at least one host", error=TopologyError)
+    l = whole("l", l, 1, why="a group needs at least one leaf", error=TopologyError)  # noqa: E741
+    s = whole("s", s, 1, why="a group needs at least one spine", error=TopologyError)
+    h = whole("h", h, 0, error=TopologyError)
     groups, m = _global_groups(
         g, s * h, global_arrangement,
         f"a Dragonfly+ with s={s} spines per group and h={h} global links per spine joins at "

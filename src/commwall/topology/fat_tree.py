@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from commwall.checks import whole
 from commwall.topology import _checks as ck
 from commwall.topology.clos import ClosStructure, build_clos, spread
 from commwall.topology.graph import Topology, TopologyError
@@ -37,7 +38,9 @@ MAX_RADIX = 1024
 
 
 def _even_radix(name: str, value: object, what: str) -> int:
-    r = ck.check_int(name, value, 4, "a switch needs at least 2 ports down and 2 up")
+    r = whole(
+        name, value, 4, why="a switch needs at least 2 ports down and 2 up", error=TopologyError
+    )
     if r > MAX_RADIX:
         raise TopologyError(
             f"{name}={r:,}: at most {MAX_RADIX:,} ports per switch (the largest ASICs have 512)"
@@ -75,7 +78,7 @@ def _endpoints(value: int | None, maximum: int, what: str, fix: str) -> int:
                 "give the endpoints (--nodes) or use a smaller radix"
             )
         return maximum
-    e = ck.check_int("endpoints", value, 1)
+    e = whole("endpoints", value, 1, error=TopologyError)
     if e > MAX_ENDPOINTS:
         raise TopologyError(f"endpoints={e:,}: commwall builds at most {MAX_ENDPOINTS:,} hosts")
     if e > maximum:
@@ -233,8 +236,8 @@ def rail_optimized(
     >>> c.switches, c.cables[2]
     ({1: 32, 2: 16}, 1024)
     """
-    n = ck.check_int("nodes", nodes, 1)
-    rails = ck.check_int("rails", rails, 1)
+    n = whole("nodes", nodes, 1, error=TopologyError)
+    rails = whole("rails", rails, 1, error=TopologyError)
     r = _even_radix("radix", radix, "a non-blocking Clos")
     o = _tapers(oversubscription, 1 if isinstance(oversubscription, int | float) else 2)
     o1, o2 = (o[0], 1.0) if len(o) == 1 else o
@@ -310,8 +313,8 @@ def rail_only(
     >>> t.counts().switches, t.path_count(0, 8), t.path_count(0, 1)
     ({1: 8}, 1, 0)
     """
-    n = ck.check_int("nodes", nodes, 1)
-    rails = ck.check_int("rails", rails, 1)
+    n = whole("nodes", nodes, 1, error=TopologyError)
+    rails = whole("rails", rails, 1, error=TopologyError)
     r = _even_radix("radix", radix, "a rail's leaf–spine")
     (o,) = _tapers(oversubscription, 1)
     node = np.repeat(np.arange(n), rails)

@@ -39,6 +39,7 @@ from typing import Any, Final, TypeVar
 import numpy as np
 
 from commwall.catalog import GPU, Catalog, CatalogError, NVLinkGen, NVSwitch, load_catalog
+from commwall.checks import whole
 from commwall.topology import _checks as ck
 from commwall.topology.graph import IntArray, LinkKind, Medium, NodeKind, Topology, TopologyError
 from commwall.topology.metrics import bisection_bandwidth_maxflow, diameter_bfs
@@ -268,9 +269,11 @@ def nvlink_domain(
     >>> t.params["links_per_chip"], t.params["ports_free_per_chip"]
     ((2, 2, 2, 2), (32, 32, 32, 32))
     """
-    gpus = ck.check_int("gpus", gpus, 1)
-    chips = ck.check_int("chips", chips, 1, "a domain needs at least one NVSwitch chip")
-    links_per_gpu = ck.check_int("links_per_gpu", links_per_gpu, 1)
+    gpus = whole("gpus", gpus, 1, error=TopologyError)
+    chips = whole(
+        "chips", chips, 1, why="a domain needs at least one NVSwitch chip", error=TopologyError
+    )
+    links_per_gpu = whole("links_per_gpu", links_per_gpu, 1, error=TopologyError)
     gen, chip = _nvlink_parts(_catalog(catalog), nvlink, nvswitch)
     return _checked_domain(
         f"nvlink-domain gpus={gpus} chips={chips} links={links_per_gpu}",
@@ -330,9 +333,9 @@ def nvlink_node(
         if board is None or board[0] != nvswitch:
             raise TopologyError(f"nvswitches: give the number of {nvswitch} chips on the board")
         nvswitches = board[1]
-    gpus = ck.check_int("gpus", gpus, 1)
-    nvswitches = ck.check_int("nvswitches", nvswitches, 1)
-    n_links = part.nvlink_links if links is None else ck.check_int("links", links, 1)
+    gpus = whole("gpus", gpus, 1, error=TopologyError)
+    nvswitches = whole("nvswitches", nvswitches, 1, error=TopologyError)
+    n_links = part.nvlink_links if links is None else whole("links", links, 1, error=TopologyError)
     gen, chip = _nvlink_parts(cat, part.nvlink, nvswitch)
     return _checked_domain(
         f"nvlink-node {part.name} gpus={gpus}",
@@ -364,8 +367,8 @@ def nvl72(
     >>> t.n_cables, t.params["aggregate_bandwidth"] / 1e12
     (1296, 129.6)
     """
-    gpus = ck.check_int("gpus", gpus, 1)
-    switch_chips = ck.check_int("switch_chips", switch_chips, 1)
+    gpus = whole("gpus", gpus, 1, error=TopologyError)
+    switch_chips = whole("switch_chips", switch_chips, 1, error=TopologyError)
     cat = _catalog(catalog)
     part: GPU = _lookup("gpu", gpu, cat.gpu)
     links = part.nvlink_links
@@ -582,11 +585,11 @@ def pcie_node(
     >>> nccl_path_type(t, 0, 1).name, nccl_path_type(t, 0, 2).name, nccl_path_type(t, 0, 7).name
     ('PIX', 'PHB', 'SYS')
     """
-    gpus = ck.check_int("gpus", gpus, 1)
-    gps = ck.check_int("gpus_per_switch", gpus_per_switch, 1)
-    nps = ck.check_int("nics_per_switch", nics_per_switch, 0)
-    cpus = ck.check_int("cpus", cpus, 1)
-    lpu = ck.check_int("leaf_switches_per_upper", leaf_switches_per_upper, 0)
+    gpus = whole("gpus", gpus, 1, error=TopologyError)
+    gps = whole("gpus_per_switch", gpus_per_switch, 1, error=TopologyError)
+    nps = whole("nics_per_switch", nics_per_switch, 0, error=TopologyError)
+    cpus = whole("cpus", cpus, 1, error=TopologyError)
+    lpu = whole("leaf_switches_per_upper", leaf_switches_per_upper, 0, error=TopologyError)
     cat = _catalog(catalog)
     gen = _lookup("pcie", pcie, cat.pcie)
     try:
@@ -641,7 +644,7 @@ def pcie_tree(
     """
     cat = _catalog(catalog)
     p = _lookup("preset", preset, cat.preset)
-    pps = ck.check_int("pairs_per_switch", pairs_per_switch, 1)
+    pps = whole("pairs_per_switch", pairs_per_switch, 1, error=TopologyError)
     if p.cpu == "other" or p.scale_up_domain != p.gpus_per_node:
         raise TopologyError(
             f"preset={preset!r}: its GPUs reach Grace CPUs over C2C, not a host PCIe tree; "
@@ -666,7 +669,9 @@ def pcie_tree(
         nics=p.nics_per_node,
         gpus_per_switch=pps,
         nics_per_switch=p.nics_per_node // switches,
-        leaf_per_upper=ck.check_int("leaf_switches_per_upper", leaf_switches_per_upper, 0),
+        leaf_per_upper=whole(
+            "leaf_switches_per_upper", leaf_switches_per_upper, 0, error=TopologyError
+        ),
         cpus=2,
         gpu_bw=gpu_bw,
         nic_bw=cat.nic_host_bandwidth(parts.nic, p.pcie),

@@ -85,11 +85,11 @@ def test_min_routes(arrangement: str, a: int, p: int, h: int, g: int | None) -> 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"a": 0, "p": 1, "h": 1}, "a=0: must be >= 1"),
-        ({"a": 4, "p": 0, "h": 1}, "p=0: must be >= 1"),
-        ({"a": 4, "p": 2, "h": -1}, "h=-1: must be >= 0"),
+        ({"a": 0, "p": 1, "h": 1}, "a: 0 is not allowed; allowed: a whole number >= 1"),
+        ({"a": 4, "p": 0, "h": 1}, "p: 0 is not allowed; allowed: a whole number >= 1"),
+        ({"a": 4, "p": 2, "h": -1}, "h: -1 is not allowed; allowed: a whole number >= 0"),
         ({"a": 4, "p": 2, "h": 2, "g": 10}, r"g=10: .* at most a·h\+1 = 9 groups"),
-        ({"a": 4, "p": 2, "h": 2, "g": 0}, "g=0: must be >= 1"),
+        ({"a": 4, "p": 2, "h": 2, "g": 0}, "g: 0 is not allowed; allowed: a whole number >= 1"),
         ({"a": 4, "p": 2, "h": 2, "global_arrangement": "random"}, "allowed: consecutive"),
     ],
 )

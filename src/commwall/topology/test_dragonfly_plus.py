@@ -130,10 +130,10 @@ def test_min_routes(
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"p": 0, "l": 1, "s": 1, "h": 1}, "p=0: must be >= 1"),
-        ({"p": 1, "l": 0, "s": 1, "h": 1}, "l=0: must be >= 1"),
-        ({"p": 1, "l": 1, "s": 0, "h": 1}, "s=0: must be >= 1"),
-        ({"p": 1, "l": 1, "s": 1, "h": -1}, "h=-1: must be >= 0"),
+        ({"p": 0, "l": 1, "s": 1, "h": 1}, "p: 0 is not allowed; allowed: a whole number >= 1"),
+        ({"p": 1, "l": 0, "s": 1, "h": 1}, "l: 0 is not allowed; allowed: a whole number >= 1"),
+        ({"p": 1, "l": 1, "s": 0, "h": 1}, "s: 0 is not allowed; allowed: a whole number >= 1"),
+        ({"p": 1, "l": 1, "s": 1, "h": -1}, "h: -1 is not allowed; allowed: a whole number >= 0"),
         ({"p": 2, "l": 2, "s": 2, "h": 2, "g": 6}, r"g=6: .*at most s·h\+1 = 5 groups"),
         ({"p": 2, "l": 2, "s": 2, "h": 2, "global_arrangement": "x"}, "allowed: consecutive"),
         ({"p": 2, "l": 2, "s": 2, "h": 2, "link_rate": "fast"}, "link_rate='fast'"),

@@ -156,23 +156,26 @@ def test_link_physics() -> None:
             "k=63: k must be even: a k-ary fat tree splits each switch's k ports half down, "
             "half up; use 62 or 64",
         ),
-        (lambda: fat_tree(k=2), "k=2: must be >= 4"),
+        (lambda: fat_tree(k=2), "k: 2 is not allowed; allowed: a whole number >= 4"),
         (lambda: fat_tree(k=8, tiers=4), "tiers=4: must be 2"),
         (lambda: fat_tree(k=8, oversubscription=(0.5, 1.0)), r"oversubscription\[0\]=0.5"),
         (lambda: fat_tree(k=8, oversubscription=(1.0,)), "give 2 ratio"),
         (lambda: fat_tree(k=8, endpoints=129), "endpoints=129: .* at most 128"),
         (lambda: leaf_spine(radix=7), "radix=7: radix must be even"),
-        (lambda: leaf_spine(radix=8, endpoints=0), "endpoints=0: must be >= 1"),
+        (
+            lambda: leaf_spine(radix=8, endpoints=0),
+            "endpoints: 0 is not allowed; allowed: a whole number >= 1",
+        ),
         (lambda: leaf_spine(radix=64, endpoints=3000), "at most 2,048; use fat_tree"),
         (lambda: leaf_spine(radix=8, oversubscription=0.5), "oversubscription=0.5: must be >= 1"),
         (lambda: leaf_spine(radix=8, link_rate="400 Gb"), "link_rate='400 Gb'"),
         (lambda: leaf_spine(radix=8, link_rate=-1), "link_rate=-1"),
-        (lambda: rail_optimized(nodes=0), "nodes=0"),
+        (lambda: rail_optimized(nodes=0), "nodes: 0 is not allowed"),
         (lambda: rail_optimized(nodes=300, tiers=2), "use tiers=3"),
         (lambda: rail_optimized(nodes=70_000), "use a larger radix"),
         (lambda: rail_only(nodes=3000), "rail_optimized"),
-        (lambda: rail_only(nodes=8, rails=0), "rails=0"),
-        (lambda: fat_tree(k=8.0), "k=8.0: must be a whole number"),  # type: ignore[arg-type]
+        (lambda: rail_only(nodes=8, rails=0), "rails: 0 is not allowed"),
+        (lambda: fat_tree(k=8.0), "k: 8.0 is not allowed; allowed: a whole number"),  # type: ignore[arg-type]
     ],
 )
 def test_bad_parameters_say_what_and_how(build: object, message: str) -> None:

@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from commwall.checks import choice, number, whole
+from commwall.errors import CommwallError
 from commwall.workload.models import ModelSpec
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "RECOMPUTE_CHOICES",
     "LayerShape",
     "MemoryBreakdown",
+    "MemoryModelError",
     "activation_bytes_per_layer",
     "memory_per_gpu",
     "model_state_bytes",
@@ -49,6 +52,10 @@ MASTER_WEIGHT_BYTES = 4
 """fp32 master copy of each parameter in mixed-precision training (Micikevicius et al. 2018)."""
 
 RECOMPUTE_CHOICES: tuple[str, ...] = ("none", "selective", "full")
+
+
+class MemoryModelError(CommwallError, ValueError):
+    """A memory-model argument is wrong; the message names it, its value and what is allowed."""
 
 
 @dataclass(frozen=True)
@@ -68,30 +75,12 @@ class MemoryBreakdown:
         allocator fragmentation and transient tensors.
         """
         if not hbm_bytes > 0:
-            raise ValueError(f"hbm_bytes={hbm_bytes!r} is invalid: must be > 0")
+            raise MemoryModelError(f"hbm_bytes: {hbm_bytes!r} is not allowed; allowed: > 0")
         if not 0.0 <= reserve_fraction < 1.0:
-            raise ValueError(f"reserve_fraction={reserve_fraction!r} is invalid: must be in [0, 1)")
+            raise MemoryModelError(
+                f"reserve_fraction: {reserve_fraction!r} is not allowed; allowed: 0 <= x < 1"
+            )
         return self.total <= hbm_bytes * (1.0 - reserve_fraction)
-
-
-# -------------------------------------------------------------------- validation helpers
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} is invalid: must be an integer >= {minimum}")
-    return value
-
-
-def _check_choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        choices = ", ".join(repr(a) for a in allowed)
-        raise ValueError(f"{name}={value!r} is invalid: allowed values are {choices}")
-    return value
-
-
-def _check_zero_stage(zero_stage: object) -> int:
-    if isinstance(zero_stage, bool) or not isinstance(zero_stage, int) or not 0 <= zero_stage <= 3:
-        raise ValueError(f"zero_stage={zero_stage!r} is invalid: allowed values are 0, 1, 2, 3")
-    return zero_stage
 
 
 # -------------------------------------------------------------------- model states
@@ -101,7 +90,7 @@ def optimizer_bytes_per_param(optimizer: str = "adam", master_weights: bool = Tr
     Adam/AdamW keep fp32 momentum and variance (8 B) and, in mixed precision, an fp32 master
     copy (4 B): ``K = 12`` (Rajbhandari et al. SC'20 §3.1). SGD with momentum: 4 B (+4 master).
     """
-    _check_choice("optimizer", optimizer, tuple(OPTIMIZER_STATE_BYTES))
+    choice("optimizer", optimizer, tuple(OPTIMIZER_STATE_BYTES), error=MemoryModelError)
     return OPTIMIZER_STATE_BYTES[optimizer] + (MASTER_WEIGHT_BYTES if master_weights else 0)
 
 
@@ -124,13 +113,12 @@ def model_state_bytes(
     >>> round((w + g + o) / 1e9, 1)
     31.4
     """
-    if not n_params >= 0:
-        raise ValueError(f"n_params={n_params!r} is invalid: must be >= 0")
-    _check_int("dp", dp, 1)
-    stage = _check_zero_stage(zero_stage)
-    _check_int("param_bytes", param_bytes, 1)
-    _check_int("grad_bytes", grad_bytes, 1)
-    _check_int("optimizer_bytes", optimizer_bytes, 0)
+    number("n_params", n_params, 0, error=MemoryModelError)
+    whole("dp", dp, 1, error=MemoryModelError)
+    stage = whole("zero_stage", zero_stage, 0, 3, error=MemoryModelError)
+    whole("param_bytes", param_bytes, 1, error=MemoryModelError)
+    whole("grad_bytes", grad_bytes, 1, error=MemoryModelError)
+    whole("optimizer_bytes", optimizer_bytes, 0, error=MemoryModelError)
     weights = param_bytes * n_params / (dp if stage >= 3 else 1)
     grads = grad_bytes * n_params / (dp if stage >= 2 else 1)
     optim = optimizer_bytes * n_params / (dp if stage >= 1 else 1)
@@ -244,12 +232,12 @@ def activation_bytes_per_layer(
     input; the attention output stays 16-bit for the attention backward and gains an FP8 copy):
     ``−h`` (QKV input), ``−h`` (MLP input), ``−f`` (second MLP input) and ``+q``.
     """
-    _check_int("seq_len", seq_len, 1)
-    _check_int("micro_batch", micro_batch, 1)
-    _check_int("hidden", hidden, 1)
-    _check_int("n_heads", n_heads, 1)
-    _check_int("tp", tp, 1)
-    _check_choice("recompute", recompute, RECOMPUTE_CHOICES)
+    whole("seq_len", seq_len, 1, error=MemoryModelError)
+    whole("micro_batch", micro_batch, 1, error=MemoryModelError)
+    whole("hidden", hidden, 1, error=MemoryModelError)
+    whole("n_heads", n_heads, 1, error=MemoryModelError)
+    whole("tp", tp, 1, error=MemoryModelError)
+    choice("recompute", recompute, RECOMPUTE_CHOICES, error=MemoryModelError)
     sbh = float(seq_len) * micro_batch * hidden
     t = float(tp)
     if recompute == "full":
@@ -362,28 +350,30 @@ def _stage_activation_bytes(
 
 # -------------------------------------------------------------------- the whole GPU
 def _validate_split(model: ModelSpec, *, tp: int, pp: int, ep: int) -> None:
-    _check_int("tp", tp, 1)
-    _check_int("pp", pp, 1)
-    _check_int("ep", ep, 1)
+    whole("tp", tp, 1, error=MemoryModelError)
+    whole("pp", pp, 1, error=MemoryModelError)
+    whole("ep", ep, 1, error=MemoryModelError)
     if model.n_heads % tp:
-        raise ValueError(
+        raise MemoryModelError(
             f"tp={tp} is invalid for {model.name}: must divide n_heads={model.n_heads}"
         )
     if pp > model.n_layers:
-        raise ValueError(
+        raise MemoryModelError(
             f"pp={pp} is invalid for {model.name}: must be <= n_layers={model.n_layers}"
         )
     if model.n_experts % ep:
-        raise ValueError(
+        raise MemoryModelError(
             f"ep={ep} is invalid for {model.name}: must divide n_experts={model.n_experts}"
         )
 
 
 def _validate_parallelism(model: ModelSpec, *, tp: int, pp: int, dp: int, ep: int) -> None:
     _validate_split(model, tp=tp, pp=pp, ep=ep)
-    _check_int("dp", dp, 1)
+    whole("dp", dp, 1, error=MemoryModelError)
     if dp % ep:
-        raise ValueError(f"ep={ep} is invalid: must divide dp={dp} (experts shard the DP group)")
+        raise MemoryModelError(
+            f"ep={ep} is invalid: must divide dp={dp} (experts shard the DP group)"
+        )
 
 
 def memory_per_gpu(
@@ -421,18 +411,18 @@ def memory_per_gpu(
       and output-layer terms (Korthikanti et al. §4.3).
 
     The reported stage is whichever of the first and last stages needs more in total.
-    ``ValueError`` names the bad argument, its value and what is allowed.
+    ``MemoryModelError`` names the bad argument, its value and what is allowed.
     """
     _validate_parallelism(model, tp=tp, pp=pp, dp=dp, ep=ep)
-    stage = _check_zero_stage(zero_stage)
-    _check_int("micro_batch", micro_batch, 1)
-    _check_int("seq_len", seq_len, 1)
-    _check_int("param_bytes", param_bytes, 1)
-    _check_int("grad_bytes", grad_bytes, 1)
-    _check_choice("recompute", recompute, RECOMPUTE_CHOICES)
+    stage = whole("zero_stage", zero_stage, 0, 3, error=MemoryModelError)
+    whole("micro_batch", micro_batch, 1, error=MemoryModelError)
+    whole("seq_len", seq_len, 1, error=MemoryModelError)
+    whole("param_bytes", param_bytes, 1, error=MemoryModelError)
+    whole("grad_bytes", grad_bytes, 1, error=MemoryModelError)
+    choice("recompute", recompute, RECOMPUTE_CHOICES, error=MemoryModelError)
     k = optimizer_bytes_per_param(optimizer, master_weights)
     inflight = pp if inflight_microbatches is None else inflight_microbatches
-    _check_int("inflight_microbatches", inflight, 1)
+    whole("inflight_microbatches", inflight, 1, error=MemoryModelError)
 
     best: MemoryBreakdown | None = None
     for first in (True, False):
