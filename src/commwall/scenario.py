@@ -70,6 +70,12 @@ PXN: Final = "pxn"
 PACKET_ROUTINGS: Final[tuple[str, ...]] = ("ecmp", "spray", "adaptive")
 
 
+class ScenarioFieldError(CommwallError, ValueError):
+    """A scenario field's value is wrong; the message names the value, the problem and what is
+    allowed. Raised by the field readers (:func:`parse_routing_name`, :func:`parse_count`, …),
+    which pydantic turns into the lines of a :class:`ScenarioError`."""
+
+
 def parse_routing_name(name: str, policies: tuple[str, ...] = ROUTING_POLICIES) -> tuple[str, bool]:
     """``(policy, pxn)`` of a routing name: ``POLICY``, ``pxn`` (ECMP with PXN) or
     ``POLICY+pxn``, ``POLICY`` one of ``policies``; a ``ValueError`` naming what is allowed.
@@ -79,10 +85,10 @@ def parse_routing_name(name: str, policies: tuple[str, ...] = ROUTING_POLICIES) 
     """
     parts = [p.strip() for p in str(name).strip().lower().split("+")]
     if parts.count(PXN) > 1:
-        raise ValueError(f"{name!r}: '+pxn' given {parts.count(PXN)} times; give it once")
+        raise ScenarioFieldError(f"{name!r}: '+pxn' given {parts.count(PXN)} times; give it once")
     rest = [p for p in parts if p != PXN] or ["ecmp"]
     if len(rest) != 1 or rest[0] not in policies:
-        raise ValueError(
+        raise ScenarioFieldError(
             f"{name!r} is not allowed; allowed: {', '.join((*policies, PXN))} (add '+pxn' to "
             "any, e.g. spray+pxn)"
         )
@@ -118,7 +124,7 @@ def _quantity(parse: Callable[[str | float | int], float]) -> Callable[[object],
             try:
                 return parse(value)
             except UnitError as err:
-                raise ValueError(str(err)) from None
+                raise ScenarioFieldError(str(err)) from None
         return value
 
     return read
@@ -151,14 +157,16 @@ def parse_count(value: object) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a count; allowed: a number or e.g. '15T', '405B'")
+        raise ScenarioFieldError(
+            f"{value!r} is not a count; allowed: a number or e.g. '15T', '405B'"
+        )
     text = value.strip().replace(",", "").replace("_", "")
     factor = _COUNT_SUFFIXES.get(text[-1:].upper(), 1.0) if text[-1:].isalpha() else 1.0
     number = text[:-1].strip() if factor != 1.0 else text
     try:
         return float(number) * factor
     except ValueError:
-        raise ValueError(
+        raise ScenarioFieldError(
             f"{value!r} is not a count; allowed: a number with an optional K, M, B/G or T suffix"
         ) from None
 
@@ -672,7 +680,7 @@ def _printable(value: object) -> object:
     if isinstance(value, str):
         for i, ch in enumerate(value):
             if (ord(ch) < 32 and ch not in "\n\t") or 127 <= ord(ch) < 160:
-                raise ValueError(
+                raise ScenarioFieldError(
                     f"control character {ch!r} at position {i + 1}; allowed: printable text"
                 )
     return value

@@ -15,7 +15,13 @@ from typer.testing import CliRunner
 
 from commwall.cli import app
 from commwall.cluster import build_cluster
-from commwall.scenario import ScenarioError, load_scenario, load_scenario_text, parse_scenario
+from commwall.scenario import (
+    ScenarioError,
+    ScenarioFieldError,
+    load_scenario,
+    load_scenario_text,
+    parse_scenario,
+)
 from commwall.workload.job import resolve_job
 
 
@@ -515,8 +521,22 @@ def test_faults_section_parses_units_and_counts() -> None:
     assert s.faults.goodput.tokens == 15.6e12
     assert s.faults.failures is not None and s.faults.failures.random_cables == {"leaf-spine": 3}
     assert parse_count("405B") == 405e9 and parse_count("1,000") == 1000.0
-    with pytest.raises(ValueError, match="not a count"):
+    with pytest.raises(ScenarioFieldError, match="not a count"):
         parse_count("many")
+
+
+def test_a_field_reader_raises_scenario_field_error_which_pydantic_still_wraps() -> None:
+    from commwall.errors import CommwallError
+    from commwall.scenario import parse_routing_name
+
+    with pytest.raises(ScenarioFieldError, match=r"'\+pxn' given 2 times") as info:
+        parse_routing_name("spray+pxn+pxn")
+    assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
+    with pytest.raises(ScenarioError) as wrapped:  # inside a scenario: one line, field named
+        parse_scenario({"cluster": {"routing": "spray+pxn+pxn"}})
+    assert wrapped.value.messages == [
+        "cluster.routing: 'spray+pxn+pxn': '+pxn' given 2 times; give it once (got 'spray+pxn+pxn')"
+    ]
 
 
 @pytest.mark.parametrize(

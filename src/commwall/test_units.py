@@ -293,7 +293,7 @@ def test_format_examples(got: str, expected: str) -> None:
 
 
 def test_format_rejects_bad_digits() -> None:
-    with pytest.raises(ValueError, match="digits"):
+    with pytest.raises(UnitError, match="digits"):
         format_time(1.0, digits=0)
 
 

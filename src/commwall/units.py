@@ -589,7 +589,7 @@ def _number_text(x: float, digits: int) -> str:
 
 def _format(value: float, prefixes: _Prefixes, suffix: str, digits: int) -> str:
     if digits < 1:
-        raise ValueError(f"digits must be at least 1, got {digits}")
+        raise UnitError(f"digits must be at least 1, got {digits}")
     value = float(value)
     zero_unit = next(name for factor, name in prefixes if factor == 1.0) + suffix
     if not math.isfinite(value):

@@ -166,7 +166,7 @@ class Part(BaseModel):
         fields = sorted(set(type(self).model_fields) - _PROVENANCE_FIELDS)
         base, _, key = ref.partition(".")
         if base not in fields:
-            raise ValueError(
+            raise CatalogError(
                 f"{what} names unknown field '{base}'{close_matches(base, fields)}; "
                 f"fields: {', '.join(fields)}"
             )
@@ -174,7 +174,9 @@ class Part(BaseModel):
             value = getattr(self, base)
             if base not in self._mapping_fields() or key not in value:
                 keys = ", ".join(value) if isinstance(value, dict) else "none"
-                raise ValueError(f"{what} names '{ref}', but {base} has no entry '{key}' ({keys})")
+                raise CatalogError(
+                    f"{what} names '{ref}', but {base} has no entry '{key}' ({keys})"
+                )
 
     @model_validator(mode="after")
     def _check_provenance(self) -> Self:
@@ -186,7 +188,7 @@ class Part(BaseModel):
             self._check_field_ref(ref, "estimate")
         missing = self.unsourced_fields()
         if missing:
-            raise ValueError(
+            raise CatalogError(
                 f"no source for {', '.join(missing)}: add them to 'source' (or a 'default' entry)"
             )
         return self
@@ -474,7 +476,7 @@ class ClusterPreset(Part):
     @model_validator(mode="after")
     def _check_shape(self) -> Self:
         if self.scale_up_domain % self.gpus_per_node:
-            raise ValueError(
+            raise CatalogError(
                 f"scale_up_domain ({self.scale_up_domain}) must be a whole number of nodes of "
                 f"gpus_per_node ({self.gpus_per_node}) GPUs"
             )

@@ -2,6 +2,7 @@
 
 from commwall.collectives.constants import Gen, Hw, Proto, gen_for_sm
 from commwall.collectives.cost import Cost, Unsupported
+from commwall.collectives.errors import CollectiveError
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.ops import Op, algbw, busbw, busbw_factor, parse_op
 from commwall.collectives.tuner import (
@@ -18,6 +19,7 @@ __all__ = [
     "ALGORITHMS",
     "NCCL_MENU",
     "Choice",
+    "CollectiveError",
     "CommFabric",
     "Cost",
     "Gen",

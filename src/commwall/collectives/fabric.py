@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from commwall.collectives.constants import NVLS_EFFICIENCY, Gen, Hw
+from commwall.collectives.errors import CollectiveError
 
 T = TypeVar("T")
 
@@ -77,21 +78,21 @@ class CommFabric:
 
     def __post_init__(self) -> None:
         if self.n_domains < 1 or self.ranks_per_domain < 1:
-            raise ValueError(
+            raise CollectiveError(
                 f"a communicator needs >= 1 domain and >= 1 rank per domain, got "
                 f"n_domains={self.n_domains}, ranks_per_domain={self.ranks_per_domain}"
             )
         if self.intra_bw <= 0 and self.ranks_per_domain > 1:
-            raise ValueError(
+            raise CollectiveError(
                 f"intra_bw must be > 0 B/s with several ranks per domain, got {self.intra_bw}"
             )
         if self.net_bw_per_rank <= 0 and self.n_domains > 1:
-            raise ValueError(
+            raise CollectiveError(
                 f"net_bw_per_rank must be > 0 B/s across domains, got {self.net_bw_per_rank}"
             )
         for name in ("channels", "nvls_channels", "p2p_channels", "nvlink_links", "nics_per_rank"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise CollectiveError(f"{name} must be >= 1, got {getattr(self, name)}")
 
     def memo(self, key: object, compute: Callable[[], T]) -> T:
         """``compute()`` once per fabric and ``key`` (the cost models derive the same per-fabric

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from commwall.collectives.errors import CollectiveError
+
 
 class Op(StrEnum):
     """A collective operation, named as nccl-tests names its binaries (``all_reduce_perf`` ...)."""
@@ -71,13 +73,13 @@ def parse_op(name: str) -> Op:
     if key in _ALIASES:
         return _ALIASES[key]
     allowed = ", ".join(op.value for op in Op)
-    raise ValueError(f"unknown collective operation {name!r}: allowed are {allowed}")
+    raise CollectiveError(f"unknown collective operation {name!r}: allowed are {allowed}")
 
 
 def busbw_factor(op: Op, nranks: int) -> float:
     """nccl-tests' factor from algbw to busbw for ``op`` on ``nranks`` ranks (PERFORMANCE.md)."""
     if nranks < 1:
-        raise ValueError(f"nranks must be >= 1, got {nranks}")
+        raise CollectiveError(f"nranks must be >= 1, got {nranks}")
     n = nranks
     if op is Op.ALL_REDUCE:
         return 2.0 * (n - 1) / n
@@ -89,7 +91,7 @@ def busbw_factor(op: Op, nranks: int) -> float:
 def algbw(nbytes: float, seconds: float) -> float:
     """nccl-tests algorithm bandwidth ``S / t`` in bytes/s."""
     if seconds <= 0:
-        raise ValueError(f"time must be > 0 s, got {seconds}")
+        raise CollectiveError(f"time must be > 0 s, got {seconds}")
     return nbytes / seconds
 
 
@@ -118,7 +120,7 @@ def nccl_tests_row(op: Op, nbytes: int, nranks: int, type_size: int = 4) -> tupl
     (1048576, 262144)
     """
     if nranks < 1 or type_size < 1:
-        raise ValueError(f"nranks and type_size must be >= 1, got {nranks}, {type_size}")
+        raise CollectiveError(f"nranks and type_size must be >= 1, got {nranks}, {type_size}")
     count = int(nbytes) // type_size
     if op not in PER_RANK_COUNT_OPS:
         return count * type_size, count

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from commwall.collectives.constants import Proto
+from commwall.collectives.errors import CollectiveError
 from commwall.collectives.ops import Op
 
 
@@ -41,17 +42,17 @@ class Placement:
 
     def __post_init__(self) -> None:
         if self.size < 1 or self.per_block < 1 or self.size % self.per_block:
-            raise ValueError(
+            raise CollectiveError(
                 f"placement size={self.size}, per_block={self.per_block}: need size >= 1 and a "
                 "whole number of blocks"
             )
         if self.stride == 0 or not self.bases:
-            raise ValueError("placement needs a non-zero stride and at least one base")
+            raise CollectiveError("placement needs a non-zero stride and at least one base")
         # the lowest member, without building them: the lowest base plus the most negative
         # block offset (a negative stride walks down)
         lowest = min(self.bases) + min(0, (self.size // self.per_block - 1) * self.stride)
         if lowest < 0:
-            raise ValueError(f"placement {self} reaches a negative rank")
+            raise CollectiveError(f"placement {self} reaches a negative rank")
 
     @property
     def copies(self) -> int:
@@ -80,7 +81,7 @@ class Group:
 
     def __post_init__(self) -> None:
         if self.n_domains < 1 or self.ranks_per_domain < 1:
-            raise ValueError(f"group {self.name!r} needs positive sizes, got {self}")
+            raise CollectiveError(f"group {self.name!r} needs positive sizes, got {self}")
 
     @property
     def nranks(self) -> int:
@@ -122,7 +123,7 @@ class Phase:
 
     def __post_init__(self) -> None:
         if self.repeat < 0:
-            raise ValueError(f"phase {self.name!r}: repeat must be >= 0, got {self.repeat}")
+            raise CollectiveError(f"phase {self.name!r}: repeat must be >= 0, got {self.repeat}")
 
 
 @dataclass
@@ -135,7 +136,7 @@ class Schedule:
         """Append ``phase`` and return its index (for later ``after=`` references)."""
         for dep in phase.after:
             if not 0 <= dep < len(self.phases):
-                raise ValueError(
+                raise CollectiveError(
                     f"phase {phase.name!r} waits for phase {dep}, which is not an earlier phase"
                 )
         self.phases.append(phase)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from commwall.collectives import (
     ALGORITHMS,
+    CollectiveError,
     CommFabric,
     Cost,
     Gen,
@@ -26,6 +28,8 @@ from commwall.collectives import (
 )
 from commwall.collectives.constants import BASE_LAT, HW_LAT, tree_correction
 from commwall.collectives.halving_doubling import halving_doubling_steps
+from commwall.collectives.schedule import Placement
+from commwall.errors import CommwallError
 
 US = 1e-6
 H100_NVLINK = 18 * 20.6e9  # NCCL: 18 links × SM90_NVLINK_BW (topo.h v2.30)
@@ -58,10 +62,27 @@ def test_parse_names() -> None:
     assert parse_op("AllGather") is Op.ALL_GATHER
     assert parse_algo("NVLSTree") == "nvls_tree"
     assert parse_proto("ll128") is Proto.LL128
-    with pytest.raises(ValueError, match="allowed are"):
+    with pytest.raises(CollectiveError, match="allowed are"):
         parse_op("allsum")
-    with pytest.raises(ValueError, match="unknown algorithm 'butterfly'"):
+    with pytest.raises(CollectiveError, match="unknown algorithm 'butterfly'"):
         parse_algo("butterfly")
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: parse_proto("ll64"), "unknown protocol 'll64'"),
+        (lambda: busbw_factor(Op.ALL_REDUCE, 0), "nranks must be >= 1"),
+        (lambda: h100(channels=0), "channels must be >= 1"),
+        (lambda: evaluate(Op.ALL_REDUCE, -1, h100(), "ring", Proto.SIMPLE), "nbytes must be"),
+        (lambda: choose(Op.ALL_REDUCE, 1e6, h100(), policy="fastest"), "unknown tuner policy"),
+        (lambda: Placement(3, per_block=2), "whole number of blocks"),
+    ],
+)
+def test_bad_inputs_raise_collective_error(call: Callable[[], object], match: str) -> None:
+    with pytest.raises(CollectiveError, match=match) as info:
+        call()
+    assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
 
 
 def tuner(op: Op, s: float, f: CommFabric, algo: str, proto: Proto) -> Cost:

@@ -19,6 +19,7 @@ from typing import Final, Protocol
 from commwall.collectives.constants import Proto
 from commwall.collectives.cost import Cost, Unsupported
 from commwall.collectives.direct import direct
+from commwall.collectives.errors import CollectiveError
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.halving_doubling import halving_doubling
 from commwall.collectives.hierarchical import hierarchical
@@ -83,7 +84,7 @@ def parse_algo(name: str) -> str:
     key = name.strip().lower()
     key = _ALGO_ALIASES.get(key, key)
     if key not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {name!r}: allowed are {', '.join(ALGORITHMS)}")
+        raise CollectiveError(f"unknown algorithm {name!r}: allowed are {', '.join(ALGORITHMS)}")
     return key
 
 
@@ -92,7 +93,9 @@ def parse_proto(name: str) -> Proto:
     for proto in Proto:
         if proto.value.lower() == name.strip().lower():
             return proto
-    raise ValueError(f"unknown protocol {name!r}: allowed are {', '.join(p.value for p in Proto)}")
+    raise CollectiveError(
+        f"unknown protocol {name!r}: allowed are {', '.join(p.value for p in Proto)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ def evaluate(
     """Cost of one algorithm × protocol; raises :class:`Unsupported` when it cannot run.
     ``estimate=True``: NCCL's tuner estimate only (:attr:`Cost.estimated`)."""
     if nbytes < 0:
-        raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        raise CollectiveError(f"nbytes must be >= 0, got {nbytes}")
     if nbytes == 0 and not estimate and fabric.nranks > 1:
         # NCCL discards an empty collective before launching anything ("Empty collectives can
         # be discarded", enqueue.cc taskAppend); empty sends and receives still meet their peer.
@@ -172,7 +175,7 @@ def choose(
     :class:`Unsupported` (listing every reason) when nothing can run.
     """
     if policy not in POLICIES:
-        raise ValueError(f"unknown tuner policy {policy!r}: allowed are {', '.join(POLICIES)}")
+        raise CollectiveError(f"unknown tuner policy {policy!r}: allowed are {', '.join(POLICIES)}")
     algos: Iterable[str]
     if algo is not None:
         algos = (algo,)

@@ -34,12 +34,14 @@ def register(app: typer.Typer) -> None:
 
 
 def _ratios(text: str | None) -> tuple[float, ...] | None:
+    from commwall.topology import TopologyError
+
     if text is None:
         return None
     try:
         values = tuple(float(v) for v in text.replace(":1", "").split(","))
     except ValueError:
-        raise ValueError(
+        raise TopologyError(
             f"--oversubscription: {text!r} is not a ratio; write o (for o:1) or one per tier, "
             "e.g. 3 or 3,1"
         ) from None
@@ -64,8 +66,9 @@ def build(
     l_leaves: int | None = None,
     s_spines: int | None = None,
 ) -> Any:
-    """Build the topology the options describe (raises TopologyError/ValueError on bad input):
+    """Build the topology the options describe (raises TopologyError on bad input):
     the options checked here, the fabric by :func:`commwall.topology.kinds.build_fabric`."""
+    from commwall.topology import TopologyError
     from commwall.topology.kinds import build_fabric
 
     physics: dict[str, Any] = {}
@@ -93,9 +96,9 @@ def build(
         options, what = needs[kind]
         missing = [name for name, value in options if value is None]
         if missing:
-            raise ValueError(f"{kind} needs {', '.join(missing)}: {what}")
+            raise TopologyError(f"{kind} needs {', '.join(missing)}: {what}")
     if kind in ("rail-optimized", "rail-only") and nodes is None:
-        raise ValueError(f"{kind} needs --nodes (servers, each with --rails NICs)")
+        raise TopologyError(f"{kind} needs --nodes (servers, each with --rails NICs)")
     return build_fabric(
         kind, nodes=nodes, rails=rails, radix=64 if radix is None else radix, tiers=tiers,
         oversubscription=taper, a=a, p=p, h=h, g=g, arrangement=arrangement,
@@ -193,13 +196,15 @@ def _print_scale_up(facts: dict[str, Any]) -> None:
 
 
 def _lengths(values: list[str] | None) -> dict[str, str] | None:
+    from commwall.topology import TopologyError
+
     if not values:
         return None
     out: dict[str, str] = {}
     for v in values:
         seg, sep, length = v.partition("=")
         if not sep or not seg.strip() or not length.strip():
-            raise ValueError(
+            raise TopologyError(
                 f"--length: {v!r} is not SEGMENT=LENGTH; write e.g. access=20 or leaf-spine=100m"
             )
         out[seg.strip()] = length.strip()
@@ -224,12 +229,14 @@ def bom_options(
     gpus_per_node / rails GPUs; for the others an endpoint is a host holding gpus_per_node.
     ``--gpus-per-node`` without ``--gpu`` counts H100 SXM GPUs.
     """
+    from commwall.topology import TopologyError
+
     if optics not in OPTICS:
-        raise ValueError(f"--optics: {optics!r} is not allowed; allowed: {', '.join(OPTICS)}")
+        raise TopologyError(f"--optics: {optics!r} is not allowed; allowed: {', '.join(OPTICS)}")
     if gpus_per_node is not None and gpus_per_node < 1:
-        raise ValueError(f"--gpus-per-node: must be a whole number >= 1, got {gpus_per_node}")
+        raise TopologyError(f"--gpus-per-node: must be a whole number >= 1, got {gpus_per_node}")
     if lanes_per_port < 1:
-        raise ValueError(f"--lanes-per-port: must be a whole number >= 1, got {lanes_per_port}")
+        raise TopologyError(f"--lanes-per-port: must be a whole number >= 1, got {lanes_per_port}")
     per_node = gpus_per_node if gpus_per_node is not None else (rails if kind in _RAIL_KINDS else 1)
     per_endpoint = per_node / rails if kind in _RAIL_KINDS else float(per_node)
     if gpu is None and gpus_per_node is not None:

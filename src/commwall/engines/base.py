@@ -98,6 +98,12 @@ class InvariantError(CommwallError, RuntimeError):
     """An engine caught itself breaking one of its invariants."""
 
 
+class EngineInputError(CommwallError, ValueError):
+    """An engine input is wrong (a traffic matrix, capacities, a plan too large to hold, a group
+    that does not fit the cluster); the message names the value, the problem and what is
+    allowed."""
+
+
 def check_order(
     schedule: Schedule, results: Sequence[PhaseResult], *, tolerance: float = 0.0
 ) -> None:

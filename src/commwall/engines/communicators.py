@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.schedule import CollectiveTask, Group, Placement
+from commwall.engines.base import EngineInputError
 
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
@@ -32,7 +33,7 @@ def group_members(group: Group, cluster: Cluster) -> IntArray:
         g = group.ranks_per_domain
         members = ((i // g) * cluster.scale_up_domain + i % g)[None, :]
     if int(members.max()) >= cluster.n_gpus:
-        raise ValueError(
+        raise EngineInputError(
             f"group {group.name!r} reaches GPU {int(members.max())}, but the cluster has "
             f"{cluster.n_gpus} GPUs"
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commwall.engines.base import Engine
+from commwall.engines.base import Engine, EngineInputError
 from commwall.scenario import ALL_ENGINES
 
 __all__ = ["get_engine"]
@@ -27,4 +27,4 @@ def get_engine(name: str, **options: Any) -> Engine:
         from commwall.engines.packet.engine import PacketEngine
 
         return PacketEngine(**options)
-    raise ValueError(f"engine: {name!r} is unknown; allowed: {', '.join(ALL_ENGINES)}")
+    raise EngineInputError(f"engine: {name!r} is unknown; allowed: {', '.join(ALL_ENGINES)}")

@@ -85,6 +85,7 @@ from commwall.collectives.ops import Op
 from commwall.collectives.ring import ring
 from commwall.collectives.tree import tree_inter_volume
 from commwall.collectives.tuner import ALGORITHMS, evaluate
+from commwall.engines.base import EngineInputError
 
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
@@ -127,12 +128,12 @@ class Chain:
 
     def __post_init__(self) -> None:
         if not (self.src.shape == self.dst.shape == self.rail.shape) or self.src.ndim != 1:
-            raise ValueError(
+            raise EngineInputError(
                 f"chain arrays must be 1-D of one length, got src {self.src.shape}, "
                 f"dst {self.dst.shape}, rail {self.rail.shape}"
             )
         if not self.nbytes >= 0 or not self.rate > 0:
-            raise ValueError(
+            raise EngineInputError(
                 f"chain needs nbytes >= 0 and rate > 0, got {self.nbytes}, {self.rate}"
             )
 
@@ -183,7 +184,7 @@ class TransferPlan:
     def __post_init__(self) -> None:
         for i, stage in enumerate(self.stages):
             if any(not 0 <= a < i for a in stage.after):
-                raise ValueError(
+                raise EngineInputError(
                     f"stage {i} ({stage.name!r}) waits for a stage that is not earlier"
                 )
 
@@ -218,11 +219,11 @@ def compile_collective(
     m = _check_members(np.array(members, dtype=np.int64, copy=True), cluster)
     copies, p = m.shape
     if op is not cost.op:
-        raise ValueError(f"cost is for {cost.op.value}, not {op.value}")
+        raise EngineInputError(f"cost is for {cost.op.value}, not {op.value}")
     if not math.isclose(nbytes, cost.nbytes, rel_tol=1e-12, abs_tol=0.0):
-        raise ValueError(f"cost is for {cost.nbytes} bytes, not {nbytes}")
+        raise EngineInputError(f"cost is for {cost.nbytes} bytes, not {nbytes}")
     if cost.nranks != p:
-        raise ValueError(f"cost is for {cost.nranks} ranks but each copy has {p} members")
+        raise EngineInputError(f"cost is for {cost.nranks} ranks but each copy has {p} members")
 
     def plan(stages: Sequence[Stage]) -> TransferPlan:
         return TransferPlan(op, cost.algo, cost.proto, nbytes, p, copies, tuple(stages), cost)
@@ -232,7 +233,9 @@ def compile_collective(
     builder = _BUILDERS.get(cost.algo)
     if builder is None:
         known = ", ".join(sorted(_BUILDERS))
-        raise ValueError(f"cannot compile algorithm {cost.algo!r} to transfers; known: {known}")
+        raise EngineInputError(
+            f"cannot compile algorithm {cost.algo!r} to transfers; known: {known}"
+        )
     ctx = _Context(op, float(nbytes), m, cluster, cost)
     return _checked(plan(builder(ctx)), cost)
 
@@ -241,13 +244,13 @@ def _check_members(m: IntArray, cluster: Cluster) -> IntArray:
     if m.ndim == 1:
         m = m[None, :]
     if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
-        raise ValueError(f"members must be a (copies, ranks) array, got shape {m.shape}")
+        raise EngineInputError(f"members must be a (copies, ranks) array, got shape {m.shape}")
     if int(m.min()) < 0 or int(m.max()) >= cluster.n_gpus:
-        raise ValueError(
+        raise EngineInputError(
             f"members must be GPU ranks 0..{cluster.n_gpus - 1}, got {int(m.min())}..{int(m.max())}"
         )
     if len(np.unique(m)) != m.size:
-        raise ValueError("a GPU appears twice in members: copies must be disjoint groups")
+        raise EngineInputError("a GPU appears twice in members: copies must be disjoint groups")
     return m
 
 
@@ -337,7 +340,7 @@ class _Context:
     def require_uniform(self) -> None:
         """Refuse copies of unequal shape (the algorithm indexes ranks by domain position)."""
         if not self.uniform:
-            raise ValueError(
+            raise EngineInputError(
                 f"{self.cost.algo} needs every copy to span the same number of domains with the "
                 "same number of ranks in each"
             )
@@ -345,9 +348,9 @@ class _Context:
     def require_pipelines(self, n_channels: int) -> None:
         """Refuse a pipelined plan of absurd size (a guard on memory, not a modelling limit)."""
         if n_channels * self.copies * self.p > 16 * MAX_DIRECT_HOPS:
-            raise ValueError(
+            raise EngineInputError(
                 f"{self.cost.algo} on {self.copies} x {self.p} ranks would hold more than "
-                f"{16 * MAX_DIRECT_HOPS:,} hops; use --engine analytic"
+                f"{16 * MAX_DIRECT_HOPS:,} hops; use the analytic engine"
             )
 
     # ---- ring orders ---------------------------------------------------------------------
@@ -671,7 +674,7 @@ def _direct(ctx: _Context) -> list[Stage]:
     hops = copies * (p - 1) * (1 if op in (Op.BROADCAST, Op.REDUCE) else p)
     n_stages = 2 if op is Op.ALL_REDUCE else 1
     if hops * n_stages > MAX_DIRECT_HOPS:
-        raise ValueError(
+        raise EngineInputError(
             f"direct {op.value} on {copies} x {p} ranks is {hops * n_stages:,} point-to-point "
             f"transfers; the flow engine compiles at most {MAX_DIRECT_HOPS:,}: use "
             "the analytic engine for this collective"

@@ -68,6 +68,7 @@ __all__ = [
     "ATTR_KINDS",
     "Attr",
     "ChakraError",
+    "ChakraWriteError",
     "CommType",
     "IOInfo",
     "Node",
@@ -127,6 +128,11 @@ class ChakraError(CommwallError, ValueError):
         where = [f"byte {offset}"] if offset is not None else []
         where += [f"node {node}"] if node is not None else []
         super().__init__(f"{file}: {', '.join(where) + ': ' if where else ''}{reason}")
+
+
+class ChakraWriteError(CommwallError, ValueError):
+    """A Chakra trace input that cannot be written; the message names the value, the problem and
+    what is allowed."""
 
 
 # ---- the schema, as descriptors ----------------------------------------------------------------
@@ -339,7 +345,7 @@ def _put_attr(msg: Any, a: Attr) -> None:
     if not a.kind:
         return
     if a.kind not in ATTR_KINDS:
-        raise ValueError(f"attribute {a.name!r}: unknown kind {a.kind!r}")
+        raise ChakraWriteError(f"attribute {a.name!r}: unknown kind {a.kind!r}")
     if a.kind.endswith("_list"):
         getattr(msg, a.kind).values.extend(a.value if isinstance(a.value, tuple) else ())
         if not a.value:  # an empty list is still a set oneof member
@@ -416,7 +422,9 @@ def _varint(value: int) -> bytes:
 
 def _frame(payload: bytes, what: str) -> bytes:
     if not payload:
-        raise ValueError(f"{what} encodes to zero bytes, which Chakra readers take as end of file")
+        raise ChakraWriteError(
+            f"{what} encodes to zero bytes, which Chakra readers take as end of file"
+        )
     return _varint(len(payload)) + payload
 
 
@@ -425,7 +433,7 @@ def encode_node(node: Node) -> bytes:
     try:
         payload = _node_message(node).SerializeToString()
     except (EncodeError, TypeError, ValueError) as e:
-        raise ValueError(f"node {node.id} {node.name!r}: cannot encode: {e}") from None
+        raise ChakraWriteError(f"node {node.id} {node.name!r}: cannot encode: {e}") from None
     return _frame(payload, f"node {node.id}")
 
 

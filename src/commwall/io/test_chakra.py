@@ -23,11 +23,13 @@ from commwall.collectives.schedule import (
     Schedule,
 )
 from commwall.engines import get_engine
+from commwall.errors import CommwallError
 from commwall.io import chakra
 from commwall.io.chakra import (
     ATTR_KINDS,
     Attr,
     ChakraError,
+    ChakraWriteError,
     CommType,
     IOInfo,
     Node,
@@ -127,8 +129,9 @@ def test_gzip_and_framing_errors(tmp_path: Path) -> None:
         assert str(info.value).startswith("bad.0.et:")
     with pytest.raises(ChakraError, match="byte 0: truncated"):
         decode_trace(b"\x05ab", "f")
-    with pytest.raises(ValueError, match="zero bytes"):
+    with pytest.raises(ChakraWriteError, match="zero bytes") as info:
         encode_trace(Trace(0, "v", (), (Node(0, "", 0),)))
+    assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -278,6 +281,16 @@ def schedules(draw: st.DrawFn) -> Schedule:
 def test_random_schedules_roundtrip(schedule: Schedule) -> None:
     traces = _roundtrip(schedule_to_traces(schedule, world=8, scale_up_domain=8))
     assert traces_to_schedule(traces, scale_up_domain=8) == schedule
+
+
+def test_writing_a_schedule_refuses_bad_ranks() -> None:
+    s = Schedule()
+    s.add(Phase("ar", CollectiveTask(Op.ALL_REDUCE, 1e6, Group("dp", 1, 8, Placement(8))), "dp"))
+    with pytest.raises(ChakraWriteError, match=r"ranks \[9\] are outside the job's 8 ranks"):
+        schedule_to_traces(s, world=8, ranks=[0, 9])
+    with pytest.raises(ChakraWriteError, match="beyond a world of 4") as info:
+        schedule_to_traces(s, world=4)
+    assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
 
 
 # ---- PyTorch-shaped traces --------------------------------------------------------------------

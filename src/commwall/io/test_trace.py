@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from commwall.engines.base import PhaseResult
+from commwall.errors import CommwallError
 from commwall.io import trace
-from commwall.io.trace import trace_events, write_trace
+from commwall.io.trace import TraceError, trace_events, write_trace
 
 
 def _phases() -> list[PhaseResult]:
@@ -109,13 +110,14 @@ def test_counters_take_numpy_arrays() -> None:
     ],
 )
 def test_bad_counters(times: list[float], values: list[float], match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(TraceError, match=match):
         trace_events([], counters={"c": (times, values)})
 
 
 def test_bad_phase_times() -> None:
-    with pytest.raises(ValueError, match="phase 0 'x'"):
+    with pytest.raises(TraceError, match="phase 0 'x'") as info:
         trace_events([PhaseResult("x", "compute", "s", 2.0, 1.0)])
+    assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
 
 
 def test_round_trip_through_a_file(tmp_path: Path) -> None:

@@ -32,12 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from commwall.engines.base import PhaseResult
+from commwall.errors import CommwallError
 from commwall.io.atomic import write_atomic
 
-__all__ = ["trace_events", "write_trace"]
+__all__ = ["TraceError", "trace_events", "write_trace"]
 
 _US = 1e6  # trace timestamps are microseconds
 _PID = 1
+
+
+class TraceError(CommwallError, ValueError):
+    """A trace input is wrong; the message names the value, the problem and what is allowed."""
 
 
 def trace_events(
@@ -59,7 +64,7 @@ def trace_events(
     for index, phase in enumerate(phases):
         start, end = float(phase.start), float(phase.end)
         if not (math.isfinite(start) and math.isfinite(end) and end >= start):
-            raise ValueError(
+            raise TraceError(
                 f"phase {index} {phase.name!r}: start = {start!r}, end = {end!r}; "
                 "need finite times with end >= start"
             )
@@ -133,14 +138,14 @@ def _counter(name: str, times: Iterable[float], values: Iterable[float]) -> list
     if len(t) == n_values + 1:
         v.append(0.0)  # the closing time: the series drops back to idle
     if len(t) != len(v):
-        raise ValueError(
+        raise TraceError(
             f"counter {name!r}: {len(t)} times for {n_values} values; "
             "need one time per value, or one more to close the series"
         )
     if any(not (math.isfinite(x) and math.isfinite(y)) for x, y in zip(t, v, strict=True)):
-        raise ValueError(f"counter {name!r}: times and values must be finite")
+        raise TraceError(f"counter {name!r}: times and values must be finite")
     if any(b < a for a, b in pairwise(t)):
-        raise ValueError(f"counter {name!r}: times must not decrease")
+        raise TraceError(f"counter {name!r}: times must not decrease")
     return [
         {"name": name, "ph": "C", "ts": ts * _US, "pid": _PID, "args": {"value": value}}
         for ts, value in zip(t, v, strict=True)

@@ -9,10 +9,18 @@ torch is optional (``pip install 'commwall[torch]'``); nothing else in commwall 
 
 from commwall.measure.bench import (
     MeasureConfig,
+    MeasureConfigError,
     MeasureError,
     measure,
     measurement_sizes,
     torch_available,
 )
 
-__all__ = ["MeasureConfig", "MeasureError", "measure", "measurement_sizes", "torch_available"]
+__all__ = [
+    "MeasureConfig",
+    "MeasureConfigError",
+    "MeasureError",
+    "measure",
+    "measurement_sizes",
+    "torch_available",
+]

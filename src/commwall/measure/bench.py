@@ -56,6 +56,10 @@ class MeasureError(CommwallError, RuntimeError):
     """A measurement could not run (no torch, a worker failed or hung); the message says why."""
 
 
+class MeasureConfigError(CommwallError, ValueError):
+    """A measurement input is wrong; the message names the value, the problem and what is allowed."""
+
+
 @dataclass(frozen=True)
 class MeasureConfig:
     """What to measure (defaults: nccl-tests' ``-w 5 -n 20 -f 2``)."""
@@ -104,7 +108,7 @@ class MeasureConfig:
         if self.timeout_s <= 0:
             problems.append(f"timeout: {self.timeout_s} s; allowed: > 0")
         if problems:
-            raise ValueError("; ".join(problems))
+            raise MeasureConfigError("; ".join(problems))
 
 
 def usable_cpus() -> set[int]:

@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from commwall.collectives.ops import Op, busbw_factor
+from commwall.errors import CommwallError
 from commwall.io.nccl_tests import format_nccl_tests, parse_nccl_tests
-from commwall.measure import MeasureConfig, MeasureError, measure, measurement_sizes
+from commwall.measure import (
+    MeasureConfig,
+    MeasureConfigError,
+    MeasureError,
+    measure,
+    measurement_sizes,
+)
 from commwall.measure.bench import _last_error, usable_cpus
 
 #: a CPU this process may use (all ranks pinned to it)
@@ -37,8 +44,9 @@ def test_sizes_follow_nccl_tests_rounding() -> None:
      ("timeout_s", 0, "timeout"), ("ops", (), "op")],
 )  # fmt: skip
 def test_bad_configs_name_the_field(field: str, value: object, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(MeasureConfigError, match=message) as info:
         MeasureConfig(**{field: value})  # type: ignore[arg-type]
+    assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
 
 
 def test_sizes_that_round_to_the_same_buffer_are_measured_once() -> None:
@@ -47,7 +55,7 @@ def test_sizes_that_round_to_the_same_buffer_are_measured_once() -> None:
 
 
 def test_sendrecv_needs_two_ranks() -> None:
-    with pytest.raises(ValueError, match="sendrecv"):
+    with pytest.raises(MeasureConfigError, match="sendrecv"):
         MeasureConfig(ops=(Op.SENDRECV,), nprocs=1)
 
 

@@ -14,6 +14,7 @@ import importlib
 from html import escape
 
 from commwall.errors import CommwallError
+from commwall.report.inputs import ReportError
 from commwall.report.model import Chart, Note, Report, Section, Table
 from commwall.report.plotly_render import figure, script_json
 
@@ -81,7 +82,7 @@ def render_html(report: Report) -> str:
     charts = report.charts()
     ids = [c.id for c in charts]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"chart ids must be unique, got {ids}")
+        raise ReportError(f"chart ids must be unique, got {ids}")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',

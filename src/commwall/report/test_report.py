@@ -11,7 +11,7 @@ import pytest
 from commwall.report import build_report, load_input, render_html, write_pngs, write_report
 from commwall.report.fixtures import EXAMPLE, FAULTS, HOSTILE, make_sweep
 from commwall.report.inputs import ReportError, ResultInput, load_result_json, simulate_scenario
-from commwall.report.model import Chart, Report
+from commwall.report.model import Bar, Chart, Report, Section
 from commwall.report.plotly_render import figure, script_json
 from commwall.report.single import timeline_bars, utilisation_grid
 from commwall.report.sweep import front_ids
@@ -225,6 +225,10 @@ def test_bad_inputs(tmp_path: Path) -> None:
         load_input(tmp_path / "empty")
     with pytest.raises(ReportError, match="engine: 'packet' is not allowed"):
         load_input(EXAMPLE, engine="packet")
+    chart = Chart("c", "C", Bar(("a",), (1.0,)))
+    twice = Report("r", (), (), (Section("s", "S", (chart, chart)),))
+    with pytest.raises(ReportError, match="chart ids must be unique"):
+        render_html(twice)
 
 
 def test_simulate_scenario_names_the_origin() -> None:

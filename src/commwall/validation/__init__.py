@@ -7,5 +7,13 @@ from commwall.validation.published import (
     load_measurements,
     measurement_cluster,
 )
+from commwall.validation.training import ValidationDataError
 
-__all__ = ["Comparison", "Measurement", "compare", "load_measurements", "measurement_cluster"]
+__all__ = [
+    "Comparison",
+    "Measurement",
+    "ValidationDataError",
+    "compare",
+    "load_measurements",
+    "measurement_cluster",
+]

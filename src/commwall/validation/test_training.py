@@ -11,8 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from commwall.cli import app
+from commwall.errors import CommwallError
 from commwall.scenario import parse_scenario
 from commwall.validation.training import (
+    ValidationDataError,
     load_training_runs,
     training_comparisons,
     training_markdown,
@@ -48,6 +50,13 @@ def test_measured_figures_become_step_times_as_the_source_counts() -> None:
     )
     # Korthikanti et al. Table 5 gives the step itself
     assert runs["korthikanti22-t5-gpt3-175b-seqsel"].measured_step() == 13.75
+
+
+def test_an_unknown_flops_formula_raises_validation_data_error() -> None:
+    run = load_training_runs()[0]
+    with pytest.raises(ValidationDataError, match="'palm'; allowed: narayanan, model") as info:
+        run.step_flops("palm")
+    assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
 
 
 def test_a_cheap_subset_is_predicted_closer_than_the_flat_constant() -> None:

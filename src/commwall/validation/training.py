@@ -27,12 +27,18 @@ from typing import Any, Final
 
 import yaml
 
+from commwall.errors import CommwallError
 from commwall.scenario import ModelDef, ScenarioError, parse_scenario
 from commwall.workload.hf_config import model_from_def
 from commwall.workload.models import ModelSpec
 
 DATA_FILE: Final = "training_public.yaml"
 _METRICS: Final = ("step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu")
+
+
+class ValidationDataError(CommwallError, ValueError):
+    """A validation input (a run of the data file) is wrong; the message names the value, the
+    problem and what is allowed."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,9 @@ class TrainingRun:
             )
         if formula == "model":
             return float(self.spec.training_flops_per_token(s) * batch * s)
-        raise ValueError(f"{self.id}: measured.flops {formula!r}; allowed: narayanan, model")
+        raise ValidationDataError(
+            f"{self.id}: measured.flops {formula!r}; allowed: narayanan, model"
+        )
 
 
 @dataclass(frozen=True)
@@ -131,10 +139,12 @@ def load_training_runs() -> tuple[TrainingRun, ...]:
     for row in data["runs"]:
         measured = row["measured"]
         if not any(k in measured for k in _METRICS) and "skip" not in row:
-            raise ValueError(f"{row['id']}: measured needs one of {', '.join(_METRICS)}")
+            raise ValidationDataError(f"{row['id']}: measured needs one of {', '.join(_METRICS)}")
         assumed = row.get("assumed", ())
         if not all(isinstance(a, str) for a in assumed):
-            raise ValueError(f"{row['id']}: every assumed entry must be text (quote a ': ')")
+            raise ValidationDataError(
+                f"{row['id']}: every assumed entry must be text (quote a ': ')"
+            )
         runs.append(
             TrainingRun(
                 id=row["id"],

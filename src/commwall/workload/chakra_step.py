@@ -72,6 +72,7 @@ from commwall.io.chakra import (
     SCHEMA_VERSION,
     Attr,
     ChakraError,
+    ChakraWriteError,
     CommType,
     Node,
     NodeType,
@@ -141,7 +142,7 @@ class _Writer:
             if isinstance(phase.task, CollectiveTask):
                 rows = _members(phase.task)
                 if phase.task.op is Op.SENDRECV and len(rows[0]) != 2:
-                    raise ValueError(
+                    raise ChakraWriteError(
                         f"phase {phase.name!r}: sendrecv needs a two-rank group, got {len(rows[0])}"
                     )
                 senders = [r[0] for r in rows] if phase.task.op is Op.SENDRECV else None
@@ -149,7 +150,9 @@ class _Writer:
         top = max((max(v) for v in lanes.values() if v), default=-1)
         self.world = world if world is not None else top + 1 or 1
         if top >= self.world:
-            raise ValueError(f"the schedule reaches rank {top}, beyond a world of {self.world}")
+            raise ChakraWriteError(
+                f"the schedule reaches rank {top}, beyond a world of {self.world}"
+            )
         for phase in schedule.phases:
             self.roles.append(self._roles(phase, lanes))
         self.first_id: list[int] = []
@@ -177,7 +180,7 @@ class _Writer:
                 pairs = [(r, _Role("m", pg)) for r in row]
             for r, role in pairs:
                 if r in roles:
-                    raise ValueError(
+                    raise ChakraWriteError(
                         f"phase {phase.name!r}: rank {r} appears twice in its placement"
                     )
                 roles[r] = role
@@ -278,7 +281,7 @@ def _rank_list(writer: _Writer, ranks: Iterable[int] | None) -> list[int]:
     chosen = list(range(writer.world)) if ranks is None else sorted(set(ranks))
     bad = [r for r in chosen if not 0 <= r < writer.world]
     if bad:
-        raise ValueError(f"ranks {bad} are outside the job's {writer.world} ranks")
+        raise ChakraWriteError(f"ranks {bad} are outside the job's {writer.world} ranks")
     return chosen
 
 

@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Final
 
+from commwall.workload.errors import WorkloadError
 from commwall.workload.models import ModelSpec
 
 __all__ = [
@@ -201,15 +202,15 @@ class Device:
 def device_for(
     gpu_name: str, peak: float, half_peak: float, hbm_bw: float, precision: str
 ) -> Device:
-    """The :class:`Device` of a catalog GPU; ``ValueError`` naming the GPUs known otherwise."""
+    """The :class:`Device` of a catalog GPU; :class:`WorkloadError` naming the GPUs known otherwise."""
     if gpu_name not in GEMM_CEILING:
-        raise ValueError(
+        raise WorkloadError(
             f"no kernel-efficiency data for GPU {gpu_name!r} (known: "
             f"{', '.join(sorted(GEMM_CEILING))}); set job.compute_efficiency to use the flat model"
         )
     ceiling = GEMM_CEILING[gpu_name].get(precision)
     if ceiling is None:
-        raise ValueError(f"no {precision} GEMM data for {gpu_name}")
+        raise WorkloadError(f"no {precision} GEMM data for {gpu_name}")
     hbm = hbm_bw * HBM_SHARE[gpu_name]
     return Device(gpu_name, SMS[gpu_name], peak, half_peak, hbm, precision, ceiling)
 

@@ -36,9 +36,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
-from commwall.errors import CommwallError
 from commwall.scenario import MODEL_NAME, ModelDef
-from commwall.workload.models import ModelSpec, get_model
+from commwall.workload.models import ModelDefinitionError, ModelSpec, get_model
 
 __all__ = ["ModelDefinitionError", "model_from_def", "model_from_hf_config", "resolve_model"]
 
@@ -67,10 +66,6 @@ _REFUSED: Final = {
     "first_k_dense_replace": "dense layers among MoE layers are not modelled",
     "moe_layer_freq": "MoE on only some layers is not modelled",
 }
-
-
-class ModelDefinitionError(CommwallError, ValueError):
-    """A model definition or config.json that cannot be used; the message names the field."""
 
 
 def resolve_model(model: str | ModelDef) -> ModelSpec:

@@ -16,12 +16,13 @@ import functools
 import math
 
 from commwall.collectives.schedule import Group, Placement
+from commwall.workload.errors import WorkloadError
 
 
 def group_shape(name: str, size: int, stride: int, domain: int) -> Group:
     """The :class:`Group` of a communicator of ``size`` ranks, ``stride`` apart, domains of ``domain``."""
     if size < 1 or stride < 1 or domain < 1:
-        raise ValueError(f"group {name!r}: size, stride and domain must be >= 1")
+        raise WorkloadError(f"group {name!r}: size, stride and domain must be >= 1")
     per_domain = max(1, min(size, domain // stride))
     return Group(name, math.ceil(size / per_domain), per_domain)
 
@@ -37,7 +38,7 @@ def pipeline_peer_group(tp: int, dp: int, domain: int, stage: int = 0) -> Group:
     [1, 2, 1]
     """
     if tp < 1 or dp < 1 or domain < 1 or stage < 0:
-        raise ValueError("pipeline peers: tp, dp and domain must be >= 1 and stage >= 0")
+        raise WorkloadError("pipeline peers: tp, dp and domain must be >= 1 and stage >= 0")
     k = tp * dp
     lo, hi = stage * k + 1, (stage + 2) * k - 1  # every r + 1 … r + k over the stage's ranks
     if hi // domain * domain >= lo:  # a domain boundary falls inside
@@ -57,7 +58,7 @@ def megatron_placement(size: int, stride: int, span: int, offset: int = 0) -> Pl
     [[0, 4], [1, 5], [2, 6], [3, 7], [8, 12], [9, 13], [10, 14], [11, 15]]
     """
     if size < 1 or stride < 1 or span < size * stride or span % (size * stride) or offset < 0:
-        raise ValueError(
+        raise WorkloadError(
             f"placement of {size} ranks at stride {stride} does not tile a span of {span}"
         )
     # digit 0 of each block of size × stride ranks: its first `stride` ranks

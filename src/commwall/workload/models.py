@@ -31,16 +31,22 @@ from dataclasses import dataclass
 from typing import Literal
 
 from commwall.errors import CommwallError
+from commwall.workload.errors import WorkloadError
 
 NormKind = Literal["rmsnorm", "layernorm"]
 
 __all__ = [
+    "ModelDefinitionError",
     "ModelSpec",
     "NormKind",
     "UnknownModelError",
     "get_model",
     "list_models",
 ]
+
+
+class ModelDefinitionError(CommwallError, ValueError):
+    """A model definition or config.json that cannot be used; the message names the field."""
 
 
 class UnknownModelError(CommwallError, ValueError):
@@ -114,7 +120,7 @@ class ModelSpec:
         ):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(
+                raise ModelDefinitionError(
                     f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
                 )
         for field_name in ("head_size", "expert_ffn_hidden"):
@@ -122,30 +128,30 @@ class ModelSpec:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
-                raise ValueError(
+                raise ModelDefinitionError(
                     f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
                 )
         shared = self.shared_ffn_hidden
         if isinstance(shared, bool) or not isinstance(shared, int) or shared < 0:
-            raise ValueError(
+            raise ModelDefinitionError(
                 f"{self.name}: shared_ffn_hidden={shared!r} is invalid: must be an integer >= 0"
             )
         if self.head_size is None and self.hidden % self.n_heads:
-            raise ValueError(
+            raise ModelDefinitionError(
                 f"{self.name}: hidden={self.hidden} is invalid: must be divisible by "
                 f"n_heads={self.n_heads}"
             )
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(
+            raise ModelDefinitionError(
                 f"{self.name}: n_kv_heads={self.n_kv_heads} is invalid: must divide "
                 f"n_heads={self.n_heads}"
             )
         if self.top_k > self.n_experts:
-            raise ValueError(
+            raise ModelDefinitionError(
                 f"{self.name}: top_k={self.top_k} is invalid: must be <= n_experts={self.n_experts}"
             )
         if self.norm not in ("rmsnorm", "layernorm"):
-            raise ValueError(
+            raise ModelDefinitionError(
                 f"{self.name}: norm={self.norm!r} is invalid: allowed values are "
                 "'rmsnorm', 'layernorm'"
             )
@@ -299,7 +305,7 @@ class ModelSpec:
         lookup is not. Activation recomputation adds work on top (not included here).
         """
         if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
-            raise ValueError(f"seq_len={seq_len!r} is invalid: must be an integer >= 1")
+            raise WorkloadError(f"seq_len={seq_len!r} is invalid: must be an integer >= 1")
         attention = 12.0 * self.n_layers * self.q_dim * seq_len
         return 6.0 * self.matmul_params_per_token() + attention
 

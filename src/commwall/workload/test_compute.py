@@ -8,6 +8,8 @@ import math
 import pytest
 
 from commwall import simulate
+from commwall.errors import CommwallError
+from commwall.workload import WorkloadError
 from commwall.workload.compute import (
     GEMM_CEILING,
     HBM_SHARE,
@@ -141,8 +143,9 @@ def test_the_step_uses_the_kernels_and_the_flat_model_stays_an_override() -> Non
 
 def test_a_gpu_without_kernel_data_is_a_clear_error() -> None:
     with pytest.raises(
-        ValueError, match=r"no kernel-efficiency data for GPU 'mi300x'.*compute_efficiency"
-    ):
+        WorkloadError, match=r"no kernel-efficiency data for GPU 'mi300x'.*compute_efficiency"
+    ) as info:
         device_for("mi300x", 1.3e15, 1.3e15, 5.3e12, "bf16")
-    with pytest.raises(ValueError, match="no fp4 GEMM data for h100-sxm"):
+    assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
+    with pytest.raises(WorkloadError, match="no fp4 GEMM data for h100-sxm"):
         device_for("h100-sxm", 1e15, 1e15, 3e12, "fp4")

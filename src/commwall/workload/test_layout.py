@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from commwall.cluster import build_cluster
 from commwall.collectives.schedule import Group
 from commwall.scenario import ClusterSpec, parse_scenario
-from commwall.workload import layout
+from commwall.workload import WorkloadError, layout
 from commwall.workload.job import resolve_job
 from commwall.workload.layout import group_shape, pipeline_peer_group
 from commwall.workload.step import job_groups
@@ -133,7 +133,7 @@ def test_group_shape_matches_rank_enumeration(domain: int, stride: int, size: in
 
 def test_group_shape_rejects_bad_sizes() -> None:
     for args in ((0, 1, 8), (1, 0, 8), (1, 1, 0)):
-        with pytest.raises(ValueError, match="must be >= 1"):
+        with pytest.raises(WorkloadError, match="must be >= 1"):
             group_shape("x", *args)
 
 
@@ -172,7 +172,7 @@ def test_pipeline_peers_match_rank_pairs(domain: int, tp: int, dp: int, stage: i
 
 
 def test_pipeline_peers_reject_bad_input() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(WorkloadError):
         pipeline_peer_group(1, 1, 8, -1)
-    with pytest.raises(ValueError):
+    with pytest.raises(WorkloadError):
         pipeline_peer_group(0, 1, 8)

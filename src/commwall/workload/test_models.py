@@ -9,8 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commwall.workload import models
-from commwall.workload.models import ModelSpec, UnknownModelError, get_model, list_models
+from commwall.errors import CommwallError
+from commwall.workload import WorkloadError, models
+from commwall.workload.models import (
+    ModelDefinitionError,
+    ModelSpec,
+    UnknownModelError,
+    get_model,
+    list_models,
+)
 
 REQUIRED = ["gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b"]
 
@@ -107,7 +114,7 @@ def test_flops_count_lm_head_even_when_tied() -> None:
 
 
 def test_flops_rejects_bad_seq_len() -> None:
-    with pytest.raises(ValueError, match="seq_len=0"):
+    with pytest.raises(WorkloadError, match="seq_len=0"):
         get_model("llama3-8b").training_flops_per_token(0)
 
 
@@ -235,8 +242,9 @@ def test_spec_is_frozen() -> None:
 )
 def test_spec_validation_names_the_field(change: dict[str, object], field: str) -> None:
     base = get_model("mixtral-8x7b")
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(ModelDefinitionError, match=field) as info:
         dataclasses.replace(base, **change)  # type: ignore[arg-type]
+    assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
 
 
 def test_module_doctests() -> None:

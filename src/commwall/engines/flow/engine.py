@@ -35,7 +35,7 @@ from commwall.collectives.schedule import (
 )
 from commwall.collectives.tuner import ALGORITHMS, evaluate
 from commwall.engines.analytic import AnalyticEngine
-from commwall.engines.base import PhaseResult, Result, check_order
+from commwall.engines.base import EngineInputError, PhaseResult, Result, check_order
 from commwall.engines.communicators import exact_shape, group_members, non_blocking
 from commwall.engines.flow.fluid import FlowBatch, FluidResult, FluidTask, simulate
 from commwall.engines.flow.network import FlowNetwork
@@ -58,7 +58,7 @@ def parse_routing(name: str | None, default: str = "ecmp") -> tuple[RoutingPolic
     try:
         policy, pxn = parse_routing_name(text)
     except ValueError as e:
-        raise ValueError(f"routing={e}") from None
+        raise EngineInputError(f"routing={e}") from None
     return RoutingPolicy(policy), pxn
 
 

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 
-from commwall.engines.base import InvariantError
+from commwall.engines.base import EngineInputError, InvariantError
 from commwall.engines.flow.maxmin import FloatArray, IntArray, distinct, max_min_rates
 
 __all__ = [
@@ -142,9 +142,9 @@ def simulate(
     catches itself breaking one of :data:`CHECKED_INVARIANTS`.
     """
     if not (1e-14 <= rtol <= 1e-2):
-        raise ValueError(f"rtol = {rtol!r}: must be in [1e-14, 1e-2]")
+        raise EngineInputError(f"rtol = {rtol!r}: must be in [1e-14, 1e-2]")
     if track < 0:
-        raise ValueError(f"track = {track!r}: must be >= 0")
+        raise EngineInputError(f"track = {track!r}: must be >= 0")
     plan = _Plan.build(np.asarray(capacity, dtype=np.float64), tasks)
     run = _Run(plan, rtol, track)
     run.loop(progress)
@@ -221,21 +221,27 @@ def _index_dtype(n: int) -> np.dtype[np.signedinteger[Any]]:
 
 def _check_capacity(capacity: FloatArray) -> None:
     if capacity.ndim != 1:
-        raise ValueError(f"capacity must be a 1-D array of bytes/s, got shape {capacity.shape}")
+        raise EngineInputError(
+            f"capacity must be a 1-D array of bytes/s, got shape {capacity.shape}"
+        )
     bad = ~(np.isfinite(capacity) & (capacity > 0))
     if bad.any():
         link = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"capacity[{link}] = {float(capacity[link])!r}: must be finite and > 0")
+        raise EngineInputError(
+            f"capacity[{link}] = {float(capacity[link])!r}: must be finite and > 0"
+        )
 
 
 def _check_task(index: int, task: FluidTask, n_links: int) -> _Flat | None:
     """Validate one task; its flows as (nbytes, cap, tail, entries per flow, links, weights)."""
     label = f"task {index} {task.name!r}"
     if not (math.isfinite(task.delay) and task.delay >= 0):
-        raise ValueError(f"{label}: delay = {task.delay!r}: must be finite and >= 0 (seconds)")
+        raise EngineInputError(
+            f"{label}: delay = {task.delay!r}: must be finite and >= 0 (seconds)"
+        )
     for dep in task.after:
         if not (0 <= int(dep) < index):
-            raise ValueError(
+            raise EngineInputError(
                 f"{label}: after = {task.after!r} names task {dep}; a task may only wait for "
                 f"earlier tasks (0..{index - 1}), which also rules out dependency cycles"
             )
@@ -247,7 +253,7 @@ def _check_task(index: int, task: FluidTask, n_links: int) -> _Flat | None:
 def _check_batch(label: str, b: FlowBatch, n_links: int) -> _Flat:
     nbytes = np.asarray(b.nbytes, dtype=np.float64)
     if nbytes.ndim != 1:
-        raise ValueError(f"{label}: nbytes must be a 1-D array, got shape {nbytes.shape}")
+        raise EngineInputError(f"{label}: nbytes must be a 1-D array, got shape {nbytes.shape}")
     n = len(nbytes)
     _require(label, "nbytes", nbytes, np.isfinite(nbytes) & (nbytes > 0))
     cap = _vector(label, "cap", b.cap, n)
@@ -260,7 +266,7 @@ def _check_batch(label: str, b: FlowBatch, n_links: int) -> _Flat:
     link = np.asarray(b.entry_link, dtype=np.int64)
     weight = np.asarray(b.entry_weight, dtype=np.float64)
     if not (flow.ndim == link.ndim == weight.ndim == 1 and len(flow) == len(link) == len(weight)):
-        raise ValueError(
+        raise EngineInputError(
             f"{label}: entry_flow, entry_link, entry_weight must be 1-D of one length, got "
             f"{flow.shape}, {link.shape}, {weight.shape}"
         )
@@ -276,7 +282,7 @@ def _check_batch(label: str, b: FlowBatch, n_links: int) -> _Flat:
     unbounded = (counts == 0) & np.isinf(cap)
     if unbounded.any():
         f = int(np.flatnonzero(unbounded)[0])
-        raise ValueError(
+        raise EngineInputError(
             f"{label}: flow {f} crosses no link and has cap = inf: its rate is unbounded"
         )
     return nbytes, cap, tail, counts.astype(np.int64), link, weight
@@ -285,7 +291,9 @@ def _check_batch(label: str, b: FlowBatch, n_links: int) -> _Flat:
 def _vector(label: str, name: str, values: FloatArray, n: int) -> FloatArray:
     array = np.asarray(values, dtype=np.float64)
     if array.shape != (n,):
-        raise ValueError(f"{label}: {name} has shape {array.shape}, expected ({n},) like nbytes")
+        raise EngineInputError(
+            f"{label}: {name} has shape {array.shape}, expected ({n},) like nbytes"
+        )
     return array
 
 
@@ -298,7 +306,7 @@ def _require(
 ) -> None:
     if not good.all():
         i = int(np.flatnonzero(~good)[0])
-        raise ValueError(f"{label}: {name}[{i}] = {values[i].item()!r}: {rule}")
+        raise EngineInputError(f"{label}: {name}[{i}] = {values[i].item()!r}: {rule}")
 
 
 # ---------------------------------------------------------------- the event loop

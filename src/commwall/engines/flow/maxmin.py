@@ -39,6 +39,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 
+from commwall.engines.base import EngineInputError, InvariantError
+
 __all__ = ["FloatArray", "IntArray", "distinct", "gather_ranges", "max_min_rates"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -87,7 +89,7 @@ def max_min_rates(
     unbounded = (np.diff(by_flow.indptr) == 0) & np.isinf(ceiling)
     if unbounded.any():
         flow = int(np.flatnonzero(unbounded)[0])
-        raise ValueError(
+        raise EngineInputError(
             f"flow {flow} crosses no link and has no cap: its rate is unbounded "
             f"({int(unbounded.sum())} such flows)"
         )
@@ -165,7 +167,7 @@ class _Filling:
                 next_cap += 1
             level = float(self.level.min(initial=cap_sorted[next_cap]))
             if not np.isfinite(level):  # excluded by the unbounded-flow check; never spin
-                raise ValueError("progressive filling found no bottleneck: a rate is unbounded")
+                raise InvariantError("progressive filling found no bottleneck: a rate is unbounded")
             reach = level * (1.0 + LEVEL_RTOL)
             saturated = np.flatnonzero(self.level <= reach)
             candidates = row_flow[gather_ranges(row_ptr, saturated)]
@@ -225,14 +227,16 @@ def gather_ranges(ptr: IntArray, rows: IntArray) -> IntArray:
 
 def _check(a: sparse.spmatrix, capacity: FloatArray, n_links: int) -> None:
     if capacity.shape != (n_links,):
-        raise ValueError(f"capacity has shape {capacity.shape}, expected ({n_links},)")
+        raise EngineInputError(f"capacity has shape {capacity.shape}, expected ({n_links},)")
     bad = ~(np.isfinite(capacity) & (capacity > 0))
     if bad.any():
         link = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"capacity[{link}] = {float(capacity[link])!r}: must be finite and > 0")
+        raise EngineInputError(
+            f"capacity[{link}] = {float(capacity[link])!r}: must be finite and > 0"
+        )
     data = np.asarray(a.data)
     if data.size and not (np.isfinite(data).all() and (data >= 0).all()):
-        raise ValueError("incidence weights must be finite and >= 0")
+        raise EngineInputError("incidence weights must be finite and >= 0")
 
 
 def _ceiling(cap: FloatArray | None, n_flows: int) -> FloatArray:
@@ -240,9 +244,11 @@ def _ceiling(cap: FloatArray | None, n_flows: int) -> FloatArray:
         return np.full(n_flows, np.inf)
     ceiling = np.asarray(cap, dtype=np.float64)
     if ceiling.shape != (n_flows,):
-        raise ValueError(f"cap has shape {ceiling.shape}, expected ({n_flows},)")
+        raise EngineInputError(f"cap has shape {ceiling.shape}, expected ({n_flows},)")
     bad = np.isnan(ceiling) | (ceiling <= 0)
     if bad.any():
         flow = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"cap[{flow}] = {float(ceiling[flow])!r}: must be > 0 (np.inf for none)")
+        raise EngineInputError(
+            f"cap[{flow}] = {float(ceiling[flow])!r}: must be > 0 (np.inf for none)"
+        )
     return ceiling

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from commwall.cluster import wire_efficiency
+from commwall.engines.base import InvariantError
 from commwall.engines.links import ClusterLinks
 from commwall.engines.transfers import NETSWITCH, NVSWITCH
 from commwall.topology.graph import LinkKind, Topology
@@ -182,7 +183,7 @@ class FlowNetwork:
             down_only=sharp_down[nets],
         )
         if len(net_rows) and self.net_links == 0:
-            raise ValueError("hops leave the scale-up domain of a one-domain cluster")
+            raise InvariantError("hops leave the scale-up domain of a one-domain cluster")
         return HopLinks(
             row=np.concatenate(rows_out) if rows_out else np.empty(0, np.int64),
             link=np.concatenate(links_out) if links_out else np.empty(0, np.int64),

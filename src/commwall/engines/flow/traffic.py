@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 
+from commwall.engines.base import EngineInputError
 from commwall.engines.flow.fluid import FlowBatch, FluidTask, simulate
 from commwall.engines.flow.maxmin import max_min_rates
 from commwall.engines.links import switch_label
@@ -62,7 +63,7 @@ def pattern_flows(
     group i+1 receiving once (a random permutation within the group).
     """
     if endpoints < 2:
-        raise ValueError(f"endpoints={endpoints}: traffic needs at least 2 endpoints")
+        raise EngineInputError(f"endpoints={endpoints}: traffic needs at least 2 endpoints")
     rng = np.random.default_rng(seed)
     if pattern == "adversarial":
         return _adversarial(endpoints, group_size, rng)
@@ -75,21 +76,23 @@ def pattern_flows(
     if pattern == "incast":
         n = endpoints - 1 if senders is None else senders
         if not 1 <= n <= endpoints - 1:
-            raise ValueError(
+            raise EngineInputError(
                 f"senders={n}: an incast to endpoint 0 takes 1 to {endpoints - 1} senders"
             )
         src = np.sort(rng.choice(np.arange(1, endpoints), size=n, replace=False))
         return src.astype(np.int64), np.zeros(n, dtype=np.int64)
     if pattern == "alltoall":
         if endpoints * (endpoints - 1) > MAX_FLOWS:
-            raise ValueError(
+            raise EngineInputError(
                 f"alltoall on {endpoints} endpoints is {endpoints * (endpoints - 1):,} flows; "
                 f"the flow engine takes at most {MAX_FLOWS:,}: use fewer endpoints"
             )
         a, b = np.divmod(np.arange(endpoints * endpoints, dtype=np.int64), endpoints)
         keep = a != b
         return a[keep], b[keep]
-    raise ValueError(f"pattern={pattern!r}: unknown; allowed: {', '.join(PATTERNS)}, or a matrix")
+    raise EngineInputError(
+        f"pattern={pattern!r}: unknown; allowed: {', '.join(PATTERNS)}, or a matrix"
+    )
 
 
 def _adversarial(
@@ -102,7 +105,7 @@ def _adversarial(
         or endpoints % group_size
         or endpoints // group_size < 2
     ):
-        raise ValueError(
+        raise EngineInputError(
             f"adversarial traffic sends from each group to the next, so it needs a fabric of 2 "
             f"or more equal groups (a dragonfly); got {endpoints} endpoints in groups of "
             f"{group_size}"
@@ -136,7 +139,7 @@ def read_matrix(path: str | Path) -> tuple[IntArray, IntArray, FloatArray]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: cannot read the traffic matrix: {e}") from None
+        raise EngineInputError(f"{path}: cannot read the traffic matrix: {e}") from None
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if first.startswith("Nodes"):
         return _read_htsim(path, text)
@@ -146,18 +149,20 @@ def read_matrix(path: str | Path) -> tuple[IntArray, IntArray, FloatArray]:
             continue
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != 3:
-            raise ValueError(f"{path}:{number}: expected 'src,dst,bytes', got {raw!r}")
+            raise EngineInputError(f"{path}:{number}: expected 'src,dst,bytes', got {raw!r}")
         try:
             s, d, b = int(cells[0]), int(cells[1]), parse_size(cells[2])
         except (ValueError, UnitError) as e:
-            raise ValueError(f"{path}:{number}: {e}") from None
+            raise EngineInputError(f"{path}:{number}: {e}") from None
         if s < 0 or d < 0 or b <= 0:
-            raise ValueError(f"{path}:{number}: endpoints must be >= 0 and bytes > 0, got {raw!r}")
+            raise EngineInputError(
+                f"{path}:{number}: endpoints must be >= 0 and bytes > 0, got {raw!r}"
+            )
         src.append(s)
         dst.append(d)
         size.append(b)
     if not src:
-        raise ValueError(f"{path}: no flows (lines 'src,dst,bytes')")
+        raise EngineInputError(f"{path}: no flows (lines 'src,dst,bytes')")
     return np.array(src, np.int64), np.array(dst, np.int64), np.array(size, np.float64)
 
 
@@ -174,34 +179,36 @@ def _read_htsim(path: str | Path, text: str) -> tuple[IntArray, IntArray, FloatA
         where = f"{path}:{number}"
         if words[0] in ("Nodes", "Connections", "Triggers", "Failures"):
             if len(words) != 2 or not words[1].isdigit():
-                raise ValueError(f"{where}: expected '{words[0]} COUNT', got {raw.strip()!r}")
+                raise EngineInputError(f"{where}: expected '{words[0]} COUNT', got {raw.strip()!r}")
             declared[words[0]] = int(words[1])
             continue
         pair = words[0].split("->")
         fields = dict(zip(words[1::2], words[2::2], strict=False))
         if len(pair) != 2 or len(words) % 2 != 1 or not all(x.isdigit() for x in pair):
-            raise ValueError(
+            raise EngineInputError(
                 f"{where}: expected 'SRC->DST id I start T size B', got {raw.strip()!r}"
             )
         extra = sorted(set(fields) - {"id", "start", "size"})
         if extra:
-            raise ValueError(
+            raise EngineInputError(
                 f"{where}: {', '.join(extra)}: only flows that all start at once are taken "
                 "(no triggers, priorities or later starts)"
             )
         if "size" not in fields or not fields["size"].isdigit() or int(fields["size"]) < 1:
-            raise ValueError(f"{where}: size: a whole number of bytes >= 1 is required")
+            raise EngineInputError(f"{where}: size: a whole number of bytes >= 1 is required")
         if fields.get("start", "0") not in ("0", "0.0"):
-            raise ValueError(f"{where}: start {fields['start']}: every flow must start at 0")
+            raise EngineInputError(f"{where}: start {fields['start']}: every flow must start at 0")
         src.append(int(pair[0]))
         dst.append(int(pair[1]))
         size.append(float(fields["size"]))
     if not src:
-        raise ValueError(f"{path}: no connections (lines 'SRC->DST id I start 0 size BYTES')")
+        raise EngineInputError(f"{path}: no connections (lines 'SRC->DST id I start 0 size BYTES')")
     if "Connections" in declared and declared["Connections"] != len(src):
-        raise ValueError(f"{path}: says Connections {declared['Connections']} but lists {len(src)}")
+        raise EngineInputError(
+            f"{path}: says Connections {declared['Connections']} but lists {len(src)}"
+        )
     if "Nodes" in declared and max(max(src), max(dst)) >= declared["Nodes"]:
-        raise ValueError(f"{path}: a connection names node {max(max(src), max(dst))} of "
+        raise EngineInputError(f"{path}: a connection names node {max(max(src), max(dst))} of "
                          f"Nodes {declared['Nodes']}")  # fmt: skip
     return np.array(src, np.int64), np.array(dst, np.int64), np.array(size, np.float64)
 
@@ -330,9 +337,9 @@ def _checked_flows(src: npt.ArrayLike, dst: npt.ArrayLike) -> tuple[IntArray, In
     s = np.asarray(src, dtype=np.int64)
     d = np.asarray(dst, dtype=np.int64)
     if len(s) == 0 or len(s) > MAX_FLOWS:
-        raise ValueError(f"flows={len(s)}: a traffic run takes 1 to {MAX_FLOWS:,} flows")
+        raise EngineInputError(f"flows={len(s)}: a traffic run takes 1 to {MAX_FLOWS:,} flows")
     if np.any(s == d):
-        raise ValueError(f"flow {int(np.flatnonzero(s == d)[0])} sends to itself")
+        raise EngineInputError(f"flow {int(np.flatnonzero(s == d)[0])} sends to itself")
     return s, d
 
 
@@ -385,7 +392,7 @@ def saturation(
     n = len(src)
     lam = np.asarray(loads, dtype=np.float64)
     if not len(lam) or not np.all(np.isfinite(lam)) or np.any(lam <= 0) or np.any(lam > 1):
-        raise ValueError(f"loads={lam.tolist()}: offered loads are fractions in (0, 1]")
+        raise EngineInputError(f"loads={lam.tolist()}: offered loads are fractions in (0, 1]")
     routes = route(topology, src, dst, policy, seed=seed, nbytes=np.full(n, float(nbytes)))
     capacity, path = _capacity_and_latency(topology, routes)
     incidence = sparse.csr_matrix(
@@ -425,11 +432,11 @@ def parse_loads(text: str) -> FloatArray:
         else:
             values = np.array([float(v) for v in text.split(",")], dtype=np.float64)
     except ValueError:
-        raise ValueError(
+        raise EngineInputError(
             f"{text!r}: give START:STOP:STEP (e.g. 0.1:1.0:0.1) or a list (0.5,0.9,1)"
         ) from None
     if not len(values) or len(values) > 1000:
-        raise ValueError(f"{text!r}: 1 to 1,000 loads")
+        raise EngineInputError(f"{text!r}: 1 to 1,000 loads")
     return values
 
 

@@ -104,7 +104,7 @@ class PacketEngine:
         if cluster.n_gpus > MAX_PACKET_GPUS:
             raise TransportError(
                 f"cluster has {cluster.n_gpus} GPUs: the packet engine takes at most "
-                f"{MAX_PACKET_GPUS}; use --engine flow for larger clusters"
+                f"{MAX_PACKET_GPUS}; use the flow engine for larger clusters"
             )
         fabric = self.fabric or _fabric_name(cluster)
         pick = (routing or default_routing(fabric)).lower()
@@ -168,7 +168,7 @@ class _Builder:
                 raise TransportError(
                     f"{task.op.value} on {task.group.name!r}: only {best.algo} can run it, and "
                     "the packet engine does not model reduction in the scale-out switches "
-                    "(SHARP); use --engine flow"
+                    "(SHARP); use the flow engine"
                 )
             alt = min(options, key=lambda c: (c.selection_time, c.algo, c.proto.value))
             self.notes.append(

@@ -18,7 +18,7 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
-from commwall.engines.base import InvariantError
+from commwall.engines.base import EngineInputError, InvariantError
 from commwall.engines.links import switch_label
 from commwall.engines.packet.components import (
     FC_CREDIT,
@@ -279,7 +279,7 @@ class Network:
     ) -> Flow:
         """A flow of ``size`` payload bytes from node ``src`` to node ``dst``."""
         if size <= 0:
-            raise ValueError(f"flow {len(self.flows)}: size={size} bytes; must be > 0")
+            raise EngineInputError(f"flow {len(self.flows)}: size={size} bytes; must be > 0")
         flow = Flow(len(self.flows), self.nodes[src], self.nodes[dst], int(size), fwd, rev, cap=cap)
         flow.base_rtt = self._base_rtt(flow)
         self.flows.append(flow)
@@ -317,7 +317,9 @@ class Network:
         index = len(self.tasks)
         for dep in task.after:
             if not 0 <= dep < index:
-                raise ValueError(f"task {task.name!r} waits for task {dep}, not an earlier task")
+                raise EngineInputError(
+                    f"task {task.name!r} waits for task {dep}, not an earlier task"
+                )
             self.tasks[dep].dependents.append(index)
         task.waiting = len(task.after)
         for flow in task.flows:
