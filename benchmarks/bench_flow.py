@@ -7,9 +7,10 @@
   and with packet spraying. Target: < 1 s each.
 * ``commwall run`` of the default scenario with ``--engine flow`` (no target; printed).
 * Saturation curves on the 1,056-host dragonfly a=8, p=4, h=4 (g=33): MIN (ecmp), Valiant and
-  UGAL x permutation and adversarial traffic, offered load 0.1..1.0 in steps of 0.1, each
-  curve's saturation throughput (Kim et al. 2008: MIN adversarial 1/(a h) = 0.031, Valiant about
-  0.5 under any pattern). Target: < 60 s for the six curves together.
+  UGAL x uniform (all-to-all, 1.1 M flows: the fluid limit of uniform random traffic),
+  permutation and adversarial traffic, offered load 0.1..1.0 in steps of 0.1, each curve's
+  saturation throughput (Kim et al. 2008: MIN adversarial 1/(a h) = 0.031, Valiant about 0.5
+  under any pattern). Target: < 60 s for the nine curves together.
 
 Every case runs in its own subprocess, so its peak resident memory (``ru_maxrss``) is its own and
 imports are included in neither figure (the child times only the work). Run:
@@ -35,7 +36,7 @@ CASES: dict[str, tuple[str, float | None, float | None]] = {
     "perm-ecmp": ("permutation 2 MB/host, k=16 fat tree (1,024 hosts), 100G, ECMP", 1.0, None),
     "perm-spray": ("permutation 2 MB/host, k=16 fat tree (1,024 hosts), 100G, spray", 1.0, None),
     "step-default": ("simulate(default scenario) on the flow engine (1,024 GPUs)", None, None),
-    "dragonfly-curves": ("6 saturation curves x 10 loads, dragonfly 1,056 hosts", 60.0, None),
+    "dragonfly-curves": ("9 saturation curves x 10 loads, dragonfly 1,056 hosts", 60.0, None),
 }
 
 
@@ -97,7 +98,7 @@ def child(name: str) -> dict[str, Any]:
         loads = np.round(np.arange(1, 11) / 10, 2)
         start = time.perf_counter()
         extra = {}
-        for pattern in ("permutation", "adversarial"):
+        for pattern in ("alltoall", "permutation", "adversarial"):
             src, dst = pattern_flows(pattern, topo.counts().endpoints, seed=0,
                                      group_size=group_size(topo))  # fmt: skip
             for routing in ("ecmp", "valiant", "ugal"):

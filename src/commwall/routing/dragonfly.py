@@ -13,7 +13,11 @@
   the dragonfly router that holds the global link onwards (:func:`_exit_host`), which reaches
   about half the injection bandwidth under adversarial and uniform traffic as the paper finds.
   ``valiant-flow`` draws one group (and a random ``mid``) per flow: the per-flow variant, whose
-  choices collide (about a quarter on a = 8, p = h = 4 adversarial).
+  choices collide (about a quarter on a = 8, p = h = 4 adversarial). A uniform all-to-all on a
+  1,056-host dragonfly is 1.1 M flows × 31 parts; the flow engine's traffic runs solve such
+  router-symmetric patterns as one flow per router pair, exactly
+  (:mod:`commwall.engines.flow.aggregate`), and the dragonfly's routes are built vectorised
+  (:meth:`~commwall.topology.dragonfly.DragonflyStructure.links_many`).
 * **UGAL-G** (Kim et al. §4.1): per flow, compare the MIN route and one Valiant route by
   (largest link utilisation on the route, the flow's own bytes included) × hop count, take the
   smaller (ties to MIN), and add the flow to the loads; flows are taken in a seeded random order.
@@ -38,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from commwall.routing.hashing import U64Array, pick
-from commwall.routing.oracle import counts, indexed_paths, pad_rows
+from commwall.routing.oracle import counts, indexed_paths
 from commwall.routing.policy import RoutingError
 from commwall.routing.routes import FloatArray, IntArray
 from commwall.topology.dragonfly import DragonflyPlusStructure, DragonflyStructure
@@ -107,10 +111,7 @@ def _exit_host(
     router the source's global link lands on, out at this one), as Valiant's "minimally to the
     intermediate group, then minimally to the destination" does (Kim et al. §4.1), instead of
     detouring through a random router of the group."""
-    router = np.array(
-        [t.port(int(i), int(j), int(c)) // t.h for i, j, c in zip(gm, gd, copy, strict=True)],
-        dtype=np.int64,
-    )
+    router = t.ports_many(gm, gd, copy) // t.h
     return (gm * t.a + router) * t.p + pick(key, _SALT_HOST, t.p)
 
 
@@ -135,16 +136,24 @@ def valiant_paths(
     i2 = pick(k, _SALT_LEG2, counts(oracle, mid, d))
     if which is not None and isinstance(oracle, DragonflyStructure):
         mid = _exit_host(oracle, mid // per_group, d // per_group, i2, k)
-    val = [
-        np.concatenate([oracle.links(a, m, x)[:-1], oracle.links(m, b, y)[1:]])
-        for a, m, b, x, y in zip(
-            s.tolist(), mid.tolist(), d.tolist(), i1.tolist(), i2.tolist(), strict=True
-        )
-    ]
-    width = max(rows.shape[1], max(len(v) for v in val))
+    val = _join(indexed_paths(oracle, s, mid, i1), indexed_paths(oracle, mid, d, i2))
+    width = max(rows.shape[1], val.shape[1])
     out = np.full((len(src), width), -1, dtype=np.int64)
     out[:, : rows.shape[1]] = rows
-    out[idx] = pad_rows(val, width)
+    out[idx, : val.shape[1]] = val
+    return out
+
+
+def _join(first: IntArray, second: IntArray) -> IntArray:
+    """Rows ``first`` without their last link followed by ``second`` without its first (the
+    intermediate host's access links), both padded with −1, as one padded array."""
+    keep1 = np.maximum((first >= 0).sum(axis=1) - 1, 0)
+    keep2 = np.maximum((second >= 0).sum(axis=1) - 1, 0)
+    out = np.full((len(first), int((keep1 + keep2).max(initial=0))), -1, dtype=np.int64)
+    r, c = np.nonzero(np.arange(first.shape[1])[None, :] < keep1[:, None])
+    out[r, c] = first[r, c]
+    r, c = np.nonzero(np.arange(max(second.shape[1] - 1, 0))[None, :] < keep2[:, None])
+    out[r, keep1[r] + c] = second[r, c + 1]
     return out
 
 

@@ -46,12 +46,17 @@ def pad_rows(rows: Sequence[IntArray], width: int = 0) -> IntArray:
 
 
 def counts(oracle: PathOracle, src: IntArray, dst: IntArray) -> IntArray:
-    """Route count of every pair; raises naming the first pair with none (``src != dst``)."""
-    n = np.fromiter(
-        (oracle.count(a, b) for a, b in zip(src.tolist(), dst.tolist(), strict=True)),
-        dtype=np.int64,
-        count=len(src),
-    )
+    """Route count of every pair; raises naming the first pair with none (``src != dst``).
+    An oracle with a vectorised ``counts_many(src, dst)`` answers in one call."""
+    many = getattr(oracle, "counts_many", None)
+    if many is not None:
+        n = np.asarray(many(src, dst), dtype=np.int64)
+    else:
+        n = np.fromiter(
+            (oracle.count(a, b) for a, b in zip(src.tolist(), dst.tolist(), strict=True)),
+            dtype=np.int64,
+            count=len(src),
+        )
     bad = np.flatnonzero((n == 0) & (src != dst))
     if len(bad):
         i = int(bad[0])
@@ -60,7 +65,11 @@ def counts(oracle: PathOracle, src: IntArray, dst: IntArray) -> IntArray:
 
 
 def indexed_paths(oracle: PathOracle, src: IntArray, dst: IntArray, index: IntArray) -> IntArray:
-    """Padded rows of route ``index[i]`` from ``src[i]`` to ``dst[i]`` (empty when equal)."""
+    """Padded rows of route ``index[i]`` from ``src[i]`` to ``dst[i]`` (empty when equal). An
+    oracle with a vectorised ``links_many(src, dst, index)`` answers in one call."""
+    many = getattr(oracle, "links_many", None)
+    if many is not None:
+        return np.asarray(many(src, dst, index), dtype=np.int64)
     empty = np.empty(0, dtype=np.int64)
     rows = [
         oracle.links(a, b, k) if a != b else empty

@@ -113,6 +113,67 @@ class DragonflyStructure:
         route.append(2 * dst + 1)
         return np.array(route, dtype=np.int64)
 
+    def counts_many(self, src: IntArray, dst: IntArray) -> IntArray:
+        """:meth:`count` of every pair ``src[i] → dst[i]`` (vectorised; hosts must be valid)."""
+        per_group = self.a * self.p
+        return np.where(src // per_group == dst // per_group, 1, self.parallel).astype(np.int64)
+
+    def ports_many(self, i: IntArray, j: IntArray, copy: IntArray) -> IntArray:
+        """:meth:`port` of every ``(i[k], j[k], copy[k])`` (vectorised)."""
+        consecutive = self.arrangement == "consecutive"
+        q = np.where(j < i, j, j - 1) if consecutive else (i - j) % self.g - 1
+        return q * self.parallel + copy
+
+    def local_links_many(self, group: IntArray, x: IntArray, y: IntArray) -> IntArray:
+        """:meth:`local_link` of every ``(group[k], x[k], y[k])`` (vectorised; ``x != y``)."""
+        lo, hi = np.minimum(x, y), np.maximum(x, y)
+        cable = self.n_hosts + group * self.local_per_group + lo * self.a - lo * (lo + 1) // 2
+        link: IntArray = 2 * (cable + hi - lo - 1) + (x > y)
+        return link
+
+    def links_many(self, src: IntArray, dst: IntArray, index: IntArray) -> IntArray:
+        """:meth:`links` of every pair as rows padded with −1 to the diameter (vectorised): the
+        same links in the same order as one call per pair."""
+        n = len(src)
+        out = np.full((n, max(self.diameter(), 2)), -1, dtype=np.int64)
+        routers_s, routers_d = src // self.p, dst // self.p
+        gs, rs, gd, rd = (
+            routers_s // self.a,
+            routers_s % self.a,
+            routers_d // self.a,
+            routers_d % self.a,
+        )
+        col = np.zeros(n, dtype=np.int64)
+        rows = np.arange(n)
+
+        def put(mask: npt.NDArray[np.bool_], link: IntArray) -> None:
+            out[rows[mask], col[mask]] = link[mask]
+            col[mask] += 1
+
+        real = src != dst
+        put(real, 2 * src)
+        same = real & (gs == gd)
+        other = real & ~same
+        safe_d = np.where(other, gd, (gs + 1) % max(self.g, 1))
+        t = self.ports_many(gs, safe_d, np.where(other, index, 0))
+        t = np.where(other, t, 0)
+        x, y = t // self.h, self.port_peer[gs, t]
+        put(
+            same & (rs != rd),
+            self.local_links_many(gs, rs, np.where(rs != rd, rd, (rs + 1) % self.a)),
+        )
+        put(
+            other & (rs != x),
+            self.local_links_many(gs, rs, np.where(rs != x, x, (rs + 1) % self.a)),
+        )
+        put(other, self.port_link[gs, t])
+        put(
+            other & (y != rd),
+            self.local_links_many(gd, np.where(y != rd, y, (rd + 1) % self.a), rd),
+        )
+        put(real, 2 * dst + 1)
+        return out
+
     def average_hops(self) -> float:
         """Mean links per MIN route over ordered pairs of distinct hosts (routes weighted equally):
         2 on one router, 3 in one group, 3 + 2(a−1)/a across groups."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -103,3 +104,27 @@ def test_fewer_groups_get_parallel_global_links() -> None:
     assert t.params["global_links_per_group_pair"] == 4
     assert t.params["unused_global_ports_per_group"] == 0
     assert t.path_count(0, t.counts().endpoints - 1) == 4
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"a": 8, "p": 4, "h": 4, "g": 17},
+        {"a": 4, "p": 2, "h": 2},
+        {"a": 4, "p": 2, "h": 2, "g": 5, "global_arrangement": "palm-tree"},
+        {"a": 1, "p": 2, "h": 2},
+        {"a": 3, "p": 1, "h": 1, "g": 2},
+    ],
+)
+def test_vectorised_routes_are_the_per_pair_routes(kwargs: dict[str, Any]) -> None:
+    from commwall.routing.oracle import pad_rows
+
+    o = dragonfly(**kwargs).path_fn
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, o.n_hosts, 2000), rng.integers(0, o.n_hosts, 2000)
+    count = o.counts_many(src, dst)
+    assert count.tolist() == [o.count(int(a), int(b)) for a, b in zip(src, dst, strict=True)]
+    index = rng.integers(0, 1 << 30, 2000) % count
+    rows = [o.links(int(a), int(b), int(k)) for a, b, k in zip(src, dst, index, strict=True)]
+    many = o.links_many(src, dst, index)
+    assert np.array_equal(pad_rows(rows, many.shape[1]), many)

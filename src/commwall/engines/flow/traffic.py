@@ -29,6 +29,7 @@ import numpy.typing as npt
 from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 
 from commwall.engines.base import EngineInputError
+from commwall.engines.flow.aggregate import RouterClasses, router_classes
 from commwall.engines.flow.fluid import FlowBatch, FluidTask, simulate
 from commwall.engines.flow.maxmin import max_min_rates
 from commwall.engines.links import switch_label
@@ -276,23 +277,25 @@ def run_traffic(
     src, dst = _checked_flows(src, dst)
     n = len(src)
     size = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), (n,)).copy()
-    routes = route(topology, src, dst, policy, seed=seed, nbytes=size)
+    classes = router_classes(topology, src, dst, size, policy)
+    routes, weight, flow_size = _routes(topology, src, dst, size, policy, seed, classes)
     capacity, tail = _capacity_and_latency(topology, routes)
     batch = FlowBatch(
-        nbytes=size,
-        cap=np.full(n, np.inf),
+        nbytes=flow_size,
+        cap=np.full(len(flow_size), np.inf),
         entry_flow=routes.flow,
         entry_link=routes.link,
-        entry_weight=routes.weight,
+        entry_weight=weight,
         tail_latency=tail,
     )
     fluid = simulate(capacity, [FluidTask("traffic", 0.0, batch)], track=0, progress=progress)
     fct = fluid.flow_finish[0] + tail
-
     incidence = sparse.csr_matrix(
-        (routes.weight, (routes.link, routes.flow)), shape=(len(capacity), n)
+        (weight, (routes.link, routes.flow)), shape=(len(capacity), routes.n_flows)
     )
     start_rates = max_min_rates(incidence, capacity)
+    if classes is not None:  # a class's variable is each member's rate
+        fct, start_rates = fct[classes.class_of], start_rates[classes.class_of]
     access = _access_rate(topology, src, dst)
     nl = topology.n_links
     link_bytes = fold_virtual(fluid.link_bytes, routes, nl, capacity[:nl])
@@ -330,6 +333,24 @@ def run_traffic(
         busiest=busiest,
         events=int(fluid.events),
     )
+
+
+def _routes(
+    topology: Topology,
+    src: IntArray,
+    dst: IntArray,
+    size: FloatArray,
+    policy: RoutingPolicy,
+    seed: int,
+    classes: RouterClasses | None,
+) -> tuple[Routes, FloatArray, FloatArray]:
+    """(routes, incidence weights, bytes per routed flow): the flows themselves, or their router
+    classes where solving those is exact (:mod:`commwall.engines.flow.aggregate`)."""
+    if classes is None:
+        routes = route(topology, src, dst, policy, seed=seed, nbytes=size)
+        return routes, routes.weight, size
+    routes = classes.routes(topology, policy, seed, float(size[0]))
+    return routes, classes.weights(routes), np.full(classes.n_classes, float(size[0]))
 
 
 def _checked_flows(src: npt.ArrayLike, dst: npt.ArrayLike) -> tuple[IntArray, IntArray]:
@@ -393,24 +414,29 @@ def saturation(
     lam = np.asarray(loads, dtype=np.float64)
     if not len(lam) or not np.all(np.isfinite(lam)) or np.any(lam <= 0) or np.any(lam > 1):
         raise EngineInputError(f"loads={lam.tolist()}: offered loads are fractions in (0, 1]")
-    routes = route(topology, src, dst, policy, seed=seed, nbytes=np.full(n, float(nbytes)))
+    size = np.full(n, float(nbytes))
+    classes = router_classes(topology, src, dst, size, policy)
+    routes, weight, _ = _routes(topology, src, dst, size, policy, seed, classes)
     capacity, path = _capacity_and_latency(topology, routes)
     incidence = sparse.csr_matrix(
-        (routes.weight, (routes.link, routes.flow)), shape=(len(capacity), n)
+        (weight, (routes.link, routes.flow)), shape=(len(capacity), routes.n_flows)
     )
     # a host's injection: its access up-link (endpoint e's is link 2e), shared by its flows
     inject = np.maximum(topology.link_capacity[2 * src], 1.0)
     share = inject / np.bincount(src, minlength=int(src.max()) + 1)[src]
     full = _access_rate(topology, src, dst)
+    # each flow's routed flow (itself, or its class: whose members share one share)
+    routed = np.arange(n) if classes is None else classes.class_of
+    routed_share = share if classes is None else share[classes.first]
     rows = []
     for x in lam.tolist():
-        rates = max_min_rates(incidence, capacity, x * share)
+        rates = max_min_rates(incidence, capacity, x * routed_share)[routed]
         rows.append(
             {
                 "offered": x,
                 "accepted": float(rates.sum()) / full,
                 "accepted_of_offered": float(rates.sum()) / float((x * share).sum()),
-                "completion_s": float(np.mean(nbytes / rates + path)),
+                "completion_s": float(np.mean(nbytes / rates + path[routed])),
             }
         )
     return rows
