@@ -17,14 +17,15 @@ each router alike, the flows of one router pair form a *class* that can be solve
   of its access links carries, times their number.
 
 **When it applies** (checked, else the flows are solved one by one): ``valiant`` routing on a
-dragonfly with one global link per group pair (:class:`~commwall.topology.dragonfly.DragonflyStructure`,
-``parallel == 1``); every flow the same size; and for every class and every router, each of the
-router's hosts sends (receives) the same number of the class's flows, with equal access-link
-capacities. A uniform all-to-all and the adversarial group-shift pattern satisfy it; a random
-permutation does not (and is small enough not to need it). Under the condition the class
-solution *is* the per-flow solution (every member of a class has the same constraints), so
-completion times, link bytes and rates are unchanged; only the work shrinks (by ``p²`` for an
-all-to-all).
+dragonfly with one global link per group pair
+(:class:`~commwall.topology.dragonfly.DragonflyStructure`, ``parallel == 1``); every flow the
+same size; and for every class and every router, each of the router's hosts sends (receives)
+the same number of the class's flows, with equal access-link capacities and latencies. A
+uniform all-to-all satisfies it; a permutation and the adversarial pattern (a random host of
+the next group each) do not, and have one flow per host, few enough not to need it. Under the
+condition the class solution *is* the per-flow solution (every member of a class has the same
+constraints), so completion times, link bytes and rates are unchanged; only the work shrinks
+(by ``p²`` for an all-to-all).
 """
 
 from __future__ import annotations
@@ -118,9 +119,10 @@ def router_classes(
         return None
     n_hosts = int((topology.node_tier == 0).sum())
     edge = topology.link_dst[2 * np.arange(n_hosts)].astype(np.int64)
-    cap = np.asarray(topology.link_capacity, dtype=np.float64)
-    if not (_equal_within(edge, cap[0::2][:n_hosts]) and _equal_within(edge, cap[1::2][:n_hosts])):
-        return None
+    for values in (topology.link_capacity, topology.link_latency):  # alike access links
+        v = np.asarray(values, dtype=np.float64)
+        if not (_equal_within(edge, v[0::2][:n_hosts]) and _equal_within(edge, v[1::2][:n_hosts])):
+            return None
     rs, rd = edge[src], edge[dst]
     pair = rs * (int(edge.max()) + 1) + rd
     _, first, class_of, count = np.unique(
