@@ -138,7 +138,7 @@ class ClusterLinks:
 
     @property
     def scale_up_end(self) -> int:
-        """One past the last scale-up link: scale-out and scale-up links are ``[0, scale_up_end)``."""
+        """One past the last scale-up link (scale-out and scale-up links: ``[0, scale_up_end)``)."""
         return self.net_links + 2 * self.n_gpus
 
     @property

@@ -5,9 +5,11 @@ Collectives are compiled exactly as the flow engine compiles them
 (:func:`commwall.engines.transfers.compile_collective`: stages of pipelined chains, each
 capped at the rate the analytic model gives it alone) and every hop of every chain becomes one
 packet flow of the chain's bytes, paced at the chain's cap, from GPU to GPU. The graph the
-packets cross is the scale-out topology plus, per GPU, its NVLink (or PCIe) ports to a scale-up
-switch and its PCIe attachment to its NIC; scale-up and PCIe links are credit-based whatever the
-fabric, scale-out links carry the fabric's flow control (:mod:`commwall.transport.fabric`).
+packets cross is the cluster's link graph (:class:`commwall.engines.links.ClusterLinks`, the one
+the flow engine uses): the scale-out topology plus, per GPU, its NVLink (or PCIe) ports to a
+scale-up switch and its PCIe attachment to its NIC; scale-up and PCIe links are credit-based
+whatever the fabric, scale-out links carry the fabric's flow control
+(:mod:`commwall.transport.fabric`).
 A hop through a NIC that is not the GPU's own crosses NVLink to the GPU that owns it first
 (NCCL's PXN), at both ends, as in the flow engine. Without GPUDirect RDMA the PCIe hop to the NIC
 adds :data:`commwall.cluster.HOST_BOUNCE_LATENCY` (a bounce through host memory).
