@@ -281,13 +281,12 @@ class ClusterLinks:
         chosen = np.where(rail >= 0, rail, np.where(pxn, own_d, -1))
         r_src = np.where(chosen >= 0, chosen, own_s)
         r_dst = np.where(chosen >= 0, chosen, own_d)
-        node_s, node_d = src // self.gpn, dst // self.gpn
-        proxy_s, proxy_d = c.rail_gpu(node_s, r_src), c.rail_gpu(node_d, r_dst)
+        proxy_s, proxy_d = c.rail_gpu(src // self.gpn, r_src), c.rail_gpu(dst // self.gpn, r_dst)
         leg_s = (own_s != r_src) & (proxy_s != src)
         leg_d = (own_d != r_dst) & (proxy_d != dst)
         return Relays(
-            ep_src=node_s * self.rails + r_src,
-            ep_dst=node_d * self.rails + r_dst,
+            ep_src=self.endpoint(src, r_src),
+            ep_dst=self.endpoint(dst, r_dst),
             via_src=np.where(leg_s, proxy_s, src),
             via_dst=np.where(leg_d, proxy_d, dst),
             leg_src=leg_s,

@@ -98,10 +98,15 @@ class RouterClasses:
         )
 
 
-def _hosts_by_router(topology: Topology) -> dict[int, IntArray]:
-    """Hosts under each router node (endpoint ``e``'s access up-link is link ``2e``)."""
+def _host_routers(topology: Topology) -> IntArray:
+    """The router node each host hangs off (endpoint ``e``'s access up-link is link ``2e``)."""
     n_hosts = int((topology.node_tier == 0).sum())
-    edge = topology.link_dst[2 * np.arange(n_hosts)].astype(np.int64)
+    return topology.link_dst[2 * np.arange(n_hosts)].astype(np.int64)
+
+
+def _hosts_by_router(topology: Topology) -> dict[int, IntArray]:
+    """Hosts under each router node."""
+    edge = _host_routers(topology)
     order = np.argsort(edge, kind="stable")
     routers, starts = np.unique(edge[order], return_index=True)
     groups = np.split(order.astype(np.int64), starts[1:])
@@ -117,8 +122,8 @@ def router_classes(
         return None
     if oracle.parallel != 1 or len(src) < 2 or not np.all(size == size[0]):
         return None
-    n_hosts = int((topology.node_tier == 0).sum())
-    edge = topology.link_dst[2 * np.arange(n_hosts)].astype(np.int64)
+    edge = _host_routers(topology)
+    n_hosts = len(edge)
     for values in (topology.link_capacity, topology.link_latency):  # alike access links
         v = np.asarray(values, dtype=np.float64)
         if not (_equal_within(edge, v[0::2][:n_hosts]) and _equal_within(edge, v[1::2][:n_hosts])):

@@ -17,7 +17,6 @@ NVLink legs where the NIC is not the GPU's own).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -64,7 +63,6 @@ class FlowNetwork:
         self.cluster = cluster
         self.graph = ClusterLinks(cluster)
         self.domain = cluster.scale_up_domain
-        self.n_gpus = cluster.n_gpus
 
     # ---- links ---------------------------------------------------------------------------
 
@@ -87,12 +85,6 @@ class FlowNetwork:
     def n_links(self) -> int:
         """Real links: scale-out, then two per GPU."""
         return self.graph.scale_up_end
-
-    @cached_property
-    def scale_up_rate(self) -> float:
-        """Physical per-GPU scale-up bandwidth per direction, bytes/s (× the cluster's
-        calibrated scale-up factor, :mod:`commwall.calibration`)."""
-        return self.cluster.scale_up_link_rate
 
     def capacity(self, fabric_scale: float = 1.0) -> FloatArray:
         """Payload capacity of every real link, bytes/s. ``fabric_scale`` shrinks the
@@ -145,13 +137,12 @@ class FlowNetwork:
         dst = np.asarray(dst, dtype=np.int64)
         rail = np.asarray(rail, dtype=np.int64)
         rows = np.arange(len(src), dtype=np.int64)
-        base = self.scale_up_base
         rows_out: list[IntArray] = []
         links_out: list[IntArray] = []
 
-        def su(mask: npt.NDArray[np.bool_], gpu: IntArray, direction: int) -> None:
+        def su(mask: npt.NDArray[np.bool_], gpu: IntArray, inbound: int) -> None:
             rows_out.append(rows[mask])
-            links_out.append(base + 2 * gpu[mask] + direction)
+            links_out.append(np.asarray(self.graph.scale_up_link(gpu[mask], bool(inbound))))
 
         s_real, d_real = src >= 0, dst >= 0
         nvs_up, nvs_down = dst == NVSWITCH, src == NVSWITCH
