@@ -403,8 +403,15 @@ class JobSpec(_Strict):
         default=1,
         ge=1,
         le=1024,
-        description="Context-parallel degree: each sequence split over this many ranks, K/V "
-        "exchanged in a ring overlapped with attention (Megatron-Core / Transformer Engine).",
+        description="Context-parallel degree: each sequence split over this many ranks "
+        "(Megatron-Core / Transformer Engine); how they exchange is `cp_comm`.",
+    )
+    cp_comm: Literal["p2p", "all_gather", "a2a"] = Field(
+        default="p2p",
+        description="Context parallelism's exchange (Megatron-Core --cp-comm-type, default p2p): "
+        "p2p passes K/V around a ring beside attention; all_gather gathers K/V before attention "
+        "and reduce-scatters their gradients after (Llama 3), exposed; a2a (Ulysses) swaps the "
+        "sequence split for a head split with all-to-alls of Q/K/V and the output, exposed.",
     )
     dp: int | None = Field(
         default=None, ge=1, description="Data-parallel degree. Default: GPUs / (tp × cp × pp)."

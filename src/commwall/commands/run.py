@@ -209,8 +209,9 @@ def _print_report(report: Any) -> None:
         )
         out.print(f"         calibrated: {fitted}")
     out.print(
-        f"job      {j['model']} ({j['params'] / 1e9:,.1f} B params), TP {j['tp']} x PP {j['pp']} "
-        f"x DP {j['dp']}"
+        f"job      {j['model']} ({j['params'] / 1e9:,.1f} B params), TP {j['tp']}"
+        + (f" x CP {j['cp']} ({j['cp_comm']})" if j.get("cp", 1) > 1 else "")
+        + f" x PP {j['pp']} x DP {j['dp']}"
         + (f" x EP {j['ep']}" if j["ep"] > 1 else "")
         + f"; {j['global_batch']} x {j['seq_len']} tokens per step, micro-batch "
         f"{j['micro_batch']} ({j['micro_batches']} per step), {j['precision']}, ZeRO-"

@@ -296,13 +296,15 @@ def layer_work(
     attention: str = "flash",
     elem_bytes: int = 2,
     context_parallel: int = 1,
+    context_exchange: str = "p2p",
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
     With context parallelism ``cp`` the GPU holds ``s/cp`` of each sequence's tokens and
     computes their attention against every earlier key: ``1/cp`` of the attention FLOPs
     (Megatron-Core's load-balanced split: each rank holds two of ``2·cp`` chunks), in kernels
-    over ``s/(2·cp)``-long blocks.
+    over ``s/(2·cp)``-long query blocks — or, with the all-to-all exchange
+    (``context_exchange="a2a"``, Ulysses), over the whole sequence for ``1/cp`` of the heads.
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -343,8 +345,9 @@ def layer_work(
         gemm("mlp down", tokens, h, model.ffn_hidden // t)
         active_ffn = model.ffn_hidden
     attn_fwd, attn_bwd = _attention(
-        model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel
-    )
+        model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel,
+        context_exchange,
+    )  # fmt: skip
     fwd += attn_fwd
     bwd += attn_bwd
     fwd_bytes, launches = _elementwise_bytes(model, t, sequence_parallel and t > 1, active_ffn)
@@ -408,14 +411,16 @@ def _attention(
     kind: str,
     elem_bytes: int,
     cp: int = 1,
+    exchange: str = "p2p",
 ) -> tuple[list[Kernel], list[Kernel]]:
     """Attention core kernels, forward and backward (module docstring)."""
     heads = model.n_heads // t
     d = model.head_dim
     full = 4.0 * b * s * s * heads * d / cp  # QKᵀ and softmax·V over every score
     if kind in ("flash", "flash2"):
-        # the load-balanced split runs each step on blocks of s/(2·cp) queries or keys
-        block = s if cp == 1 else s // (2 * cp)
+        # the load-balanced split runs each step on blocks of s/(2·cp) queries (ring and
+        # all-gather); Ulysses' all-to-all gives each rank whole sequences of 1/cp of the heads
+        block = s if cp == 1 or exchange == "a2a" else s // (2 * cp)
         share_f, share_b = attention_share(ATTENTION[dev.name][kind], block)
         causal = full / 2.0
         grad = 2.5 * causal

@@ -135,6 +135,7 @@ class Job:
             "params": self.model.total_params(),
             "tp": self.tp,
             "cp": self.cp,
+            "cp_comm": self.spec.cp_comm,
             "pp": self.pp,
             "virtual_stages": self.virtual_stages,
             "dp": self.dp,
@@ -218,6 +219,16 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             errors.append("job.cp: context parallelism with ZeRO-3/FSDP is not modelled")
         if spec.attention == "unfused":
             errors.append("job.cp: context parallelism needs a fused attention kernel (flash)")
+        if spec.cp_comm == "a2a":
+            # Transformer Engine's AttnFuncWithCPAndQKVOA2A asserts num_heads % cp_size == 0
+            # for Q, K and V: each rank takes whole heads of every tensor
+            heads = (model.n_heads // spec.tp, max(1, model.n_kv_heads // spec.tp))
+            if heads[0] % spec.cp or heads[1] % spec.cp:
+                errors.append(
+                    f"job.cp_comm: a2a needs the attention heads of each TP rank divisible by "
+                    f"cp = {spec.cp} (query heads {heads[0]}, key/value heads {heads[1]} on each "
+                    f"of tp = {spec.tp}); allowed: p2p, all_gather"
+                )
     if spec.tp_comm_overlap and (spec.tp == 1 or not spec.sequence_parallel):
         errors.append(
             f"job.tp_comm_overlap: needs tensor parallelism with sequence parallelism (as "

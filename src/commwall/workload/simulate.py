@@ -42,7 +42,7 @@ COMM_CATEGORIES = ("tp", "cp", "ep", "pp", "dp")
 CATEGORY_LABELS = {
     "compute": "compute",
     "tp": "tensor-parallel communication",
-    "cp": "exposed context-parallel K/V exchange",
+    "cp": "exposed context-parallel exchange",
     "ep": "expert-parallel all-to-all",
     "pp": "pipeline sends",
     "bubble": "pipeline bubble",
@@ -326,7 +326,7 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     breakdown = {
         "compute": busy["compute"],
         "tp": busy["tp"] + tp_wait,
-        "cp": cp_wait,
+        "cp": busy["cp"] + cp_wait,
         "ep": busy["ep"],
         "pp": sends,
         "bubble": bubble,
@@ -350,8 +350,8 @@ def _transfer_before(plan: StepPlan, result: Result, index: int, ready: float) -
 def _side(phase: PhaseResult) -> bool:
     """Whether ``phase`` is side-stream communication the compute stream may wait for: DP,
     the context-parallel ring, or TP communication overlapped with the GEMMs."""
-    return phase.category in ("dp", "cp") or (
-        phase.category == "tp" and phase.stream.endswith(".tp")
+    return phase.category == "dp" or (
+        phase.category in ("cp", "tp") and phase.stream.endswith(f".{phase.category}")
     )
 
 

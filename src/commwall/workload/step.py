@@ -161,6 +161,7 @@ def unit_times(job: Job) -> UnitTimes:
             attention=spec.attention,
             elem_bytes=job.element_bytes,
             context_parallel=job.cp,
+            context_exchange=spec.cp_comm,
         )
         times = UnitTimes(
             work.layer_forward(),
@@ -491,7 +492,7 @@ class _Builder:
         if not layers:
             return done, last
         if context:
-            self.context_exchange(stage, tag, layers, after)
+            last = self.context_exchange(stage, tag, layers, after, last)
         if not self.spec.tp_comm_overlap and (self.job.tp > 1 or self.job.ep > 1):
             last = self.blocking_comm(stage, tag, layers, ())
         return done, last
@@ -578,31 +579,71 @@ class _Builder:
         # layers == 0: the embedding or the loss unit alone, no layer collectives
         return self.compute_with_tp(stage, tag, seconds, layers, after, self.job.cp > 1)[1]
 
-    def context_exchange(self, stage: int, tag: str, layers: int, after: tuple[int, ...]) -> None:
-        """Context parallelism's K/V ring for ``layers`` layers, overlapped with the chunk's
-        compute on its own stream; the stage's next compute waits for it.
+    def context_exchange(
+        self, stage: int, tag: str, layers: int, after: tuple[int, ...], last: int
+    ) -> int:
+        """Context parallelism's exchange for ``layers`` layers (``job.cp_comm``, Megatron-Core's
+        ``--cp-comm-type``, Transformer Engine's ``context_parallel.py`` @d0067d0): the index of
+        the last phase on the compute stream (``last`` when the exchange runs beside it).
 
-        Each layer's forward passes every rank's K and V chunks around the ring (an all-gather
-        of ``2·b·s·kv_dim/t`` elements over the cp group); backward passes K and V again and
-        returns their gradients (a reduce-scatter of the same size) — Megatron-Core's
-        ``attn_mask_type=causal`` ring attention with Transformer Engine (Liu et al. 2023, Ring
-        Attention; Korthikanti et al.'s sequence split). The exchange overlaps the whole
-        chunk's compute here; TE overlaps it with attention only, so a ring slower than the
-        chunk's attention is optimistic by the difference.
+        * ``p2p`` (``AttnFuncWithCPAndKVP2P``; Liu et al. 2023, Ring Attention): each layer's
+          forward passes every rank's K and V chunks around the ring (an all-gather of
+          ``2·b·s·kv_dim/t`` elements over the cp group); backward passes them again and
+          returns their gradients (a reduce-scatter of the same size). On its own stream,
+          overlapped with the chunk's compute; the stage's next compute waits for it. TE
+          overlaps it with attention only, so a ring slower than the chunk's attention is
+          optimistic by the difference.
+        * ``all_gather`` (``AttnFuncWithCPAndKVAllGather``; Llama 3, Dubey et al. 2024 §3.3.2:
+          "the all-gather communication latency is exposed in the critical path"): the same
+          all-gather of K and V before attention, forward and again backward, and the
+          reduce-scatter of their gradients after it — on the compute stream.
+        * ``a2a`` (``AttnFuncWithCPAndQKVOA2A``; Jacobs et al. 2023, DeepSpeed-Ulysses): an
+          all-to-all of Q, K and V (``b·(s/cp)·(q_dim + 2·kv_dim)/t`` elements per rank) trades
+          the sequence split for a head split before attention and one of the output
+          (``b·(s/cp)·q_dim/t``) trades it back; backward the output gradient's, then Q, K and
+          V's gradients' — on the compute stream.
+
+        With recomputation (``selective`` checkpoints the attention core, ``full`` the layer)
+        the backward first re-runs the forward, its exchange included.
         """
         job = self.job
         spec = job.spec
-        kv = 2.0 * spec.micro_batch * spec.seq_len * job.model.kv_dim / job.tp * job.element_bytes
-        stream = f"s{stage}.cp"
-        ops = [(Op.ALL_GATHER, "K/V all-gather")]
+        b, s, e, t = spec.micro_batch, spec.seq_len, job.element_bytes, job.tp
+        kv = 2.0 * b * s * job.model.kv_dim / t * e
+        forward: list[tuple[Op, float, str]]
+        backward: list[tuple[Op, float, str]]
+        if spec.cp_comm == "a2a":
+            local = b * s / job.cp * e / t
+            qkv = local * (job.model.q_dim + 2 * job.model.kv_dim)
+            out = local * job.model.q_dim
+            forward = [
+                (Op.ALLTOALL, qkv, "Q/K/V all-to-all"),
+                (Op.ALLTOALL, out, "output all-to-all"),
+            ]
+            backward = [
+                (Op.ALLTOALL, out, "output-gradient all-to-all"),
+                (Op.ALLTOALL, qkv, "dQ/dK/dV all-to-all"),
+            ]
+        else:
+            forward = [(Op.ALL_GATHER, kv, "K/V all-gather")]
+            backward = [*forward, (Op.REDUCE_SCATTER, kv, "dK/dV reduce-scatter")]
+        ops = forward
         if tag.startswith("B"):
-            ops.append((Op.REDUCE_SCATTER, "dK/dV reduce-scatter"))
-        last = -1
-        for op, label in ops:
-            task = CollectiveTask(op, kv, self.groups.cp)
-            last = self.add(f"s{stage} {tag} CP {label}", task, "cp", stream, after, layers)
+            redo = [(op, n, f"{label} (recompute)") for op, n, label in forward]
+            ops = (redo if spec.recompute != "none" else []) + backward
+        if spec.cp_comm != "p2p":  # exposed: after the chunk's compute, on its stream
+            stream, after = f"s{stage}.compute", ()
+        else:
+            stream = f"s{stage}.cp"
+        done = last
+        for op, nbytes, label in ops:
+            task = CollectiveTask(op, nbytes, self.groups.cp)
+            done = self.add(f"s{stage} {tag} CP {label}", task, "cp", stream, after, layers)
             after = ()
-        self.blocking[stage] = (*self.blocking.get(stage, ()), last)
+        if spec.cp_comm != "p2p":
+            return done
+        self.blocking[stage] = (*self.blocking.get(stage, ()), done)
+        return last
 
     def fsdp_layers(
         self, stage: int, chunk: int, tag: str, kind: str, after: tuple[int, ...]
@@ -790,7 +831,9 @@ class _Builder:
             )
             after = ()
         for layer in reversed(layers):
-            last = self.compute_with_tp(stage, f"B-last layer {layer}", seconds, 1, after)[1]
+            last = self.compute_with_tp(
+                stage, f"B-last layer {layer}", seconds, 1, after, self.job.cp > 1
+            )[1]
             after = ()
             done_after[layer] = last
             if head_done < 0:

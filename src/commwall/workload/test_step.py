@@ -722,6 +722,73 @@ def test_context_parallelism_splits_the_sequence_and_reduces_over_dp_times_cp() 
     assert any(c.category == "dp" and c.nranks == 16 for c in four.collectives)
 
 
+def _cp_run(cp_comm: str, **job: Any) -> StepReport:
+    spec = {"model": "llama3-8b", "tp": 2, "cp": 4, "global_batch": 16, "seq_len": 32768,
+            "recompute": "none", "cp_comm": cp_comm, **job}  # fmt: skip
+    return simulate(parse_scenario({"cluster": {"preset": "dgx-h100", "nodes": 4}, "job": spec}))
+
+
+def _cp_phases(report: StepReport) -> list[Any]:
+    return [p for p in report.result.phases if p.category == "cp" and p.stream.startswith("s0.")]
+
+
+def test_each_context_parallel_exchange_moves_what_transformer_engine_moves() -> None:
+    """``cp_comm`` (Megatron-Core --cp-comm-type): the ring and the all-gather move the gathered
+    K and V (2·b·s·kv_dim/t elements) forward and again with their gradients backward; Ulysses'
+    all-to-alls move Q/K/V (b·(s/cp)·(q_dim + 2·kv_dim)/t per rank) and the output
+    (b·(s/cp)·q_dim/t), each way (TE context_parallel.py)."""
+    b, s, t, cp, e = 1, 32768, 2, 4, 2
+    q_dim, kv_dim = 4096, 1024  # llama3-8b: 32 query and 8 key/value heads of 128
+    kv = 2 * b * s * kv_dim / t * e
+    local = b * s / cp / t * e
+    expect = {
+        "p2p": [("all_gather", kv), ("all_gather", kv), ("reduce_scatter", kv)],
+        "all_gather": [("all_gather", kv), ("all_gather", kv), ("reduce_scatter", kv)],
+        "a2a": [("alltoall", local * (q_dim + 2 * kv_dim)), ("alltoall", local * q_dim)] * 2,
+    }
+    for comm, calls in expect.items():
+        phases = _cp_phases(_cp_run(comm))
+        forward = [(p.op, p.nbytes) for p in phases if " F0 " in p.name]
+        backward = [(p.op, p.nbytes) for p in phases if " B0 " in p.name]
+        assert sorted(forward + backward) == sorted(calls), comm
+        stream = {p.stream for p in phases}
+        assert stream == ({"s0.cp"} if comm == "p2p" else {"s0.compute"}), comm
+
+
+def test_an_exposed_context_exchange_is_reported_as_context_parallel_waiting() -> None:
+    """The all-gather (Llama 3 §3.3.2: "exposed in the critical path") and all-to-all variants
+    block the compute stream: the step grows by their time, all of it reported as ``cp``; the
+    ring hides under the chunk's compute."""
+    ring, gather, ulysses = (_cp_run(c) for c in ("p2p", "all_gather", "a2a"))
+    for report in (gather, ulysses):
+        exposed = sum(p.duration for p in _cp_phases(report))
+        assert report.breakdown["cp"] == pytest.approx(exposed, rel=1e-9)
+        assert sum(report.breakdown.values()) == pytest.approx(report.step_time, rel=1e-9)
+        assert report.comm_wait_share > ring.comm_wait_share
+    assert ring.breakdown["cp"] == pytest.approx(0.0, abs=1e-9)
+    assert gather.step_time == pytest.approx(ring.step_time + gather.breakdown["cp"], rel=1e-3)
+    # Ulysses runs attention on whole sequences of 1/cp of the heads: the same FLOPs in longer
+    # kernels, never slower than the ring's s/(2·cp) blocks
+    assert ulysses.breakdown["compute"] <= ring.breakdown["compute"]
+
+
+def test_recomputation_repeats_the_forward_exchange_and_the_last_backward_has_one() -> None:
+    """Checkpointed attention re-runs its forward in backward, exchange included; the last
+    micro-batch's layer-by-layer backward exchanges too."""
+    plain = [p.name for p in _cp_phases(_cp_run("p2p"))]
+    redo = [p.name for p in _cp_phases(_cp_run("p2p", recompute="selective"))]
+    assert not any("recompute" in n for n in plain)
+    assert any(" B0 CP K/V all-gather (recompute)" in n for n in redo), redo
+    assert any("B-last layer 0 CP dK/dV reduce-scatter" in n for n in plain), plain
+
+
+def test_ulysses_needs_whole_heads_on_every_rank() -> None:
+    """TE asserts num_heads % cp_size == 0 for Q, K and V: llama3-8b's 8 key/value heads on
+    tp = 2 leave 4 per rank, too few for cp = 8."""
+    with pytest.raises(ScenarioError, match=re.escape("key/value heads 4 on each of tp = 2")):
+        _cp_run("a2a", cp=8, global_batch=8)
+
+
 @pytest.mark.parametrize(
     ("job", "message"),
     [({"cp": 3, "seq_len": 4096}, "seq_len divisible by 2 × cp"),
