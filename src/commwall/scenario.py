@@ -417,7 +417,7 @@ class JobSpec(_Strict):
         default=None, ge=1, description="Data-parallel degree. Default: GPUs / (tp × cp × pp)."
     )
     ep: int = Field(
-        default=1, ge=1, le=1024, description="Expert-parallel degree (MoE; divides dp)."
+        default=1, ge=1, le=1024, description="Expert-parallel degree (MoE; divides dp × cp)."
     )
     virtual_stages: int = Field(
         default=1,

@@ -213,8 +213,6 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
                 f"job.cp: {spec.cp} needs seq_len divisible by 2 × cp = {2 * spec.cp} (each rank "
                 f"holds two of the 2·cp chunks, balancing the causal mask); seq_len is {spec.seq_len}"
             )
-        if spec.ep > 1:
-            errors.append("job.cp: context parallelism with expert parallelism is not modelled")
         if spec.zero_stage == 3:
             errors.append("job.cp: context parallelism with ZeRO-3/FSDP is not modelled")
         if spec.attention == "unfused":
@@ -240,9 +238,11 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             errors.append(
                 f"job.ep: {spec.ep} needs a mixture-of-experts model; {model.name} is dense"
             )
-        elif model.n_experts % spec.ep or dp % spec.ep:
+        elif model.n_experts % spec.ep or (dp * spec.cp) % spec.ep:
+            # Megatron-Core: tp·cp·dp = etp·ep·edp with the expert TP = tp
             errors.append(
-                f"job.ep: {spec.ep} must divide both the {model.n_experts} experts and dp = {dp}"
+                f"job.ep: {spec.ep} must divide both the {model.n_experts} experts and "
+                f"dp × cp = {dp * spec.cp}"
             )
     if spec.global_batch % (dp * spec.micro_batch):
         errors.append(

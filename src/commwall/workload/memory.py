@@ -404,7 +404,8 @@ def memory_per_gpu(
     - Gradients ``grad_bytes``/param and optimizer :func:`optimizer_bytes_per_param`/param,
       sharded by ZeRO ``zero_stage`` (:func:`model_state_bytes`) over ``dp`` for dense
       parameters and over ``dp // ep`` (the expert-data-parallel group, Megatron-Core
-      convention: ``ep`` divides ``dp``) for expert parameters.
+      convention: ``ep`` divides ``dp``) for expert parameters; ``dp`` is the group that reduces
+      gradients (``dp × cp`` with context parallelism).
     - Activations: :func:`activation_bytes_per_layer` for the model's own layer
       (:class:`LayerShape`; saved GEMM inputs in FP8 with ``fp8``) x layers x in-flight micro-batches
       (1F1B: ``inflight_microbatches`` defaults to ``pp`` on the first stage), plus embedding

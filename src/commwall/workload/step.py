@@ -104,10 +104,12 @@ class StepPlan:
 
 
 def job_groups(job: Job, cluster: Cluster) -> Groups:
-    """Where TP, DP, EP and PP communicators land (``tp-dp-pp`` rank order).
+    """Where TP, CP, DP, EP and PP communicators land (``tp-cp-dp-pp`` rank order).
 
-    Expert parameters are replicated over the expert-data-parallel group of ``dp / ep`` ranks
-    (Megatron-Core), which reduces their gradients instead of the whole DP group.
+    Expert parallelism subdivides the ``dp × cp`` ranks (Megatron-Core's expert grid
+    ``tp-ep-dp-pp`` over the same GPUs, expert TP = TP): an EP group is ``ep`` consecutive
+    ranks at stride ``tp``, and expert parameters are replicated over the expert-data-parallel
+    group of ``dp·cp / ep`` ranks, which reduces their gradients instead of the whole DP group.
     """
     return _groups(job, cluster.scale_up_domain)
 
@@ -120,7 +122,7 @@ def _groups(job: Job, d: int) -> Groups:
         dp=group_shape("dp", job.grad_dp, job.tp, d),
         ep=group_shape("ep", job.ep, job.tp, d),
         pp=pipeline_peer_group(job.tp, job.grad_dp, d),
-        edp=group_shape("edp", job.dp // job.ep, job.tp * job.ep, d),
+        edp=group_shape("edp", job.grad_dp // job.ep, job.tp * job.ep, d),
         cp=group_shape("cp", job.cp, job.tp, d),
     )
 
@@ -391,7 +393,8 @@ class _Builder:
         act = job.activation_bytes
         self.tp_bytes = act
         self.p2p_bytes = act / job.tp if self.sp else act
-        moe_tokens = self.spec.micro_batch * self.spec.seq_len * job.model.top_k
+        # tokens routed per rank: each context-parallel rank holds s/cp of the sequence
+        moe_tokens = self.spec.micro_batch * self.spec.seq_len * job.model.top_k / job.cp
         self.a2a_bytes = (
             moe_tokens * job.model.hidden * job.element_bytes / (job.tp if self.sp else 1)
         )
@@ -441,7 +444,7 @@ class _Builder:
             "cp": (job.cp, job.tp),
             "dp": (job.grad_dp, job.tp),
             "ep": (job.ep, job.tp),
-            "edp": (job.dp // job.ep, job.tp * job.ep),
+            "edp": (job.grad_dp // job.ep, job.tp * job.ep),
         }[group.name]
         return replace(group, placement=megatron_placement(size, stride, span, stage * span))
 

@@ -110,6 +110,25 @@ def test_moe_breakdown_sums_and_counts_ep() -> None:
     assert a2a[0].nbytes == 2048 * job.model.top_k * job.model.hidden * HALF_BYTES
 
 
+def test_expert_parallelism_spans_dp_times_cp_with_context_parallelism() -> None:
+    """With CP, EP subdivides the dp × cp ranks (Megatron-Core's expert grid over the same
+    GPUs): cp = 2, dp = 4 allows ep = 8; each rank routes its s/cp tokens (the all-to-all
+    halves) and expert gradients reduce over dp·cp / ep ranks."""
+    spec = {"model": "mixtral-8x7b", "tp": 1, "cp": 2, "ep": 8, "global_batch": 32,
+            "seq_len": 4096}  # fmt: skip
+    job, cluster = resolved(spec, nodes=1)
+    assert (job.dp, job.cp, job.ep) == (4, 2, 8)
+    r = run(spec, nodes=1)
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time, rel=1e-12)
+    a2a = [c for c in r.collectives if c.op == "alltoall"]
+    assert a2a and all(c.nranks == 8 for c in a2a)
+    assert a2a[0].nbytes == 4096 / 2 * job.model.top_k * job.model.hidden * HALF_BYTES
+    groups = step_module.job_groups(job, cluster)
+    assert groups.edp.nranks == 1 and groups.dp.nranks == 8
+    with pytest.raises(ScenarioError, match=re.escape("dp × cp = 8")):
+        resolved({**spec, "ep": 16}, nodes=1)
+
+
 # ---------------------------------------------------------------- compute (6N-style closed form)
 @pytest.mark.parametrize(
     ("tp", "pp", "recompute"),
