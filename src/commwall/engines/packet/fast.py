@@ -7,7 +7,9 @@ that dominates large runs:
 * fabric ``ib``: credit-based flow control on every link, no ECN, no congestion control,
   go-back-N receivers (acknowledging every ``PacketConfig.ack_every`` packets), a
   retransmission timer per sender (re-armed on every acknowledgement; it normally never fires);
-* ECMP routing: one fixed path per flow, both ways;
+* any routing: ECMP (one fixed path per flow, both ways), spraying (each switch hashes the
+  packet's entropy value with its salt) or adaptive (the shortest egress queue, ties by that
+  hash) — the same choices, from the same candidate ports in the same order;
 * no bit errors (``PacketConfig.ber == 0``), no rate caps, tasks that wait for no other task.
 
 :func:`run_fast` packs a built :class:`~commwall.engines.packet.network.Network` (flows and
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from commwall.engines.packet.components import FC_CREDIT
+from commwall.engines.packet.components import FC_CREDIT, PICK_FIXED, mix64
 from commwall.engines.packet.config import KERNELS
 from commwall.engines.packet.kernel import ps
 from commwall.engines.packet.network import Network, Progress
@@ -66,10 +68,8 @@ def numba_available() -> bool:
 def unsupported(net: Network) -> str | None:
     """Why the compiled kernel cannot run ``net`` (None: it can)."""
     prof, cfg = net.profile, net.config
-    if net.routing != "ecmp":
-        return f"routing {net.routing!r} is not ecmp"
-    if prof.link_fc != "credit" or prof.sender != "none" or prof.reliability != "gbn":
-        return f"fabric {prof.name!r} is not credit-based with go-back-N and no congestion control"
+    if prof.link_fc != "credit" or prof.sender != "none" or prof.reliability not in RELIABILITY:
+        return f"fabric {prof.name!r} is not credit-based without congestion control"
     if prof.ecn is not None or prof.trim:
         return f"fabric {prof.name!r} marks ECN or trims"
     if cfg.ber > 0:
@@ -87,6 +87,10 @@ def unsupported(net: Network) -> str | None:
     return None
 
 
+#: Receivers the kernel replays: go-back-N (ECMP) and selective (spraying, adaptive routing).
+RELIABILITY = ("gbn", "selective")
+
+
 def pick_kernel(net: Network, requested: str) -> str:
     """The kernel that runs ``net``: ``"python"`` or ``"numba"`` (see ``PacketConfig.kernel``)."""
     if requested not in KERNELS:
@@ -102,8 +106,8 @@ def pick_kernel(net: Network, requested: str) -> str:
             )
         if why is not None:
             raise TransportError(
-                f"kernel='numba': the compiled kernel covers credit-based fabrics (ib) with ECMP, "
-                f"no bit errors and no rate caps, but {why}; use kernel='auto' or 'python'"
+                f"kernel='numba': the compiled kernel covers credit-based fabrics (ib), no bit "
+                f"errors and no rate caps, but {why}; use kernel='auto' or 'python'"
             )
         return "numba"
     if why is not None or estimated_events(net) < AUTO_MIN_EVENTS:
@@ -211,15 +215,18 @@ def _ports(net: Network, k: Any, sched: dict[int, int]) -> IntArray:
     return P
 
 
-def _flows(net: Network, k: Any, sched: dict[int, int]) -> tuple[IntArray, IntArray, int]:
-    """The flow table, the routes (forward and reverse port lists) and the packets in all."""
+def _flows(
+    net: Network, k: Any, sched: dict[int, int], fixed: bool
+) -> tuple[IntArray, IntArray, int]:
+    """The flow table, the routes (forward and reverse port lists, ECMP only) and the packets
+    in all."""
     F = _table(len(net.flows), k.F_LEN)
     routes: list[int] = []
     total = 0
     for i, flow in enumerate(net.flows):
         s = flow.sender
-        fwd = _path(net, flow.fwd, flow.src.index, flow.dst.index)
-        rev = _path(net, flow.rev, flow.dst.index, flow.src.index)
+        fwd = _path(net, flow.fwd, flow.src.index, flow.dst.index) if fixed else []
+        rev = _path(net, flow.rev, flow.dst.index, flow.src.index) if fixed else []
         F[i, k.F_SRC], F[i, k.F_DST] = flow.src.index, flow.dst.index
         F[i, k.F_N], F[i, k.F_LAST], F[i, k.F_MTU] = s.n, s.last, s.mtu
         F[i, k.F_HEADER], F[i, k.F_RTO_PS] = s.header, s.rto_ps
@@ -235,7 +242,54 @@ def _flows(net: Network, k: Any, sched: dict[int, int]) -> tuple[IntArray, IntAr
         F[i, k.F_TASK] = flow.group if isinstance(flow.group, int) else -1
     for col in (k.F_SNEXT, k.F_TDEAD, k.F_TTAIL, k.F_TQ, k.F_TQ + 1, k.F_NAKFOR):
         F[:, col] = -1
+    F[:, k.F_RQHEAD] = F[:, k.F_RQTAIL] = -1
     return F, np.asarray(routes, dtype=np.int64), total
+
+
+def _candidates(net: Network, k: Any, F: IntArray) -> tuple[IntArray, ...]:
+    """Per flow and direction, the nodes a packet may reach (sorted) and each one's candidate
+    egress ports in the order Node.receive chooses among them (columns F_CF*/F_CR* of ``F``)."""
+    nodes: list[int] = []
+    firsts: list[int] = []
+    counts: list[int] = []
+    ports: list[int] = []
+    for i, flow in enumerate(net.flows):
+        for route, (off, length) in ((flow.fwd, (k.F_CFOFF, k.F_CFLEN)),
+                                     (flow.rev, (k.F_CROFF, k.F_CRLEN))):  # fmt: skip
+            F[i, off], F[i, length] = len(nodes), len(route)
+            for node in sorted(route):
+                cands = route[node]
+                nodes.append(node)
+                firsts.append(len(ports))
+                counts.append(len(cands))
+                ports += [p.index for p in cands]
+    return tuple(np.asarray(x or [0], dtype=np.int64) for x in (nodes, firsts, counts, ports))
+
+
+def _mix64_array(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """:func:`~commwall.engines.packet.components.mix64` over an array (wrapping uint64)."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _entropies(net: Network, total: int) -> IntArray:
+    """Every packet's entropy value (``endpoints.entropy_value``), flow after flow as SQ holds
+    them. A flow whose ``base + seq`` passes 2**64 (Python's integers do not wrap) is done in
+    Python."""
+    out = np.zeros(max(total, 1), dtype=np.int64)
+    at = 0
+    for flow in net.flows:
+        s = flow.sender
+        base = s.entropy_base
+        if base + s.n - 1 < 2**64:
+            z = np.uint64(base) + np.arange(s.n, dtype=np.uint64)
+            out[at : at + s.n] = (_mix64_array(z) >> np.uint64(48)).astype(np.int64)
+        else:
+            out[at : at + s.n] = [mix64(base + q) >> 48 for q in range(s.n)]
+        at += s.n
+    return out
 
 
 def _tasks(net: Network, k: Any) -> tuple[IntArray, IntArray]:
@@ -258,7 +312,12 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
     N = _table(len(net.nodes), k.N_LEN)
     for i, node in enumerate(net.nodes):
         N[i] = (node.buffer, node.occupancy, node.peak)
-    F, R, total = _flows(net, k, sched)
+    pick = net.nodes[0].pick if net.nodes else PICK_FIXED  # every node alike (Network._build)
+    fixed = pick == PICK_FIXED
+    F, R, total = _flows(net, k, sched, fixed)
+    one = np.zeros(1, dtype=np.int64)
+    CN, CO, CL, CP = (one, one, one, one) if fixed else _candidates(net, k, F)
+    EN = one if fixed else _entropies(net, total)
     TK, TF = _tasks(net, k)
     sampled = np.asarray([p.index for p in net.sampled_ports], dtype=np.int64)
     limit = net.config.max_events
@@ -268,6 +327,8 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
     G[k.G_ACK_EVERY], G[k.G_ACK_SIZE] = net.ack_every, net.ack_bytes
     G[k.G_LIMIT] = -1 if limit is None else limit
     G[k.G_SAMPLE] = ps(net.config.sample_s)
+    G[k.G_PICK] = pick
+    G[k.G_SELECTIVE] = net.profile.reliability == "selective"
     return (
         G,
         _table(pools.heap, 5),
@@ -288,6 +349,13 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
         np.zeros((k.MAX_SAMPLES, len(sampled)), dtype=np.int64),
         np.zeros(k.MAX_SAMPLES, dtype=np.int64),
         np.full(len(net.flows), -1, dtype=np.int64),
+        EN,
+        np.asarray([node.salt for node in net.nodes] or [0], dtype=np.uint64),
+        CN,
+        CO,
+        CL,
+        CP,
+        np.full(max(total, 1), -1, dtype=np.int64),
     )
 
 
@@ -314,8 +382,10 @@ def run_fast(net: Network) -> None:
         if err not in grow:
             break
         setattr(pools, grow[err], 2 * getattr(pools, grow[err]))
-    _write_back(net, k, dict(zip(k.STATE, st, strict=True)))
     G = st[0]
+    if err == k.ERR_ROUTE:  # a packet reached a node its flow has no route from
+        raise TransportError(f"kernel='numba': a flow has no route at node {int(G[k.G_ERRARG])}")
+    _write_back(net, k, dict(zip(k.STATE, st, strict=True)))
     if err == k.ERR_OVERFLOW:
         net.overflow(net.nodes[int(G[k.G_ERRARG])], None)  # type: ignore[arg-type]
     net.finish(net.config.max_events)
@@ -340,7 +410,7 @@ def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
     _write_ports(net, k, a["P"], a["CH"])
     for node, (_, occupancy, peak) in zip(net.nodes, a["N"].tolist(), strict=True):
         node.occupancy, node.peak = occupancy, peak
-    _write_flows(net, k, a["F"], a["SQ"])
+    _write_flows(net, k, a["F"], a["SQ"], a["RQ"])
     for task, row in zip(net.tasks, a["TK"].tolist(), strict=True):
         task.ready, task.start, task.end = row[k.TK_READY], row[k.TK_START], row[k.TK_END]
         task.left = row[k.TK_LEFT]
@@ -361,7 +431,9 @@ def _write_ports(net: Network, k: Any, P: IntArray, CH: IntArray) -> None:
         port.credit_holder = None if holder < 0 else [int(CH[holder, k.CH_AMOUNT])]
 
 
-def _write_flows(net: Network, k: Any, F: IntArray, SQ: npt.NDArray[np.uint8]) -> None:
+def _write_flows(
+    net: Network, k: Any, F: IntArray, SQ: npt.NDArray[np.uint8], RQ: IntArray
+) -> None:
     for flow, row in zip(net.flows, F.tolist(), strict=True):
         flow.start, flow.finish = row[k.F_START], row[k.F_FINISH]
         s, r = flow.sender, flow.receiver
@@ -369,9 +441,18 @@ def _write_flows(net: Network, k: Any, F: IntArray, SQ: npt.NDArray[np.uint8]) -
         s.acked[:] = seqs[:, k.SQ_ACKED].tobytes()
         s.outstanding[:] = seqs[:, k.SQ_OUT].tobytes()
         s.sent_once[:] = seqs[:, k.SQ_SENT].tobytes()
+        s.queued[:] = seqs[:, k.SQ_QUEUED].tobytes()
+        s.retx.clear()
+        seq = row[k.F_RQHEAD]
+        while seq >= 0:
+            s.retx.append(seq)
+            seq = int(RQ[row[k.F_SQOFF] + seq])
         s.next_seq, s.una, s.inflight = row[k.F_NEXT_SEQ], row[k.F_UNA], row[k.F_INFLIGHT]
         s.done, s.ready = bool(row[k.F_DONE]), bool(row[k.F_READY])
         s.rto.deadline = None if row[k.F_TDEAD] < 0 else row[k.F_TDEAD]
         r.expected, r.received = row[k.F_EXPECTED], row[k.F_RECEIVED]
         r.nak_for, r.since_ack = row[k.F_NAKFOR], row[k.F_SINCE]
-        r.got[: r.expected] = b"\x01" * r.expected
+        if r.gbn:
+            r.got[: r.expected] = b"\x01" * r.expected
+        else:
+            r.got[:] = seqs[:, k.SQ_GOT].tobytes()

@@ -1,8 +1,10 @@
 """The numba-compiled event loop behind :mod:`commwall.engines.packet.fast`.
 
 It replays, on flat integer arrays, exactly what the pure-Python engine does for its InfiniBand
-subset (credit-based links everywhere, no ECN, no congestion control, go-back-N receivers, one
-fixed route per flow, no bit errors, no rate caps): the same events, drawn from the same
+subset (credit-based links everywhere, no ECN, no congestion control, no bit errors, no rate
+caps; one fixed route per flow (ECMP) with go-back-N receivers, or a choice per packet at every
+switch — spraying on the packet's entropy value, adaptive on the shortest egress queue — with
+selective receivers): the same events, drawn from the same
 ``(time, sequence)`` heap order, with the same arithmetic. Only the bookkeeping differs —
 packets, queues, pipes, timers and credit updates are rows of preallocated arrays linked by
 index instead of Python objects. ``fast.py`` packs a built network into these arrays, runs
@@ -18,27 +20,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+import numpy as np
 from numba import njit
 
 # the order of the arrays in the state tuple ``st``
 STATE = (
     "G", "H", "P", "PPB", "N", "F", "R", "SQ", "K", "S", "TQ", "CH", "FL", "TK", "TF", "SP", "SM",
-    "ST", "FD",
+    "ST", "FD", "EN", "NS", "CN", "CO", "CL", "CP", "RQ",
 )  # fmt: skip
 (
     I_G, I_H, I_P, I_PPB, I_N, I_F, I_R, I_SQ, I_K, I_S, I_TQ, I_CH, I_FL, I_TK, I_TF, I_SP, I_SM,
-    I_ST, I_FD,
-) = range(19)  # fmt: skip
+    I_ST, I_FD, I_EN, I_NS, I_CN, I_CO, I_CL, I_CP, I_RQ,
+) = range(26)  # fmt: skip
+# EN: the entropy value of every packet sequence number of every flow (SQ's rows); NS: each
+# node's hash salt (uint64); per flow and direction, the nodes a packet may visit (CN, sorted),
+# each with its candidate egress ports CP[CO : CO + CL] (components.Node.receive); RQ: the
+# selective senders' retransmission queues (Sender.retx), one link per packet sequence number
 
 # G: global scalars
 (
     G_NOW, G_SEQ, G_HSIZE, G_PFREE, G_TFREE, G_CFREE, G_EVENTS, G_FLOWS_LEFT, G_SENDERS_LEFT,
     G_END, G_ERR, G_ERRARG, G_SENT, G_DELIVERED, G_DUPLICATE, G_DISCARDED, G_RETX, G_TIMEOUTS,
-    G_FIRST_DONE, G_NSAMP, G_ACK_EVERY, G_ACK_SIZE, G_LIMIT, G_SAMPLE, G_LEN,
-) = range(25)  # fmt: skip
+    G_FIRST_DONE, G_NSAMP, G_ACK_EVERY, G_ACK_SIZE, G_LIMIT, G_SAMPLE, G_PICK, G_SELECTIVE,
+    G_LEN,
+) = range(27)  # fmt: skip
+
+# how switches choose among a flow's candidate ports (components.PICK_*)
+PICK_FIXED, PICK_SPRAY, PICK_ADAPTIVE = 0, 1, 2
 
 # error codes (G_ERR)
-ERR_NONE, ERR_HEAP, ERR_PACKETS, ERR_TIMERS, ERR_CREDITS, ERR_OVERFLOW = range(6)
+ERR_NONE, ERR_HEAP, ERR_PACKETS, ERR_TIMERS, ERR_CREDITS, ERR_OVERFLOW, ERR_ROUTE = range(7)
 
 # H: the heap, one row per event
 H_T, H_Q, H_K, H_I, H_A = range(5)
@@ -59,14 +70,16 @@ N_BUF, N_OCC, N_PEAK, N_LEN = range(4)
     F_SRC, F_DST, F_N, F_LAST, F_MTU, F_HEADER, F_RTO_PS, F_SCHED, F_RSCHED, F_FOFF, F_FLEN,
     F_ROFF, F_RLEN, F_SQOFF, F_NEXT_SEQ, F_UNA, F_INFLIGHT, F_READY, F_DONE, F_SNEXT, F_TGEN,
     F_TDEAD, F_TINHEAP, F_TTAIL, F_TQ, _F_TQ_T, F_EXPECTED, F_NAKFOR, F_RECEIVED, F_SINCE,
-    F_START, F_FINISH, F_TASK, F_LEN,
-) = range(34)  # fmt: skip
+    F_START, F_FINISH, F_TASK, F_CFOFF, F_CFLEN, F_CROFF, F_CRLEN, F_RQHEAD, F_RQTAIL, F_LEN,
+) = range(40)  # fmt: skip
 
 # SQ: per packet sequence number of every flow (uint8)
-SQ_ACKED, SQ_OUT, SQ_SENT, SQ_LEN = range(4)
+SQ_ACKED, SQ_OUT, SQ_SENT, SQ_QUEUED, SQ_GOT, SQ_LEN = range(6)
 
 # K: the packet pool
-K_FLOW, K_KIND, K_SEQ, K_SIZE, K_PAYLOAD, K_DUE, K_INPORT, K_HOP, K_NEXT, K_LEN = range(10)
+(
+    K_FLOW, K_KIND, K_SEQ, K_SIZE, K_PAYLOAD, K_DUE, K_INPORT, K_HOP, K_ENT, K_ACK, K_NEXT, K_LEN,
+) = range(12)  # fmt: skip
 DATA, ACK, NACK = 0, 1, 2
 
 # S: NIC schedulers (round-robin lists of senders)
@@ -193,8 +206,68 @@ def _new_packet(G: Any, K: Any, flow: int, kind: int, seq: int, size: int, paylo
     K[pkt, K_DUE] = 0
     K[pkt, K_INPORT] = -1
     K[pkt, K_HOP] = 0
+    K[pkt, K_ENT] = 0
+    K[pkt, K_ACK] = -1
     K[pkt, K_NEXT] = -1
     return int(pkt)
+
+
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@_jit
+def _mix64(z: Any) -> Any:
+    """components.mix64 on a uint64 (the splitmix64 finaliser; products wrap mod 2**64)."""
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@_jit
+def _pick(st: Any, node: int, f: int, pkt: int, forward: bool) -> int:
+    """The egress port Node.receive chooses at ``node`` for ``pkt`` of flow ``f`` (spraying or
+    adaptive routing); -1 and an error if the flow has no route there."""
+    G, P, F, K = st[I_G], st[I_P], st[I_F], st[I_K]
+    NS, CN, CO, CL, CP = st[I_NS], st[I_CN], st[I_CO], st[I_CL], st[I_CP]
+    if forward:
+        lo, hi = F[f, F_CFOFF], F[f, F_CFOFF] + F[f, F_CFLEN]
+    else:
+        lo, hi = F[f, F_CROFF], F[f, F_CROFF] + F[f, F_CRLEN]
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if CN[mid] < node:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo >= end or CN[lo] != node:
+        G[G_ERR] = ERR_ROUTE
+        G[G_ERRARG] = node
+        return -1
+    first, count = CO[lo], CL[lo]
+    if count == 1:
+        return int(CP[first])
+    h = _mix64(np.uint64(K[pkt, K_ENT]) ^ NS[node])
+    if G[G_PICK] != PICK_ADAPTIVE:
+        return int(CP[first + np.int64(h % np.uint64(count))])
+    # the shortest egress queue; ties go by the entropy hash, in candidate order
+    least = P[CP[first], P_QBYTES]
+    ties = 1
+    for i in range(first + 1, first + count):
+        q = P[CP[i], P_QBYTES]
+        if q < least:
+            least = q
+            ties = 1
+        elif q == least:
+            ties += 1
+    want = 0 if ties == 1 else np.int64(h % np.uint64(ties))
+    for i in range(first, first + count):
+        if P[CP[i], P_QBYTES] == least:
+            if want == 0:
+                return int(CP[i])
+            want -= 1
+    return -1
 
 
 @_jit
@@ -354,23 +427,28 @@ def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
     G, P, N, F, R, K = st[I_G], st[I_P], st[I_N], st[I_F], st[I_R], st[I_K]
     f = K[pkt, K_FLOW]
     hop = K[pkt, K_HOP] + 1
+    fixed = G[G_PICK] == PICK_FIXED
     if K[pkt, K_KIND] == DATA:
         if F[f, F_DST] == node:
             _return_credit(st, in_port, K[pkt, K_SIZE])  # the NIC drains at once
             _on_data(st, f, pkt)
             _free_packet(G, K, pkt)
             return
-        out = R[F[f, F_FOFF] + hop]
+        out = R[F[f, F_FOFF] + hop] if fixed else _pick(st, node, f, pkt, True)
     else:
         if F[f, F_SRC] == node:
             _on_control(st, f, pkt)
             _free_packet(G, K, pkt)
             return
-        out = R[F[f, F_ROFF] + hop]
+        out = R[F[f, F_ROFF] + hop] if fixed else _pick(st, node, f, pkt, False)
+        if out < 0:
+            return
         K[pkt, K_HOP] = hop
         _append(P, out, P_CTRL, K, pkt)
         if not P[out, P_BUSY]:
             _start(st, out)
+        return
+    if out < 0:
         return
     K[pkt, K_HOP] = hop
     size = K[pkt, K_SIZE]
@@ -451,19 +529,32 @@ def _payload(F: Any, f: int, seq: int) -> int:
 @_jit
 def _next_packet(st: Any, f: int) -> int:
     """Sender.next_packet (go-back-N, no pacing, no congestion control), or -1."""
-    G, F, SQ, K, FL = st[I_G], st[I_F], st[I_SQ], st[I_K], st[I_FL]
+    G, F, SQ, K, FL, RQ = st[I_G], st[I_F], st[I_SQ], st[I_K], st[I_FL], st[I_RQ]
     if F[f, F_DONE]:
         return -1
-    seq = F[f, F_NEXT_SEQ]
-    if seq >= F[f, F_N]:
-        return -1
+    off = F[f, F_SQOFF]
+    head = F[f, F_RQHEAD]  # the retransmission queue (selective only; else always empty)
+    while head >= 0 and SQ[off + head, SQ_ACKED]:
+        SQ[off + head, SQ_QUEUED] = 0
+        head = _rq_pop(F, RQ, f)
+    if head >= 0:
+        seq = head
+    else:
+        seq = F[f, F_NEXT_SEQ]
+        if seq >= F[f, F_N]:
+            return -1
     size = _payload(F, f, seq)
     inflight = F[f, F_INFLIGHT]
     if inflight > 0 and inflight + size > FL[0]:
         return -1
-    F[f, F_NEXT_SEQ] = seq + 1
+    if head >= 0:
+        _rq_pop(F, RQ, f)
+        SQ[off + seq, SQ_QUEUED] = 0
+    else:
+        F[f, F_NEXT_SEQ] = seq + 1
     pkt = _new_packet(G, K, f, DATA, seq, size + F[f, F_HEADER], size)
     at = F[f, F_SQOFF] + seq
+    K[pkt, K_ENT] = st[I_EN][at]
     if SQ[at, SQ_SENT]:
         G[G_RETX] += size
     SQ[at, SQ_SENT] = 1
@@ -474,6 +565,37 @@ def _next_packet(st: Any, f: int) -> int:
     if F[f, F_TDEAD] < 0:
         _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
     return pkt
+
+
+@_jit
+def _rq_pop(F: Any, RQ: Any, f: int) -> int:
+    """Drop the head of flow ``f``'s retransmission queue; the new head (-1: empty)."""
+    head = F[f, F_RQHEAD]
+    nxt = RQ[F[f, F_SQOFF] + head]
+    F[f, F_RQHEAD] = nxt
+    if nxt < 0:
+        F[f, F_RQTAIL] = -1
+    return int(nxt)
+
+
+@_jit
+def _resend(st: Any, f: int, seq: int) -> None:
+    """Sender._resend (selective): queue ``seq`` for retransmission."""
+    F, SQ, RQ = st[I_F], st[I_SQ], st[I_RQ]
+    if seq < 0 or seq >= F[f, F_N]:
+        return
+    at = F[f, F_SQOFF] + seq
+    if SQ[at, SQ_ACKED] or SQ[at, SQ_QUEUED]:
+        return
+    _drop_outstanding(F, SQ, f, seq)
+    SQ[at, SQ_QUEUED] = 1
+    RQ[at] = -1
+    tail = F[f, F_RQTAIL]
+    if tail < 0:
+        F[f, F_RQHEAD] = seq
+    else:
+        RQ[F[f, F_SQOFF] + tail] = seq
+    F[f, F_RQTAIL] = seq
 
 
 @_jit
@@ -491,12 +613,19 @@ def _on_control(st: Any, f: int, pkt: int) -> None:
     if F[f, F_DONE]:
         return
     seq = K[pkt, K_SEQ]
+    selective = st[I_G][G_SELECTIVE]
     if K[pkt, K_KIND] == ACK:
-        _ack(st, f, seq)
-    elif K[pkt, K_KIND] == NACK and F[f, F_UNA] <= seq < F[f, F_NEXT_SEQ]:
-        for s in range(seq, F[f, F_NEXT_SEQ]):
-            _drop_outstanding(F, SQ, f, s)
-        F[f, F_NEXT_SEQ] = seq
+        if selective:
+            _ack_one(st, f, K[pkt, K_ACK])
+        else:
+            _ack(st, f, seq)
+    elif K[pkt, K_KIND] == NACK:
+        if selective:  # a trimmed packet: resend it now
+            _resend(st, f, seq)
+        elif F[f, F_UNA] <= seq < F[f, F_NEXT_SEQ]:
+            for s in range(seq, F[f, F_NEXT_SEQ]):
+                _drop_outstanding(F, SQ, f, s)
+            F[f, F_NEXT_SEQ] = seq
     if not F[f, F_DONE]:
         _wake(st, f)
 
@@ -521,11 +650,39 @@ def _ack(st: Any, f: int, cum: int) -> None:
     if newly:
         _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
     if una >= F[f, F_N]:
-        F[f, F_DONE] = 1
-        F[f, F_TGEN] += 1  # rto.cancel() (the pacing timer is never armed)
-        F[f, F_TDEAD] = -1
-        G[G_SENDERS_LEFT] -= 1
-        G[G_END] = G[G_NOW]
+        _complete(st, f)
+
+
+@_jit
+def _ack_one(st: Any, f: int, seq: int) -> None:
+    """Sender._ack (selective): the packet ``seq`` arrived; una moves past what is acked."""
+    G, F, SQ = st[I_G], st[I_F], st[I_SQ]
+    n = F[f, F_N]
+    off = F[f, F_SQOFF]
+    newly = 0
+    if 0 <= seq < n and not SQ[off + seq, SQ_ACKED]:
+        SQ[off + seq, SQ_ACKED] = 1
+        newly = _payload(F, f, seq)
+        _drop_outstanding(F, SQ, f, seq)
+    una = F[f, F_UNA]
+    while una < n and SQ[off + una, SQ_ACKED]:
+        una += 1
+    F[f, F_UNA] = una
+    if newly:
+        _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
+    if una >= n:
+        _complete(st, f)
+
+
+@_jit
+def _complete(st: Any, f: int) -> None:
+    """Sender._complete."""
+    G, F = st[I_G], st[I_F]
+    F[f, F_DONE] = 1
+    F[f, F_TGEN] += 1  # rto.cancel() (the pacing timer is never armed)
+    F[f, F_TDEAD] = -1
+    G[G_SENDERS_LEFT] -= 1
+    G[G_END] = G[G_NOW]
 
 
 @_jit
@@ -535,9 +692,15 @@ def _timeout(st: Any, f: int) -> None:
     if F[f, F_DONE]:
         return
     G[G_TIMEOUTS] += 1
-    for s in range(F[f, F_UNA], F[f, F_NEXT_SEQ]):
-        _drop_outstanding(F, SQ, f, s)
-    F[f, F_NEXT_SEQ] = F[f, F_UNA]
+    if G[G_SELECTIVE]:
+        off = F[f, F_SQOFF]
+        for s in range(F[f, F_UNA], F[f, F_NEXT_SEQ]):
+            if not SQ[off + s, SQ_ACKED]:
+                _resend(st, f, s)
+    else:
+        for s in range(F[f, F_UNA], F[f, F_NEXT_SEQ]):
+            _drop_outstanding(F, SQ, f, s)
+        F[f, F_NEXT_SEQ] = F[f, F_UNA]
     _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
     _wake(st, f)
 
@@ -601,12 +764,15 @@ def _fire(st: Any, f: int, gen: int) -> None:
 
 
 @_jit
-def _control(st: Any, f: int, kind: int, seq: int) -> None:
-    """Receiver._control: an ACK or NACK back to the sender, control class."""
+def _control(st: Any, f: int, kind: int, seq: int, data: int) -> None:
+    """Receiver._control: an ACK or NACK back to the sender, control class, carrying the
+    sequence number and entropy value of the data packet ``data`` that prompted it."""
     G, P, F, K, S = st[I_G], st[I_P], st[I_F], st[I_K], st[I_S]
     pkt = _new_packet(G, K, f, kind, seq, G[G_ACK_SIZE], 0)
     if pkt < 0:
         return
+    K[pkt, K_ENT] = K[data, K_ENT]
+    K[pkt, K_ACK] = K[data, K_SEQ]
     port = S[F[f, F_RSCHED], S_PORT]
     _append(P, port, P_CTRL, K, pkt)
     if not P[port, P_BUSY]:
@@ -615,10 +781,25 @@ def _control(st: Any, f: int, kind: int, seq: int) -> None:
 
 @_jit
 def _on_data(st: Any, f: int, pkt: int) -> None:
-    """Receiver.on_data: accept in order, discard (NACK once) ahead, ACK duplicates."""
-    G, F, K = st[I_G], st[I_F], st[I_K]
+    """Receiver.on_data: go-back-N accepts in order, discards (NACKs once) ahead and ACKs
+    duplicates; selective accepts any new packet and ACKs every one."""
+    G, F, K, SQ = st[I_G], st[I_F], st[I_K], st[I_SQ]
     seq = K[pkt, K_SEQ]
     expected = F[f, F_EXPECTED]
+    if G[G_SELECTIVE]:
+        off, n = F[f, F_SQOFF], F[f, F_N]
+        if SQ[off + seq, SQ_GOT]:
+            G[G_DUPLICATE] += K[pkt, K_PAYLOAD]
+            _control(st, f, ACK, expected, pkt)
+            return
+        SQ[off + seq, SQ_GOT] = 1
+        _accept(st, f, K[pkt, K_PAYLOAD])
+        while expected < n and SQ[off + expected, SQ_GOT]:
+            expected += 1
+        F[f, F_EXPECTED] = expected
+        F[f, F_SINCE] = 0
+        _control(st, f, ACK, expected, pkt)
+        return
     if seq == expected:
         F[f, F_EXPECTED] = expected + 1
         F[f, F_NAKFOR] = -1
@@ -627,16 +808,16 @@ def _on_data(st: Any, f: int, pkt: int) -> None:
         G[G_DISCARDED] += K[pkt, K_PAYLOAD]
         if F[f, F_NAKFOR] != expected:
             F[f, F_NAKFOR] = expected
-            _control(st, f, NACK, expected)
+            _control(st, f, NACK, expected, pkt)
         return
     else:
         G[G_DUPLICATE] += K[pkt, K_PAYLOAD]
-        _control(st, f, ACK, expected)
+        _control(st, f, ACK, expected, pkt)
         return
     F[f, F_SINCE] += 1
     if F[f, F_SINCE] >= G[G_ACK_EVERY] or F[f, F_RECEIVED] == F[f, F_N]:
         F[f, F_SINCE] = 0
-        _control(st, f, ACK, F[f, F_EXPECTED])
+        _control(st, f, ACK, F[f, F_EXPECTED], pkt)
 
 
 @_jit
