@@ -7,6 +7,9 @@ that dominates large runs:
 * fabric ``ib``: credit-based flow control on every link, no ECN, no congestion control,
   go-back-N receivers (acknowledging every ``PacketConfig.ack_every`` packets), a
   retransmission timer per sender (re-armed on every acknowledgement; it normally never fires);
+* fabric ``lossy``: no link flow control — a switch admits a packet while its egress queue stays
+  under α × the free buffer and drops it otherwise — NewReno windows (three duplicate ACKs halve
+  the window and resend, a timeout restarts slow start), selective receivers;
 * any routing: ECMP (one fixed path per flow, both ways), spraying (each switch hashes the
   packet's entropy value with its salt) or adaptive (the shortest egress queue, ties by that
   hash) — the same choices, from the same candidate ports in the same order;
@@ -30,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from commwall.engines.packet.components import FC_CREDIT, PICK_FIXED, mix64
+from commwall.engines.packet.components import FC_CREDIT, FC_NONE, PICK_FIXED, mix64
 from commwall.engines.packet.config import KERNELS
 from commwall.engines.packet.kernel import ps
 from commwall.engines.packet.network import Network, Progress
@@ -68,20 +71,23 @@ def numba_available() -> bool:
 def unsupported(net: Network) -> str | None:
     """Why the compiled kernel cannot run ``net`` (None: it can)."""
     prof, cfg = net.profile, net.config
-    if prof.link_fc != "credit" or prof.sender != "none" or prof.reliability not in RELIABILITY:
-        return f"fabric {prof.name!r} is not credit-based without congestion control"
+    if (prof.link_fc, prof.sender) not in LINKS_AND_SENDERS or prof.reliability not in RELIABILITY:
+        return (
+            f"fabric {prof.name!r} is neither credit-based without congestion control nor "
+            "lossy with NewReno"
+        )
     if prof.ecn is not None or prof.trim:
         return f"fabric {prof.name!r} marks ECN or trims"
     if cfg.ber > 0:
         return f"ber={cfg.ber} (bit errors)"
-    if any(p.fc != FC_CREDIT or p.ecn is not None or p.corrupt_p for p in net.ports):
-        return "a link is not credit-based"
+    if any(p.fc not in (FC_CREDIT, FC_NONE) or p.ecn is not None or p.corrupt_p for p in net.ports):
+        return "a link pauses (PFC) or marks ECN"
     if net.sim.heap or net.sim.events or net.sim.now:
         return "the network has already run"
     for flow in net.flows:
         s = flow.sender
-        if flow.cap or s.pace or s.cc is not None or s.dcqcn is not None or s.tick is not None:
-            return f"flow {flow.index} is paced or congestion-controlled"
+        if flow.cap or s.pace or s.nscc is not None or s.dcqcn is not None or s.tick is not None:
+            return f"flow {flow.index} is paced or rate-controlled"
     if any(t.after or t.waiting for t in net.tasks):
         return "a task waits for another task"
     return None
@@ -89,6 +95,8 @@ def unsupported(net: Network) -> str | None:
 
 #: Receivers the kernel replays: go-back-N (ECMP) and selective (spraying, adaptive routing).
 RELIABILITY = ("gbn", "selective")
+#: (link flow control, sender) pairs the kernel replays: InfiniBand's and lossy Ethernet's.
+LINKS_AND_SENDERS = (("credit", "none"), ("none", "reno"))
 
 
 def pick_kernel(net: Network, requested: str) -> str:
@@ -106,8 +114,8 @@ def pick_kernel(net: Network, requested: str) -> str:
             )
         if why is not None:
             raise TransportError(
-                f"kernel='numba': the compiled kernel covers credit-based fabrics (ib), no bit "
-                f"errors and no rate caps, but {why}; use kernel='auto' or 'python'"
+                f"kernel='numba': the compiled kernel covers credit-based (ib) and lossy fabrics, "
+                f"no bit errors and no rate caps, but {why}; use kernel='auto' or 'python'"
             )
         return "numba"
     if why is not None or estimated_events(net) < AUTO_MIN_EVENTS:
@@ -209,6 +217,7 @@ def _ports(net: Network, k: Any, sched: dict[int, int]) -> IntArray:
         P[i, k.P_QBYTES], P[i, k.P_QAREA], P[i, k.P_QLAST] = p.qbytes, p.q_area, p.q_last
         P[i, k.P_QPEAK], P[i, k.P_TXB], P[i, k.P_TXP] = p.q_peak, p.tx_bytes, p.tx_packets
         P[i, k.P_BUSYPS] = p.busy_ps
+        P[i, k.P_FC], P[i, k.P_DROPS] = p.fc, p.drops
     for col in (k.P_HOLDER, k.P_HELD, k.P_CTRL, k.P_CTRL + 1, k.P_DATA, k.P_DATA + 1):
         P[:, col] = -1
     P[:, k.P_PIPE : k.P_PIPE + 2] = -1
@@ -243,6 +252,7 @@ def _flows(
     for col in (k.F_SNEXT, k.F_TDEAD, k.F_TTAIL, k.F_TQ, k.F_TQ + 1, k.F_NAKFOR):
         F[:, col] = -1
     F[:, k.F_RQHEAD] = F[:, k.F_RQTAIL] = -1
+    F[:, k.F_DUPACKS] = [flow.sender.dupacks for flow in net.flows]
     return F, np.asarray(routes, dtype=np.int64), total
 
 
@@ -329,6 +339,13 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
     G[k.G_SAMPLE] = ps(net.config.sample_s)
     G[k.G_PICK] = pick
     G[k.G_SELECTIVE] = net.profile.reliability == "selective"
+    G[k.G_RENO] = net.profile.sender == "reno"
+    G[k.G_DROPPED], G[k.G_DROP_PACKETS] = net.c["dropped"], net.c["drop_packets"]
+    FR = np.zeros((max(len(net.flows), 1), k.FR_LEN), dtype=np.float64)
+    for i, flow in enumerate(net.flows):
+        reno = flow.sender.reno
+        if reno is not None:
+            FR[i, k.FR_CWND], FR[i, k.FR_SSTHRESH] = reno.cwnd, reno.ssthresh
     return (
         G,
         _table(pools.heap, 5),
@@ -356,6 +373,8 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
         CL,
         CP,
         np.full(max(total, 1), -1, dtype=np.int64),
+        np.asarray([node.alpha for node in net.nodes] or [0.0], dtype=np.float64),
+        FR,
     )
 
 
@@ -400,6 +419,7 @@ def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
     c["sent"], c["delivered"] = G[k.G_SENT], G[k.G_DELIVERED]
     c["duplicate"], c["discarded"] = G[k.G_DUPLICATE], G[k.G_DISCARDED]
     c["retransmitted"], c["timeouts"] = G[k.G_RETX], G[k.G_TIMEOUTS]
+    c["dropped"], c["drop_packets"] = G[k.G_DROPPED], G[k.G_DROP_PACKETS]
     net.flows_left, net.senders_left = G[k.G_FLOWS_LEFT], G[k.G_SENDERS_LEFT]
     net.end = G[k.G_END]
     if G[k.G_FIRST_DONE]:
@@ -410,7 +430,7 @@ def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
     _write_ports(net, k, a["P"], a["CH"])
     for node, (_, occupancy, peak) in zip(net.nodes, a["N"].tolist(), strict=True):
         node.occupancy, node.peak = occupancy, peak
-    _write_flows(net, k, a["F"], a["SQ"], a["RQ"])
+    _write_flows(net, k, a["F"], a["SQ"], a["RQ"], a["FR"])
     for task, row in zip(net.tasks, a["TK"].tolist(), strict=True):
         task.ready, task.start, task.end = row[k.TK_READY], row[k.TK_START], row[k.TK_END]
         task.left = row[k.TK_LEFT]
@@ -427,14 +447,20 @@ def _write_ports(net: Network, k: Any, P: IntArray, CH: IntArray) -> None:
         port.qbytes, port.q_area, port.q_last = row[k.P_QBYTES], row[k.P_QAREA], row[k.P_QLAST]
         port.q_peak, port.credits = row[k.P_QPEAK], row[k.P_CREDITS]
         port.credit_due, port.pipe_armed = row[k.P_CREDIT_DUE], bool(row[k.P_ARMED])
+        port.drops = row[k.P_DROPS]
         holder = row[k.P_HOLDER]
         port.credit_holder = None if holder < 0 else [int(CH[holder, k.CH_AMOUNT])]
 
 
 def _write_flows(
-    net: Network, k: Any, F: IntArray, SQ: npt.NDArray[np.uint8], RQ: IntArray
+    net: Network,
+    k: Any,
+    F: IntArray,
+    SQ: npt.NDArray[np.uint8],
+    RQ: IntArray,
+    FR: npt.NDArray[np.float64],
 ) -> None:
-    for flow, row in zip(net.flows, F.tolist(), strict=True):
+    for i, (flow, row) in enumerate(zip(net.flows, F.tolist(), strict=True)):
         flow.start, flow.finish = row[k.F_START], row[k.F_FINISH]
         s, r = flow.sender, flow.receiver
         seqs = SQ[row[k.F_SQOFF] : row[k.F_SQOFF] + s.n]
@@ -448,6 +474,9 @@ def _write_flows(
             s.retx.append(seq)
             seq = int(RQ[row[k.F_SQOFF] + seq])
         s.next_seq, s.una, s.inflight = row[k.F_NEXT_SEQ], row[k.F_UNA], row[k.F_INFLIGHT]
+        s.dupacks = row[k.F_DUPACKS]
+        if s.reno is not None:
+            s.reno.cwnd, s.reno.ssthresh = float(FR[i, k.FR_CWND]), float(FR[i, k.FR_SSTHRESH])
         s.done, s.ready = bool(row[k.F_DONE]), bool(row[k.F_READY])
         s.rto.deadline = None if row[k.F_TDEAD] < 0 else row[k.F_TDEAD]
         r.expected, r.received = row[k.F_EXPECTED], row[k.F_RECEIVED]

@@ -1,10 +1,11 @@
 """The numba-compiled event loop behind :mod:`commwall.engines.packet.fast`.
 
 It replays, on flat integer arrays, exactly what the pure-Python engine does for its InfiniBand
-subset (credit-based links everywhere, no ECN, no congestion control, no bit errors, no rate
-caps; one fixed route per flow (ECMP) with go-back-N receivers, or a choice per packet at every
-switch — spraying on the packet's entropy value, adaptive on the shortest egress queue — with
-selective receivers): the same events, drawn from the same
+subset — credit-based links (InfiniBand) or, for lossy Ethernet, links without flow control
+whose switches drop what their dynamic threshold refuses, with NewReno windows; no ECN, no
+trimming, no bit errors, no rate caps; one fixed route per flow (ECMP) with go-back-N receivers,
+or a choice per packet at every switch — spraying on the packet's entropy value, adaptive on the
+shortest egress queue — with selective receivers: the same events, drawn from the same
 ``(time, sequence)`` heap order, with the same arithmetic. Only the bookkeeping differs —
 packets, queues, pipes, timers and credit updates are rows of preallocated arrays linked by
 index instead of Python objects. ``fast.py`` packs a built network into these arrays, runs
@@ -26,24 +27,25 @@ from numba import njit
 # the order of the arrays in the state tuple ``st``
 STATE = (
     "G", "H", "P", "PPB", "N", "F", "R", "SQ", "K", "S", "TQ", "CH", "FL", "TK", "TF", "SP", "SM",
-    "ST", "FD", "EN", "NS", "CN", "CO", "CL", "CP", "RQ",
+    "ST", "FD", "EN", "NS", "CN", "CO", "CL", "CP", "RQ", "NA", "FR",
 )  # fmt: skip
 (
     I_G, I_H, I_P, I_PPB, I_N, I_F, I_R, I_SQ, I_K, I_S, I_TQ, I_CH, I_FL, I_TK, I_TF, I_SP, I_SM,
-    I_ST, I_FD, I_EN, I_NS, I_CN, I_CO, I_CL, I_CP, I_RQ,
-) = range(26)  # fmt: skip
+    I_ST, I_FD, I_EN, I_NS, I_CN, I_CO, I_CL, I_CP, I_RQ, I_NA, I_FR,
+) = range(28)  # fmt: skip
 # EN: the entropy value of every packet sequence number of every flow (SQ's rows); NS: each
 # node's hash salt (uint64); per flow and direction, the nodes a packet may visit (CN, sorted),
 # each with its candidate egress ports CP[CO : CO + CL] (components.Node.receive); RQ: the
-# selective senders' retransmission queues (Sender.retx), one link per packet sequence number
+# selective senders' retransmission queues (Sender.retx), one link per packet sequence number;
+# NA: each node's admission share α (float); FR: each flow's NewReno window and threshold (float)
 
 # G: global scalars
 (
     G_NOW, G_SEQ, G_HSIZE, G_PFREE, G_TFREE, G_CFREE, G_EVENTS, G_FLOWS_LEFT, G_SENDERS_LEFT,
     G_END, G_ERR, G_ERRARG, G_SENT, G_DELIVERED, G_DUPLICATE, G_DISCARDED, G_RETX, G_TIMEOUTS,
     G_FIRST_DONE, G_NSAMP, G_ACK_EVERY, G_ACK_SIZE, G_LIMIT, G_SAMPLE, G_PICK, G_SELECTIVE,
-    G_LEN,
-) = range(27)  # fmt: skip
+    G_RENO, G_DROPPED, G_DROP_PACKETS, G_LEN,
+) = range(30)  # fmt: skip
 
 # how switches choose among a flow's candidate ports (components.PICK_*)
 PICK_FIXED, PICK_SPRAY, PICK_ADAPTIVE = 0, 1, 2
@@ -59,8 +61,12 @@ EV_DONE, EV_ARRIVE, EV_CREDIT, EV_TIMER, EV_TASK, EV_SAMPLE = range(6)
 (
     P_DST, P_SRC, P_DELAY, P_CUT, P_PROP, P_PERIOD, P_MAXPKT, P_SCHED, P_CREDITS, P_CREDIT_DUE,
     P_HOLDER, P_BUSY, P_CUR_SIZE, P_CUR_SER, P_HELD, P_QBYTES, P_QAREA, P_QLAST, P_QPEAK, P_TXB,
-    P_TXP, P_BUSYPS, P_CTRL, _P_CTRL_T, P_DATA, _P_DATA_T, P_PIPE, _P_PIPE_T, P_ARMED, P_LEN,
-) = range(30)  # fmt: skip
+    P_TXP, P_BUSYPS, P_CTRL, _P_CTRL_T, P_DATA, _P_DATA_T, P_PIPE, _P_PIPE_T, P_ARMED, P_FC,
+    P_DROPS, P_LEN,
+) = range(32)  # fmt: skip
+
+# link flow control (components.FC_*)
+FC_NONE, FC_PFC, FC_CREDIT = 0, 1, 2
 
 # N: nodes
 N_BUF, N_OCC, N_PEAK, N_LEN = range(4)
@@ -70,8 +76,12 @@ N_BUF, N_OCC, N_PEAK, N_LEN = range(4)
     F_SRC, F_DST, F_N, F_LAST, F_MTU, F_HEADER, F_RTO_PS, F_SCHED, F_RSCHED, F_FOFF, F_FLEN,
     F_ROFF, F_RLEN, F_SQOFF, F_NEXT_SEQ, F_UNA, F_INFLIGHT, F_READY, F_DONE, F_SNEXT, F_TGEN,
     F_TDEAD, F_TINHEAP, F_TTAIL, F_TQ, _F_TQ_T, F_EXPECTED, F_NAKFOR, F_RECEIVED, F_SINCE,
-    F_START, F_FINISH, F_TASK, F_CFOFF, F_CFLEN, F_CROFF, F_CRLEN, F_RQHEAD, F_RQTAIL, F_LEN,
-) = range(40)  # fmt: skip
+    F_START, F_FINISH, F_TASK, F_CFOFF, F_CFLEN, F_CROFF, F_CRLEN, F_RQHEAD, F_RQTAIL, F_DUPACKS,
+    F_LEN,
+) = range(41)  # fmt: skip
+
+# FR: NewReno (transport.reno.Reno)
+FR_CWND, FR_SSTHRESH, FR_LEN = range(3)
 
 # SQ: per packet sequence number of every flow (uint8)
 SQ_ACKED, SQ_OUT, SQ_SENT, SQ_QUEUED, SQ_GOT, SQ_LEN = range(6)
@@ -310,20 +320,23 @@ def _start(st: Any, p: int) -> None:
         pkt = _popleft(P, p, P_CTRL, K)
     elif P[p, P_DATA] >= 0:
         pkt = P[p, P_DATA]
-        size = K[pkt, K_SIZE]
-        if P[p, P_CREDITS] < size:
-            return
-        P[p, P_CREDITS] -= size
+        if P[p, P_FC] == FC_CREDIT:
+            size = K[pkt, K_SIZE]
+            if P[p, P_CREDITS] < size:
+                return
+            P[p, P_CREDITS] -= size
         _popleft(P, p, P_DATA, K)
         P[p, P_HELD] = K[pkt, K_INPORT]
         K[pkt, K_INPORT] = -1
     elif P[p, P_SCHED] >= 0:
-        if P[p, P_CREDITS] < P[p, P_MAXPKT]:
+        credited = P[p, P_FC] == FC_CREDIT
+        if credited and P[p, P_CREDITS] < P[p, P_MAXPKT]:
             return
         pkt = _pull(st, P[p, P_SCHED])
         if pkt < 0:
             return
-        P[p, P_CREDITS] -= K[pkt, K_SIZE]
+        if credited:
+            P[p, P_CREDITS] -= K[pkt, K_SIZE]
     else:
         return
     P[p, P_BUSY] = 1
@@ -366,7 +379,8 @@ def _done(st: Any, p: int) -> None:
         P[p, P_QLAST] = now
         P[p, P_QBYTES] -= size
         N[P[p, P_SRC], N_OCC] -= size
-        _return_credit(st, held, size)
+        if P[held, P_FC] == FC_CREDIT:
+            _return_credit(st, held, size)
     if _has_work(P, p):
         _start(st, p)
 
@@ -430,7 +444,8 @@ def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
     fixed = G[G_PICK] == PICK_FIXED
     if K[pkt, K_KIND] == DATA:
         if F[f, F_DST] == node:
-            _return_credit(st, in_port, K[pkt, K_SIZE])  # the NIC drains at once
+            if P[in_port, P_FC] == FC_CREDIT:
+                _return_credit(st, in_port, K[pkt, K_SIZE])  # the NIC drains at once
             _on_data(st, f, pkt)
             _free_packet(G, K, pkt)
             return
@@ -452,6 +467,14 @@ def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
         return
     K[pkt, K_HOP] = hop
     size = K[pkt, K_SIZE]
+    if P[in_port, P_FC] == FC_NONE:  # admission against α × the free buffer, else a drop
+        free = N[node, N_BUF] - N[node, N_OCC]
+        if size > free or P[out, P_QBYTES] + size > st[I_NA][node] * free:
+            P[out, P_DROPS] += 1
+            G[G_DROP_PACKETS] += 1
+            G[G_DROPPED] += K[pkt, K_PAYLOAD]
+            _free_packet(G, K, pkt)
+            return
     occupancy = N[node, N_OCC] + size
     N[node, N_OCC] = occupancy
     if occupancy > N[node, N_PEAK]:
@@ -528,7 +551,7 @@ def _payload(F: Any, f: int, seq: int) -> int:
 
 @_jit
 def _next_packet(st: Any, f: int) -> int:
-    """Sender.next_packet (go-back-N, no pacing, no congestion control), or -1."""
+    """Sender.next_packet (no pacing; a NewReno window or the in-flight cap), or -1."""
     G, F, SQ, K, FL, RQ = st[I_G], st[I_F], st[I_SQ], st[I_K], st[I_FL], st[I_RQ]
     if F[f, F_DONE]:
         return -1
@@ -545,8 +568,12 @@ def _next_packet(st: Any, f: int) -> int:
             return -1
     size = _payload(F, f, seq)
     inflight = F[f, F_INFLIGHT]
-    if inflight > 0 and inflight + size > FL[0]:
-        return -1
+    if inflight > 0:
+        if G[G_RENO]:
+            if inflight + size > st[I_FR][f, FR_CWND]:
+                return -1
+        elif inflight + size > FL[0]:
+            return -1
     if head >= 0:
         _rq_pop(F, RQ, f)
         SQ[off + seq, SQ_QUEUED] = 0
@@ -664,14 +691,41 @@ def _ack_one(st: Any, f: int, seq: int) -> None:
         SQ[off + seq, SQ_ACKED] = 1
         newly = _payload(F, f, seq)
         _drop_outstanding(F, SQ, f, seq)
-    una = F[f, F_UNA]
+    old = una = F[f, F_UNA]
     while una < n and SQ[off + una, SQ_ACKED]:
         una += 1
     F[f, F_UNA] = una
+    if G[G_RENO]:
+        if una == old and una < n and newly:
+            F[f, F_DUPACKS] += 1
+            if F[f, F_DUPACKS] == 3:
+                _resend(st, f, una)
+                _reno_halve(st[I_FR], f, _mss(F, f))
+        elif una > old:
+            F[f, F_DUPACKS] = 0
     if newly:
+        if G[G_RENO]:  # Reno.on_ack
+            FR, mss = st[I_FR], _mss(F, f)
+            if FR[f, FR_CWND] < FR[f, FR_SSTHRESH]:
+                FR[f, FR_CWND] += newly
+            else:
+                FR[f, FR_CWND] += mss * newly / FR[f, FR_CWND]
         _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
     if una >= n:
         _complete(st, f)
+
+
+@_jit
+def _mss(F: Any, f: int) -> int:
+    """The NewReno segment: a full packet on the wire (Sender: ``Reno(mtu + header)``)."""
+    return int(F[f, F_MTU] + F[f, F_HEADER])
+
+
+@_jit
+def _reno_halve(FR: Any, f: int, mss: int) -> None:
+    """Reno.on_dupacks: fast retransmit halves the window."""
+    FR[f, FR_SSTHRESH] = max(FR[f, FR_CWND] / 2.0, 2.0 * mss)
+    FR[f, FR_CWND] = FR[f, FR_SSTHRESH]
 
 
 @_jit
@@ -701,6 +755,10 @@ def _timeout(st: Any, f: int) -> None:
         for s in range(F[f, F_UNA], F[f, F_NEXT_SEQ]):
             _drop_outstanding(F, SQ, f, s)
         F[f, F_NEXT_SEQ] = F[f, F_UNA]
+    if G[G_RENO]:  # Reno.on_timeout: one segment, slow start again
+        FR, mss = st[I_FR], _mss(F, f)
+        FR[f, FR_SSTHRESH] = max(FR[f, FR_CWND] / 2.0, 2.0 * mss)
+        FR[f, FR_CWND] = float(mss)
     _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
     _wake(st, f)
 

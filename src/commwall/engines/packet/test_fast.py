@@ -17,11 +17,12 @@ from commwall.transport import TransportError
 pytest.importorskip("numba")
 
 KIB = 1024
-#: Golden cases the compiled kernel covers (InfiniBand, any routing, no bit errors).
+#: Golden cases the compiled kernel covers (InfiniBand and lossy Ethernet, any routing, no bit
+#: errors).
 GOLDEN = sorted(
     name
     for name, kw in CASES.items()
-    if kw["fabric"] == "ib" and (kw["config"] is None or kw["config"].ber == 0)
+    if kw["fabric"] in ("ib", "lossy") and (kw["config"] is None or kw["config"].ber == 0)
 )
 
 
@@ -40,13 +41,13 @@ def _permutation(n: int, seed: int) -> tuple[list[int], list[int]]:
     return list(range(n)), [int(x) for x in dst]
 
 
-def _both(topology: Any, config: PacketConfig | None = None, **kw: Any) -> None:
+def _both(topology: Any, config: PacketConfig | None = None, fabric: str = "ib", **kw: Any) -> None:
     """Run with both kernels; every figure but the wall-clock ones must match exactly."""
     base = config or PacketConfig()
     out = {}
     for kernel in ("python", "numba"):
         cfg = PacketConfig(**{**base.__dict__, "kernel": kernel})
-        result = run_packet_traffic(topology, config=cfg, fabric="ib", **kw)
+        result = run_packet_traffic(topology, config=cfg, fabric=fabric, **kw)
         assert result.kernel == kernel
         d = result.to_dict()
         assert d.pop("kernel", "python") == kernel
@@ -61,7 +62,6 @@ def _both(topology: Any, config: PacketConfig | None = None, **kw: Any) -> None:
 @pytest.mark.parametrize("name", GOLDEN)
 def test_golden_cases(name: str) -> None:
     kw = dict(CASES[name])
-    assert kw.pop("fabric") == "ib"
     _both(kw.pop("topology")(), **kw)
 
 
@@ -137,6 +137,19 @@ def test_per_packet_routing_matches_python(routing: str) -> None:
     _both(_leaf_spine(), src=src, dst=dst, nbytes=200_000, seed=11, routing=routing)
     _both(_fat_tree(4), src=list(range(1, 16)), dst=[0] * 15, nbytes=128 * KIB, seed=2,
           routing=routing)  # fmt: skip
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "spray"])
+def test_lossy_drops_and_newreno_match_python(routing: str) -> None:
+    """Lossy Ethernet on the compiled loop: switches drop what α × the free buffer refuses,
+    NewReno halves on three duplicate ACKs and restarts on timeouts — event for event."""
+    small = PacketConfig(buffer=256 * KIB)
+    kw: dict[str, Any] = dict(src=list(range(1, 16)), dst=[0] * 15, nbytes=256 * KIB, seed=6)
+    _both(_fat_tree(4), config=small, fabric="lossy", routing=routing, **kw)
+    numba = PacketConfig(buffer=256 * KIB, kernel="numba")
+    r = run_packet_traffic(_fat_tree(4), fabric="lossy", routing=routing, config=numba, **kw)
+    assert r.kernel == "numba"
+    assert r.counters["drop_packets"] > 0 and r.counters["retransmitted"] > 0
 
 
 def test_selective_timeouts_resend_only_what_is_missing() -> None:
