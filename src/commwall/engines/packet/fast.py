@@ -33,8 +33,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from commwall.engines.base import InvariantError
 from commwall.engines.packet.components import FC_CREDIT, FC_NONE, PICK_FIXED, mix64
 from commwall.engines.packet.config import KERNELS
+from commwall.engines.packet.endpoints import MAX_FRUITLESS_TIMEOUTS
 from commwall.engines.packet.kernel import ps
 from commwall.engines.packet.network import Network, Progress
 from commwall.transport.fabric import TransportError
@@ -253,6 +255,7 @@ def _flows(
         F[:, col] = -1
     F[:, k.F_RQHEAD] = F[:, k.F_RQTAIL] = -1
     F[:, k.F_DUPACKS] = [flow.sender.dupacks for flow in net.flows]
+    F[:, k.F_FRUITLESS] = [flow.sender.fruitless for flow in net.flows]
     return F, np.asarray(routes, dtype=np.int64), total
 
 
@@ -404,6 +407,13 @@ def run_fast(net: Network) -> None:
     G = st[0]
     if err == k.ERR_ROUTE:  # a packet reached a node its flow has no route from
         raise TransportError(f"kernel='numba': a flow has no route at node {int(G[k.G_ERRARG])}")
+    if err == k.ERR_FRUITLESS:  # Sender._timeout's guard, the same words
+        flow = net.flows[int(G[k.G_ERRARG])]
+        raise InvariantError(
+            f"flow {flow.index} ({flow.src.name} → {flow.dst.name}) made no progress over "
+            f"{MAX_FRUITLESS_TIMEOUTS} retransmission timeouts in a row: the timeout is shorter "
+            "than a round trip, or the path cannot carry a packet"
+        )
     _write_back(net, k, dict(zip(k.STATE, st, strict=True)))
     if err == k.ERR_OVERFLOW:
         net.overflow(net.nodes[int(G[k.G_ERRARG])], None)  # type: ignore[arg-type]
@@ -474,7 +484,7 @@ def _write_flows(
             s.retx.append(seq)
             seq = int(RQ[row[k.F_SQOFF] + seq])
         s.next_seq, s.una, s.inflight = row[k.F_NEXT_SEQ], row[k.F_UNA], row[k.F_INFLIGHT]
-        s.dupacks = row[k.F_DUPACKS]
+        s.dupacks, s.fruitless = row[k.F_DUPACKS], row[k.F_FRUITLESS]
         if s.reno is not None:
             s.reno.cwnd, s.reno.ssthresh = float(FR[i, k.FR_CWND]), float(FR[i, k.FR_SSTHRESH])
         s.done, s.ready = bool(row[k.F_DONE]), bool(row[k.F_READY])

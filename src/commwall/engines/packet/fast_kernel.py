@@ -51,7 +51,13 @@ STATE = (
 PICK_FIXED, PICK_SPRAY, PICK_ADAPTIVE = 0, 1, 2
 
 # error codes (G_ERR)
-ERR_NONE, ERR_HEAP, ERR_PACKETS, ERR_TIMERS, ERR_CREDITS, ERR_OVERFLOW, ERR_ROUTE = range(7)
+(
+    ERR_NONE, ERR_HEAP, ERR_PACKETS, ERR_TIMERS, ERR_CREDITS, ERR_OVERFLOW, ERR_ROUTE,
+    ERR_FRUITLESS,
+) = range(8)  # fmt: skip
+
+#: endpoints.MAX_FRUITLESS_TIMEOUTS: timeouts in a row with nothing acknowledged stop the run
+MAX_FRUITLESS_TIMEOUTS = 64
 
 # H: the heap, one row per event
 H_T, H_Q, H_K, H_I, H_A = range(5)
@@ -77,8 +83,8 @@ N_BUF, N_OCC, N_PEAK, N_LEN = range(4)
     F_ROFF, F_RLEN, F_SQOFF, F_NEXT_SEQ, F_UNA, F_INFLIGHT, F_READY, F_DONE, F_SNEXT, F_TGEN,
     F_TDEAD, F_TINHEAP, F_TTAIL, F_TQ, _F_TQ_T, F_EXPECTED, F_NAKFOR, F_RECEIVED, F_SINCE,
     F_START, F_FINISH, F_TASK, F_CFOFF, F_CFLEN, F_CROFF, F_CRLEN, F_RQHEAD, F_RQTAIL, F_DUPACKS,
-    F_LEN,
-) = range(41)  # fmt: skip
+    F_FRUITLESS, F_LEN,
+) = range(42)  # fmt: skip
 
 # FR: NewReno (transport.reno.Reno)
 FR_CWND, FR_SSTHRESH, FR_LEN = range(3)
@@ -675,6 +681,7 @@ def _ack(st: Any, f: int, cum: int) -> None:
         una += 1
     F[f, F_UNA] = una
     if newly:
+        F[f, F_FRUITLESS] = 0
         _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
     if una >= F[f, F_N]:
         _complete(st, f)
@@ -704,6 +711,7 @@ def _ack_one(st: Any, f: int, seq: int) -> None:
         elif una > old:
             F[f, F_DUPACKS] = 0
     if newly:
+        F[f, F_FRUITLESS] = 0
         if G[G_RENO]:  # Reno.on_ack
             FR, mss = st[I_FR], _mss(F, f)
             if FR[f, FR_CWND] < FR[f, FR_SSTHRESH]:
@@ -746,6 +754,11 @@ def _timeout(st: Any, f: int) -> None:
     if F[f, F_DONE]:
         return
     G[G_TIMEOUTS] += 1
+    F[f, F_FRUITLESS] += 1
+    if F[f, F_FRUITLESS] > MAX_FRUITLESS_TIMEOUTS:  # Sender._timeout raises InvariantError
+        G[G_ERR] = ERR_FRUITLESS
+        G[G_ERRARG] = f
+        return
     if G[G_SELECTIVE]:
         off = F[f, F_SQOFF]
         for s in range(F[f, F_UNA], F[f, F_NEXT_SEQ]):

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from commwall.engines.base import InvariantError
 from commwall.engines.packet import fast, run_packet_traffic
 from commwall.engines.packet.config import PacketConfig
 from commwall.engines.packet.test_golden import CASES
@@ -99,6 +100,17 @@ def test_timeouts_fire() -> None:
     r = run_packet_traffic(_fat_tree(4), fabric="ib", rto_s=2e-6, config=numba, **kw)
     assert r.kernel == "numba"
     assert r.counters["timeouts"] > 0 and r.counters["retransmitted"] > 0
+
+
+def test_a_run_without_progress_stops_as_in_python() -> None:
+    """A link too slow for one packet per retransmission timeout: the compiled loop stops after
+    64 fruitless timeouts in a row with the Python loop's error."""
+    slow = with_cable_latency(leaf_spine(4, 8, link_rate=125.0), 1e-6)  # 1 kb/s
+    for routing in ("ecmp", "spray"):
+        with pytest.raises(InvariantError, match="made no progress over 64"):
+            run_packet_traffic(
+                slow, [2], [6], 100_000, "ib", routing=routing, config=PacketConfig(kernel="numba")
+            )
 
 
 def test_auto_falls_back_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
