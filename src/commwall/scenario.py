@@ -406,12 +406,21 @@ class JobSpec(_Strict):
         description="Context-parallel degree: each sequence split over this many ranks "
         "(Megatron-Core / Transformer Engine); how they exchange is `cp_comm`.",
     )
-    cp_comm: Literal["p2p", "all_gather", "a2a"] = Field(
+    cp_comm: Literal["p2p", "all_gather", "a2a", "a2a+p2p"] = Field(
         default="p2p",
         description="Context parallelism's exchange (Megatron-Core --cp-comm-type, default p2p): "
         "p2p passes K/V around a ring beside attention; all_gather gathers K/V before attention "
         "and reduce-scatters their gradients after (Llama 3), exposed; a2a (Ulysses) swaps the "
-        "sequence split for a head split with all-to-alls of Q/K/V and the output, exposed.",
+        "sequence split for a head split with all-to-alls of Q/K/V and the output, exposed; "
+        "a2a+p2p does a2a inside groups of `cp_a2a` ranks and the ring across them.",
+    )
+    cp_a2a: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="With cp_comm a2a+p2p: ranks of each all-to-all group (the first of "
+        "Megatron-Core's --hierarchical-context-parallel-sizes); it divides cp, and cp / cp_a2a "
+        "ranks pass K/V in a ring.",
     )
     dp: int | None = Field(
         default=None, ge=1, description="Data-parallel degree. Default: GPUs / (tp × cp × pp)."

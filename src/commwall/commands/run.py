@@ -210,7 +210,7 @@ def _print_report(report: Any) -> None:
         out.print(f"         calibrated: {fitted}")
     out.print(
         f"job      {j['model']} ({j['params'] / 1e9:,.1f} B params), TP {j['tp']}"
-        + (f" x CP {j['cp']} ({j['cp_comm']})" if j.get("cp", 1) > 1 else "")
+        + (f" x CP {j['cp']} ({_cp_comm(j)})" if j.get("cp", 1) > 1 else "")
         + f" x PP {j['pp']} x DP {j['dp']}"
         + (f" x EP {j['ep']}" if j["ep"] > 1 else "")
         + f"; {j['global_batch']} x {j['seq_len']} tokens per step, micro-batch "
@@ -268,3 +268,11 @@ def _print_report(report: Any) -> None:
         )
     out.print(top)
     out.print(report.bottleneck())
+
+
+def _cp_comm(job: dict[str, Any]) -> str:
+    """How the context-parallel ranks exchange, for the job line: ``a2a+p2p`` with its groups."""
+    comm = str(job["cp_comm"])
+    if comm == "a2a+p2p":
+        return f"a2a in groups of {job['cp_a2a']}, p2p across"
+    return comm

@@ -42,7 +42,7 @@ HEATMAP_LINKS = 32
 _CATEGORY_LABELS = {
     "compute": "compute",
     "tp": "tensor-parallel comm",
-    "cp": "context-parallel K/V",
+    "cp": "context-parallel exchange",
     "ep": "expert-parallel all-to-all",
     "pp": "pipeline sends",
     "bubble": "pipeline bubble",

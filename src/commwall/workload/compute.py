@@ -296,15 +296,17 @@ def layer_work(
     attention: str = "flash",
     elem_bytes: int = 2,
     context_parallel: int = 1,
-    context_exchange: str = "p2p",
+    context_a2a: int = 1,
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
     With context parallelism ``cp`` the GPU holds ``s/cp`` of each sequence's tokens and
     computes their attention against every earlier key: ``1/cp`` of the attention FLOPs
     (Megatron-Core's load-balanced split: each rank holds two of ``2·cp`` chunks), in kernels
-    over ``s/(2·cp)``-long query blocks — or, with the all-to-all exchange
-    (``context_exchange="a2a"``, Ulysses), over the whole sequence for ``1/cp`` of the heads.
+    over ``s/(2·cp)``-long query blocks. An all-to-all over ``context_a2a`` of them (Ulysses:
+    all ``cp``) first trades the sequence split for a head split: each rank then holds
+    ``s·a/cp`` tokens of ``1/a`` of the heads and the ring runs over ``cp/a`` ranks, in blocks of
+    ``s·a/(2·cp)`` (the whole sequence when ``a = cp``).
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -346,7 +348,7 @@ def layer_work(
         active_ffn = model.ffn_hidden
     attn_fwd, attn_bwd = _attention(
         model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel,
-        context_exchange,
+        context_a2a,
     )  # fmt: skip
     fwd += attn_fwd
     bwd += attn_bwd
@@ -411,16 +413,17 @@ def _attention(
     kind: str,
     elem_bytes: int,
     cp: int = 1,
-    exchange: str = "p2p",
+    a2a: int = 1,
 ) -> tuple[list[Kernel], list[Kernel]]:
     """Attention core kernels, forward and backward (module docstring)."""
     heads = model.n_heads // t
     d = model.head_dim
     full = 4.0 * b * s * s * heads * d / cp  # QKᵀ and softmax·V over every score
     if kind in ("flash", "flash2"):
-        # the load-balanced split runs each step on blocks of s/(2·cp) queries (ring and
-        # all-gather); Ulysses' all-to-all gives each rank whole sequences of 1/cp of the heads
-        block = s if cp == 1 or exchange == "a2a" else s // (2 * cp)
+        # the load-balanced split runs each step on blocks of s/(2·ring) queries over a ring
+        # of cp/a ranks (a: the all-to-all group; Ulysses' a = cp leaves whole sequences)
+        ring = max(1, cp // max(1, a2a))
+        block = s if ring == 1 else s // (2 * ring)
         share_f, share_b = attention_share(ATTENTION[dev.name][kind], block)
         causal = full / 2.0
         grad = 2.5 * causal

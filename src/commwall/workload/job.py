@@ -96,6 +96,16 @@ class Job:
         )
 
     @property
+    def cp_a2a(self) -> int:
+        """Ranks of each context-parallel all-to-all group: ``cp`` with ``a2a``, ``cp_a2a``
+        with ``a2a+p2p``, 1 with ``p2p`` and ``all_gather`` (no all-to-all); the other
+        ``cp / cp_a2a`` ranks pass K/V in a ring."""
+        comm = self.spec.cp_comm
+        if comm == "a2a":
+            return self.cp
+        return (self.spec.cp_a2a or 1) if comm == "a2a+p2p" else 1
+
+    @property
     def n_gpus(self) -> int:
         """GPUs the job uses."""
         return self.tp * self.cp * self.pp * self.dp
@@ -136,6 +146,7 @@ class Job:
             "tp": self.tp,
             "cp": self.cp,
             "cp_comm": self.spec.cp_comm,
+            "cp_a2a": self.cp_a2a,
             "pp": self.pp,
             "virtual_stages": self.virtual_stages,
             "dp": self.dp,
@@ -217,16 +228,29 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             errors.append("job.cp: context parallelism with ZeRO-3/FSDP is not modelled")
         if spec.attention == "unfused":
             errors.append("job.cp: context parallelism needs a fused attention kernel (flash)")
-        if spec.cp_comm == "a2a":
-            # Transformer Engine's AttnFuncWithCPAndQKVOA2A asserts num_heads % cp_size == 0
-            # for Q, K and V: each rank takes whole heads of every tensor
+        a2a = spec.cp if spec.cp_comm == "a2a" else spec.cp_a2a or 0
+        if spec.cp_comm == "a2a+p2p" and (not a2a or spec.cp % a2a):
+            given = "not set" if spec.cp_a2a is None else str(spec.cp_a2a)
+            errors.append(
+                f"job.cp_a2a: {given} with cp_comm a2a+p2p; allowed: a divisor of "
+                f"cp = {spec.cp} (the ranks of each all-to-all group)"
+            )
+        elif a2a > 1:
+            # Transformer Engine's all-to-all (flash_attn_a2a_communicate) asserts
+            # num_heads % a2a_size == 0 for Q, K and V: each rank takes whole heads
             heads = (model.n_heads // spec.tp, max(1, model.n_kv_heads // spec.tp))
-            if heads[0] % spec.cp or heads[1] % spec.cp:
+            if heads[0] % a2a or heads[1] % a2a:
                 errors.append(
-                    f"job.cp_comm: a2a needs the attention heads of each TP rank divisible by "
-                    f"cp = {spec.cp} (query heads {heads[0]}, key/value heads {heads[1]} on each "
-                    f"of tp = {spec.tp}); allowed: p2p, all_gather"
+                    f"job.cp_comm: {spec.cp_comm} needs the attention heads of each TP rank "
+                    f"divisible by its all-to-all group of {a2a} (query heads {heads[0]}, "
+                    f"key/value heads {heads[1]} on each of tp = {spec.tp}); allowed: p2p, "
+                    "all_gather"
                 )
+    if spec.cp_a2a is not None and spec.cp_comm != "a2a+p2p":
+        errors.append(
+            f"job.cp_a2a: {spec.cp_a2a} is only read with cp_comm a2a+p2p (cp_comm is "
+            f"{spec.cp_comm}); remove it or set cp_comm: a2a+p2p"
+        )
     if spec.tp_comm_overlap and (spec.tp == 1 or not spec.sequence_parallel):
         errors.append(
             f"job.tp_comm_overlap: needs tensor parallelism with sequence parallelism (as "

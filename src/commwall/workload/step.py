@@ -80,6 +80,10 @@ class Groups:
     pp: Group
     edp: Group
     cp: Group
+    #: context parallelism's all-to-all groups (``cp_a2a`` ranks at stride ``tp``) and the ring
+    #: across them (``cp / cp_a2a`` ranks at stride ``tp·cp_a2a``)
+    cpa: Group
+    cpr: Group
 
 
 @dataclass
@@ -124,6 +128,8 @@ def _groups(job: Job, d: int) -> Groups:
         pp=pipeline_peer_group(job.tp, job.grad_dp, d),
         edp=group_shape("edp", job.grad_dp // job.ep, job.tp * job.ep, d),
         cp=group_shape("cp", job.cp, job.tp, d),
+        cpa=group_shape("cpa", job.cp_a2a, job.tp, d),
+        cpr=group_shape("cpr", job.cp // job.cp_a2a, job.tp * job.cp_a2a, d),
     )
 
 
@@ -163,7 +169,7 @@ def unit_times(job: Job) -> UnitTimes:
             attention=spec.attention,
             elem_bytes=job.element_bytes,
             context_parallel=job.cp,
-            context_exchange=spec.cp_comm,
+            context_a2a=job.cp_a2a,
         )
         times = UnitTimes(
             work.layer_forward(),
@@ -442,6 +448,8 @@ class _Builder:
         size, stride = {
             "tp": (job.tp, 1),
             "cp": (job.cp, job.tp),
+            "cpa": (job.cp_a2a, job.tp),
+            "cpr": (job.cp // job.cp_a2a, job.tp * job.cp_a2a),
             "dp": (job.grad_dp, job.tp),
             "ep": (job.ep, job.tp),
             "edp": (job.grad_dp // job.ep, job.tp * job.ep),
@@ -605,47 +613,59 @@ class _Builder:
           the sequence split for a head split before attention and one of the output
           (``b·(s/cp)·q_dim/t``) trades it back; backward the output gradient's, then Q, K and
           V's gradients' — on the compute stream.
+        * ``a2a+p2p`` (``AttnFuncWithCPAndKVP2P`` with ``cp_group = [a2a, p2p]``): the same
+          all-to-alls inside groups of ``cp_a2a`` ranks, exposed, and the ring of ``p2p`` across
+          the ``cp / cp_a2a`` groups, beside the compute, on K and V of ``1/cp_a2a`` of the heads
+          (``2·b·s·kv_dim/(t·cp_a2a)`` elements).
 
         With recomputation (``selective`` checkpoints the attention core, ``full`` the layer)
         the backward first re-runs the forward, its exchange included.
         """
         job = self.job
         spec = job.spec
-        b, s, e, t = spec.micro_batch, spec.seq_len, job.element_bytes, job.tp
-        kv = 2.0 * b * s * job.model.kv_dim / t * e
-        forward: list[tuple[Op, float, str]]
-        backward: list[tuple[Op, float, str]]
-        if spec.cp_comm == "a2a":
+        b, s, e, t, a = spec.micro_batch, spec.seq_len, job.element_bytes, job.tp, job.cp_a2a
+        # (op, bytes, label, exposed): exposed calls block the compute stream, the ring runs
+        # beside it on the stage's cp stream
+        Call = tuple[Op, float, str, bool]
+        forward: list[Call] = []
+        backward: list[Call] = []
+        if a > 1:  # Ulysses' all-to-alls (a = cp), or the inner ones of a2a+p2p
             local = b * s / job.cp * e / t
             qkv = local * (job.model.q_dim + 2 * job.model.kv_dim)
             out = local * job.model.q_dim
-            forward = [
-                (Op.ALLTOALL, qkv, "Q/K/V all-to-all"),
-                (Op.ALLTOALL, out, "output all-to-all"),
+            forward = [(Op.ALLTOALL, qkv, "Q/K/V all-to-all", True)]
+            backward = [(Op.ALLTOALL, out, "output-gradient all-to-all", True)]
+        if a < job.cp:  # K and V over the ring (or all-gathered) across the a2a groups
+            kv = 2.0 * b * s * job.model.kv_dim / (t * a) * e
+            exposed = spec.cp_comm == "all_gather"
+            forward.append((Op.ALL_GATHER, kv, "K/V all-gather", exposed))
+            backward += [
+                (Op.ALL_GATHER, kv, "K/V all-gather", exposed),
+                (Op.REDUCE_SCATTER, kv, "dK/dV reduce-scatter", exposed),
             ]
-            backward = [
-                (Op.ALLTOALL, out, "output-gradient all-to-all"),
-                (Op.ALLTOALL, qkv, "dQ/dK/dV all-to-all"),
-            ]
-        else:
-            forward = [(Op.ALL_GATHER, kv, "K/V all-gather")]
-            backward = [*forward, (Op.REDUCE_SCATTER, kv, "dK/dV reduce-scatter")]
-        ops = forward
+        if a > 1:
+            forward.append((Op.ALLTOALL, out, "output all-to-all", True))
+            backward.append((Op.ALLTOALL, qkv, "dQ/dK/dV all-to-all", True))
+        calls = forward
         if tag.startswith("B"):
-            redo = [(op, n, f"{label} (recompute)") for op, n, label in forward]
-            ops = (redo if spec.recompute != "none" else []) + backward
-        if spec.cp_comm != "p2p":  # exposed: after the chunk's compute, on its stream
-            stream, after = f"s{stage}.compute", ()
-        else:
-            stream = f"s{stage}.cp"
-        done = last
-        for op, nbytes, label in ops:
-            task = CollectiveTask(op, nbytes, self.groups.cp)
-            done = self.add(f"s{stage} {tag} CP {label}", task, "cp", stream, after, layers)
-            after = ()
-        if spec.cp_comm != "p2p":
-            return done
-        self.blocking[stage] = (*self.blocking.get(stage, ()), done)
+            redo = [(op, n, f"{label} (recompute)", x) for op, n, label, x in forward]
+            calls = (redo if spec.recompute != "none" else []) + backward
+        group = {"a2a": self.groups.cp, "a2a+p2p": self.groups.cpa}.get(spec.cp_comm)
+        ring = self.groups.cpr if spec.cp_comm == "a2a+p2p" else self.groups.cp
+        side: tuple[int, ...] = ()
+        for op, nbytes, label, exposed in calls:
+            task = CollectiveTask(op, nbytes, group if op is Op.ALLTOALL and group else ring)
+            if exposed:  # after the chunk's compute (and what ran before), on its stream
+                last = self.add(
+                    f"s{stage} {tag} CP {label}", task, "cp", f"s{stage}.compute", (), layers
+                )
+            else:  # the ring, beside the chunk's compute from its start
+                done = self.add(
+                    f"s{stage} {tag} CP {label}", task, "cp", f"s{stage}.cp", after, layers
+                )
+                side = (done,)
+        if side:
+            self.blocking[stage] = (*self.blocking.get(stage, ()), *side)
         return last
 
     def fsdp_layers(

@@ -801,6 +801,32 @@ def test_recomputation_repeats_the_forward_exchange_and_the_last_backward_has_on
     assert any("B-last layer 0 CP dK/dV reduce-scatter" in n for n in plain), plain
 
 
+def test_hierarchical_context_parallelism_splits_the_exchange() -> None:
+    """a2a+p2p (TE's cp_group = [a2a, p2p]): the all-to-alls over groups of cp_a2a ranks,
+    exposed, and the K/V ring over the cp / cp_a2a groups beside the compute, on 1/cp_a2a of
+    the K/V heads; with cp_a2a = cp it is Ulysses, with 1 the ring alone."""
+    b, s, t, cp, e, a = 1, 32768, 2, 4, 2, 2
+    q_dim, kv_dim = 4096, 1024
+    local = b * s / cp / t * e
+    report = _cp_run("a2a+p2p", cp_a2a=a)
+    phases = [p for p in _cp_phases(report) if " B0 " in p.name]
+    a2a = [(p.nbytes, p.nranks, p.stream) for p in phases if p.op == "alltoall"]
+    ring = [(p.op, p.nbytes, p.nranks, p.stream) for p in phases if p.op != "alltoall"]
+    assert sorted(a2a) == sorted([(local * q_dim, a, "s0.compute"),
+                                  (local * (q_dim + 2 * kv_dim), a, "s0.compute")])  # fmt: skip
+    kv = 2 * b * s * kv_dim / (t * a) * e
+    assert sorted(ring) == sorted([("all_gather", kv, cp // a, "s0.cp"),
+                                   ("reduce_scatter", kv, cp // a, "s0.cp")])  # fmt: skip
+    assert report.job["cp_a2a"] == a
+    ulysses, ring_only = _cp_run("a2a"), _cp_run("p2p")
+    assert _cp_run("a2a+p2p", cp_a2a=cp).step_time == pytest.approx(ulysses.step_time, rel=1e-9)
+    assert _cp_run("a2a+p2p", cp_a2a=1).step_time == pytest.approx(ring_only.step_time, rel=1e-9)
+    with pytest.raises(ScenarioError, match=re.escape("job.cp_a2a: 3 with cp_comm a2a+p2p")):
+        _cp_run("a2a+p2p", cp_a2a=3)
+    with pytest.raises(ScenarioError, match=re.escape("job.cp_a2a: 2 is only read")):
+        _cp_run("p2p", cp_a2a=2)
+
+
 def test_ulysses_needs_whole_heads_on_every_rank() -> None:
     """TE asserts num_heads % cp_size == 0 for Q, K and V: llama3-8b's 8 key/value heads on
     tp = 2 leave 4 per rank, too few for cp = 8."""
