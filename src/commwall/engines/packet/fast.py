@@ -10,9 +10,14 @@ that dominates large runs:
 * fabric ``lossy``: no link flow control — a switch admits a packet while its egress queue stays
   under α × the free buffer and drops it otherwise — NewReno windows (three duplicate ACKs halve
   the window and resend, a timeout restarts slow start), selective receivers;
+* fabric ``uec``: the same admission, but a refused (or beyond the trimming queue) packet loses
+  its payload and its header goes on as control (trimming, answered by a NACK and a resend),
+  ECN marks drawn from the network's own ``random.Random`` (its Mersenne Twister replayed in
+  the kernel and handed back), NSCC windows;
 * any routing: ECMP (one fixed path per flow, both ways), spraying (each switch hashes the
   packet's entropy value with its salt) or adaptive (the shortest egress queue, ties by that
-  hash) — the same choices, from the same candidate ports in the same order;
+  hash) — the same choices, from the same candidate ports in the same order; out-of-order
+  delivery makes InfiniBand's receivers selective there (``transport.for_routing``);
 * no bit errors (``PacketConfig.ber == 0``), no rate caps, tasks that wait for no other task.
 
 :func:`run_fast` packs a built :class:`~commwall.engines.packet.network.Network` (flows and
@@ -75,20 +80,22 @@ def unsupported(net: Network) -> str | None:
     prof, cfg = net.profile, net.config
     if (prof.link_fc, prof.sender) not in LINKS_AND_SENDERS or prof.reliability not in RELIABILITY:
         return (
-            f"fabric {prof.name!r} is neither credit-based without congestion control nor "
-            "lossy with NewReno"
+            f"fabric {prof.name!r} is not credit-based without congestion control, lossy with "
+            "NewReno or UEC with NSCC"
         )
-    if prof.ecn is not None or prof.trim:
-        return f"fabric {prof.name!r} marks ECN or trims"
+    if (prof.ecn is not None or prof.trim) and prof.sender != "nscc":
+        return f"fabric {prof.name!r} marks ECN or trims without NSCC"
     if cfg.ber > 0:
         return f"ber={cfg.ber} (bit errors)"
-    if any(p.fc not in (FC_CREDIT, FC_NONE) or p.ecn is not None or p.corrupt_p for p in net.ports):
-        return "a link pauses (PFC) or marks ECN"
+    if any(p.fc not in (FC_CREDIT, FC_NONE) or p.corrupt_p for p in net.ports):
+        return "a link pauses (PFC)"
+    if prof.sender != "nscc" and any(p.ecn is not None for p in net.ports):
+        return "a link marks ECN without NSCC"
     if net.sim.heap or net.sim.events or net.sim.now:
         return "the network has already run"
     for flow in net.flows:
         s = flow.sender
-        if flow.cap or s.pace or s.nscc is not None or s.dcqcn is not None or s.tick is not None:
+        if flow.cap or s.pace or s.dcqcn is not None or s.tick is not None:
             return f"flow {flow.index} is paced or rate-controlled"
     if any(t.after or t.waiting for t in net.tasks):
         return "a task waits for another task"
@@ -97,8 +104,9 @@ def unsupported(net: Network) -> str | None:
 
 #: Receivers the kernel replays: go-back-N (ECMP) and selective (spraying, adaptive routing).
 RELIABILITY = ("gbn", "selective")
-#: (link flow control, sender) pairs the kernel replays: InfiniBand's and lossy Ethernet's.
-LINKS_AND_SENDERS = (("credit", "none"), ("none", "reno"))
+#: (link flow control, sender) pairs the kernel replays: InfiniBand's, lossy Ethernet's and
+#: Ultra Ethernet's.
+LINKS_AND_SENDERS = (("credit", "none"), ("none", "reno"), ("none", "nscc"))
 
 
 def pick_kernel(net: Network, requested: str) -> str:
@@ -116,8 +124,8 @@ def pick_kernel(net: Network, requested: str) -> str:
             )
         if why is not None:
             raise TransportError(
-                f"kernel='numba': the compiled kernel covers credit-based (ib) and lossy fabrics, "
-                f"no bit errors and no rate caps, but {why}; use kernel='auto' or 'python'"
+                f"kernel='numba': the compiled kernel covers ib, lossy and uec fabrics, no bit "
+                f"errors and no rate caps, but {why}; use kernel='auto' or 'python'"
             )
         return "numba"
     if why is not None or estimated_events(net) < AUTO_MIN_EVENTS:
@@ -220,6 +228,9 @@ def _ports(net: Network, k: Any, sched: dict[int, int]) -> IntArray:
         P[i, k.P_QPEAK], P[i, k.P_TXB], P[i, k.P_TXP] = p.q_peak, p.tx_bytes, p.tx_packets
         P[i, k.P_BUSYPS] = p.busy_ps
         P[i, k.P_FC], P[i, k.P_DROPS] = p.fc, p.drops
+        P[i, k.P_MARKS], P[i, k.P_TRIMS] = p.marks, p.trims
+        if p.ecn is not None:
+            P[i, k.P_HASECN], P[i, k.P_KMIN], P[i, k.P_KMAX] = 1, p.ecn.kmin, p.ecn.kmax
     for col in (k.P_HOLDER, k.P_HELD, k.P_CTRL, k.P_CTRL + 1, k.P_DATA, k.P_DATA + 1):
         P[:, col] = -1
     P[:, k.P_PIPE : k.P_PIPE + 2] = -1
@@ -256,6 +267,7 @@ def _flows(
     F[:, k.F_RQHEAD] = F[:, k.F_RQTAIL] = -1
     F[:, k.F_DUPACKS] = [flow.sender.dupacks for flow in net.flows]
     F[:, k.F_FRUITLESS] = [flow.sender.fruitless for flow in net.flows]
+    F[:, k.F_BASE_RTT] = [flow.base_rtt for flow in net.flows]
     return F, np.asarray(routes, dtype=np.int64), total
 
 
@@ -345,10 +357,21 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
     G[k.G_RENO] = net.profile.sender == "reno"
     G[k.G_DROPPED], G[k.G_DROP_PACKETS] = net.c["dropped"], net.c["drop_packets"]
     FR = np.zeros((max(len(net.flows), 1), k.FR_LEN), dtype=np.float64)
+    FN = np.zeros((max(len(net.flows), 1), k.FN_LEN), dtype=np.float64)
     for i, flow in enumerate(net.flows):
-        reno = flow.sender.reno
+        reno, nscc = flow.sender.reno, flow.sender.nscc
         if reno is not None:
             FR[i, k.FR_CWND], FR[i, k.FR_SSTHRESH] = reno.cwnd, reno.ssthresh
+        if nscc is not None:
+            FN[i] = [getattr(nscc, name) for name in _NSCC_FIELDS]
+    G[k.G_NSCC] = net.profile.sender == "nscc"
+    G[k.G_TRIMMED], G[k.G_TRIM_PACKETS] = net.c["trimmed"], net.c["trim_packets"]
+    G[k.G_REPATHS] = net.c["repaths"]
+    _, words, _ = net.rng.getstate()
+    G[k.G_MTI] = words[-1]
+    NT = _table(max(len(net.nodes), 1), k.NT_LEN)
+    for i, node in enumerate(net.nodes):
+        NT[i] = (node.trim, node.trim_bytes, node.trim_queue)
     return (
         G,
         _table(pools.heap, 5),
@@ -378,7 +401,19 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
         np.full(max(total, 1), -1, dtype=np.int64),
         np.asarray([node.alpha for node in net.nodes] or [0.0], dtype=np.float64),
         FR,
+        np.asarray(words[:-1], dtype=np.int64),
+        np.asarray([p.ecn.pmax if p.ecn is not None else 0.0 for p in net.ports] or [0.0]),
+        NT,
+        FN,
     )
+
+
+#: NSCC's state in the kernel's FN columns (``fast_kernel.FN_*`` order).
+_NSCC_FIELDS = (
+    "cwnd", "inc", "acked_since", "avg_delay", "last_md", "last_adjust", "qa_start", "qa_bytes",
+    "base_rtt", "target", "fi", "alpha", "eta", "maxwnd", "mss",
+)  # fmt: skip
+_NSCC_STATE = 8
 
 
 def _kernel() -> Any:
@@ -430,6 +465,10 @@ def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
     c["duplicate"], c["discarded"] = G[k.G_DUPLICATE], G[k.G_DISCARDED]
     c["retransmitted"], c["timeouts"] = G[k.G_RETX], G[k.G_TIMEOUTS]
     c["dropped"], c["drop_packets"] = G[k.G_DROPPED], G[k.G_DROP_PACKETS]
+    c["trimmed"], c["trim_packets"] = G[k.G_TRIMMED], G[k.G_TRIM_PACKETS]
+    c["repaths"] = G[k.G_REPATHS]
+    version, _, gauss = net.rng.getstate()
+    net.rng.setstate((version, (*a["MT"].tolist(), G[k.G_MTI]), gauss))
     net.flows_left, net.senders_left = G[k.G_FLOWS_LEFT], G[k.G_SENDERS_LEFT]
     net.end = G[k.G_END]
     if G[k.G_FIRST_DONE]:
@@ -440,7 +479,7 @@ def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
     _write_ports(net, k, a["P"], a["CH"])
     for node, (_, occupancy, peak) in zip(net.nodes, a["N"].tolist(), strict=True):
         node.occupancy, node.peak = occupancy, peak
-    _write_flows(net, k, a["F"], a["SQ"], a["RQ"], a["FR"])
+    _write_flows(net, k, a["F"], a["SQ"], a["RQ"], a["FR"], a["FN"])
     for task, row in zip(net.tasks, a["TK"].tolist(), strict=True):
         task.ready, task.start, task.end = row[k.TK_READY], row[k.TK_START], row[k.TK_END]
         task.left = row[k.TK_LEFT]
@@ -457,7 +496,7 @@ def _write_ports(net: Network, k: Any, P: IntArray, CH: IntArray) -> None:
         port.qbytes, port.q_area, port.q_last = row[k.P_QBYTES], row[k.P_QAREA], row[k.P_QLAST]
         port.q_peak, port.credits = row[k.P_QPEAK], row[k.P_CREDITS]
         port.credit_due, port.pipe_armed = row[k.P_CREDIT_DUE], bool(row[k.P_ARMED])
-        port.drops = row[k.P_DROPS]
+        port.drops, port.marks, port.trims = row[k.P_DROPS], row[k.P_MARKS], row[k.P_TRIMS]
         holder = row[k.P_HOLDER]
         port.credit_holder = None if holder < 0 else [int(CH[holder, k.CH_AMOUNT])]
 
@@ -469,6 +508,7 @@ def _write_flows(
     SQ: npt.NDArray[np.uint8],
     RQ: IntArray,
     FR: npt.NDArray[np.float64],
+    FN: npt.NDArray[np.float64],
 ) -> None:
     for i, (flow, row) in enumerate(zip(net.flows, F.tolist(), strict=True)):
         flow.start, flow.finish = row[k.F_START], row[k.F_FINISH]
@@ -487,6 +527,9 @@ def _write_flows(
         s.dupacks, s.fruitless = row[k.F_DUPACKS], row[k.F_FRUITLESS]
         if s.reno is not None:
             s.reno.cwnd, s.reno.ssthresh = float(FR[i, k.FR_CWND]), float(FR[i, k.FR_SSTHRESH])
+        if s.nscc is not None:  # the state; the constants after it never change
+            for name, value in zip(_NSCC_FIELDS[:_NSCC_STATE], FN[i].tolist(), strict=False):
+                setattr(s.nscc, name, value)
         s.done, s.ready = bool(row[k.F_DONE]), bool(row[k.F_READY])
         s.rto.deadline = None if row[k.F_TDEAD] < 0 else row[k.F_TDEAD]
         r.expected, r.received = row[k.F_EXPECTED], row[k.F_RECEIVED]

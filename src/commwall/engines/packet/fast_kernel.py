@@ -27,25 +27,28 @@ from numba import njit
 # the order of the arrays in the state tuple ``st``
 STATE = (
     "G", "H", "P", "PPB", "N", "F", "R", "SQ", "K", "S", "TQ", "CH", "FL", "TK", "TF", "SP", "SM",
-    "ST", "FD", "EN", "NS", "CN", "CO", "CL", "CP", "RQ", "NA", "FR",
+    "ST", "FD", "EN", "NS", "CN", "CO", "CL", "CP", "RQ", "NA", "FR", "MT", "PE", "NT", "FN",
 )  # fmt: skip
 (
     I_G, I_H, I_P, I_PPB, I_N, I_F, I_R, I_SQ, I_K, I_S, I_TQ, I_CH, I_FL, I_TK, I_TF, I_SP, I_SM,
-    I_ST, I_FD, I_EN, I_NS, I_CN, I_CO, I_CL, I_CP, I_RQ, I_NA, I_FR,
-) = range(28)  # fmt: skip
+    I_ST, I_FD, I_EN, I_NS, I_CN, I_CO, I_CL, I_CP, I_RQ, I_NA, I_FR, I_MT, I_PE, I_NT, I_FN,
+) = range(32)  # fmt: skip
 # EN: the entropy value of every packet sequence number of every flow (SQ's rows); NS: each
 # node's hash salt (uint64); per flow and direction, the nodes a packet may visit (CN, sorted),
 # each with its candidate egress ports CP[CO : CO + CL] (components.Node.receive); RQ: the
 # selective senders' retransmission queues (Sender.retx), one link per packet sequence number;
-# NA: each node's admission share α (float); FR: each flow's NewReno window and threshold (float)
+# NA: each node's admission share α (float); FR: each flow's NewReno window and threshold (float);
+# MT: the network's Mersenne Twister (random.Random's 624 words; its index is G_MTI); PE: each
+# port's ECN pmax (float); NT: each node's trimming; FN: each flow's NSCC state (float)
 
 # G: global scalars
 (
     G_NOW, G_SEQ, G_HSIZE, G_PFREE, G_TFREE, G_CFREE, G_EVENTS, G_FLOWS_LEFT, G_SENDERS_LEFT,
     G_END, G_ERR, G_ERRARG, G_SENT, G_DELIVERED, G_DUPLICATE, G_DISCARDED, G_RETX, G_TIMEOUTS,
     G_FIRST_DONE, G_NSAMP, G_ACK_EVERY, G_ACK_SIZE, G_LIMIT, G_SAMPLE, G_PICK, G_SELECTIVE,
-    G_RENO, G_DROPPED, G_DROP_PACKETS, G_LEN,
-) = range(30)  # fmt: skip
+    G_RENO, G_DROPPED, G_DROP_PACKETS, G_MTI, G_TRIMMED, G_TRIM_PACKETS, G_REPATHS, G_NSCC,
+    G_LEN,
+) = range(35)  # fmt: skip
 
 # how switches choose among a flow's candidate ports (components.PICK_*)
 PICK_FIXED, PICK_SPRAY, PICK_ADAPTIVE = 0, 1, 2
@@ -68,8 +71,11 @@ EV_DONE, EV_ARRIVE, EV_CREDIT, EV_TIMER, EV_TASK, EV_SAMPLE = range(6)
     P_DST, P_SRC, P_DELAY, P_CUT, P_PROP, P_PERIOD, P_MAXPKT, P_SCHED, P_CREDITS, P_CREDIT_DUE,
     P_HOLDER, P_BUSY, P_CUR_SIZE, P_CUR_SER, P_HELD, P_QBYTES, P_QAREA, P_QLAST, P_QPEAK, P_TXB,
     P_TXP, P_BUSYPS, P_CTRL, _P_CTRL_T, P_DATA, _P_DATA_T, P_PIPE, _P_PIPE_T, P_ARMED, P_FC,
-    P_DROPS, P_LEN,
-) = range(32)  # fmt: skip
+    P_DROPS, P_HASECN, P_KMIN, P_KMAX, P_MARKS, P_TRIMS, P_LEN,
+) = range(37)  # fmt: skip
+
+# NT: node trimming (components.Node.trim, trim_bytes, trim_queue)
+NT_TRIM, NT_BYTES, NT_QUEUE, NT_LEN = range(4)
 
 # link flow control (components.FC_*)
 FC_NONE, FC_PFC, FC_CREDIT = 0, 1, 2
@@ -83,8 +89,17 @@ N_BUF, N_OCC, N_PEAK, N_LEN = range(4)
     F_ROFF, F_RLEN, F_SQOFF, F_NEXT_SEQ, F_UNA, F_INFLIGHT, F_READY, F_DONE, F_SNEXT, F_TGEN,
     F_TDEAD, F_TINHEAP, F_TTAIL, F_TQ, _F_TQ_T, F_EXPECTED, F_NAKFOR, F_RECEIVED, F_SINCE,
     F_START, F_FINISH, F_TASK, F_CFOFF, F_CFLEN, F_CROFF, F_CRLEN, F_RQHEAD, F_RQTAIL, F_DUPACKS,
-    F_FRUITLESS, F_LEN,
-) = range(42)  # fmt: skip
+    F_FRUITLESS, F_BASE_RTT, F_LEN,
+) = range(43)  # fmt: skip
+
+# FN: NSCC (transport.nscc.Nscc), seconds and bytes as floats
+(
+    FN_CWND, FN_INC, FN_ACKED_SINCE, FN_AVG_DELAY, FN_LAST_MD, FN_LAST_ADJUST, FN_QA_START,
+    FN_QA_BYTES, FN_BASE_RTT, FN_TARGET, FN_FI, FN_ALPHA, FN_ETA, FN_MAXWND, FN_MSS, FN_LEN,
+) = range(16)  # fmt: skip
+
+#: picoseconds per second (kernel.PS_PER_S)
+PS_PER_S = 10**12
 
 # FR: NewReno (transport.reno.Reno)
 FR_CWND, FR_SSTHRESH, FR_LEN = range(3)
@@ -94,8 +109,9 @@ SQ_ACKED, SQ_OUT, SQ_SENT, SQ_QUEUED, SQ_GOT, SQ_LEN = range(6)
 
 # K: the packet pool
 (
-    K_FLOW, K_KIND, K_SEQ, K_SIZE, K_PAYLOAD, K_DUE, K_INPORT, K_HOP, K_ENT, K_ACK, K_NEXT, K_LEN,
-) = range(12)  # fmt: skip
+    K_FLOW, K_KIND, K_SEQ, K_SIZE, K_PAYLOAD, K_DUE, K_INPORT, K_HOP, K_ENT, K_ACK, K_TRIM, K_ECN,
+    K_SENT, K_NEXT, K_LEN,
+) = range(15)  # fmt: skip
 DATA, ACK, NACK = 0, 1, 2
 
 # S: NIC schedulers (round-robin lists of senders)
@@ -224,8 +240,46 @@ def _new_packet(G: Any, K: Any, flow: int, kind: int, seq: int, size: int, paylo
     K[pkt, K_HOP] = 0
     K[pkt, K_ENT] = 0
     K[pkt, K_ACK] = -1
+    K[pkt, K_TRIM] = 0
+    K[pkt, K_ECN] = 0
+    K[pkt, K_SENT] = 0
     K[pkt, K_NEXT] = -1
     return int(pkt)
+
+
+# ---- random.Random (CPython's _randommodule.c: MT19937, genrand_res53) ----------------------
+
+_MT_N, _MT_M = 624, 397
+_MT_MASK = 0xFFFFFFFF
+
+
+@_jit
+def _genrand(G: Any, MT: Any) -> int:
+    """One 32-bit draw of the Mersenne Twister, as CPython's genrand_uint32."""
+    if G[G_MTI] >= _MT_N:
+        for kk in range(_MT_N):
+            y = (MT[kk] & 0x80000000) | (MT[(kk + 1) % _MT_N] & 0x7FFFFFFF)
+            z = MT[(kk + _MT_M) % _MT_N] ^ (y >> 1)
+            if y & 1:
+                z ^= 0x9908B0DF
+            MT[kk] = z & _MT_MASK
+        G[G_MTI] = 0
+    y = MT[G[G_MTI]]
+    G[G_MTI] += 1
+    y ^= y >> 11
+    y ^= (y << 7) & 0x9D2C5680
+    y ^= (y << 15) & 0xEFC60000
+    y ^= y >> 18
+    return int(y & _MT_MASK)
+
+
+@_jit
+def _random(st: Any) -> float:
+    """random.Random.random(): 53 bits from two draws."""
+    G, MT = st[I_G], st[I_MT]
+    a = _genrand(G, MT) >> 5
+    b = _genrand(G, MT) >> 6
+    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
 
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -450,12 +504,18 @@ def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
     fixed = G[G_PICK] == PICK_FIXED
     if K[pkt, K_KIND] == DATA:
         if F[f, F_DST] == node:
-            if P[in_port, P_FC] == FC_CREDIT:
+            if P[in_port, P_FC] == FC_CREDIT and not K[pkt, K_TRIM]:
                 _return_credit(st, in_port, K[pkt, K_SIZE])  # the NIC drains at once
             _on_data(st, f, pkt)
             _free_packet(G, K, pkt)
             return
         out = R[F[f, F_FOFF] + hop] if fixed else _pick(st, node, f, pkt, True)
+        if out >= 0 and K[pkt, K_TRIM]:  # a trimmed header travels as control
+            K[pkt, K_HOP] = hop
+            _append(P, out, P_CTRL, K, pkt)
+            if not P[out, P_BUSY]:
+                _start(st, out)
+            return
     else:
         if F[f, F_SRC] == node:
             _on_control(st, f, pkt)
@@ -474,12 +534,19 @@ def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
     K[pkt, K_HOP] = hop
     size = K[pkt, K_SIZE]
     if P[in_port, P_FC] == FC_NONE:  # admission against α × the free buffer, else a drop
+        NT = st[I_NT]
         free = N[node, N_BUF] - N[node, N_OCC]
         if size > free or P[out, P_QBYTES] + size > st[I_NA][node] * free:
-            P[out, P_DROPS] += 1
-            G[G_DROP_PACKETS] += 1
-            G[G_DROPPED] += K[pkt, K_PAYLOAD]
-            _free_packet(G, K, pkt)
+            if NT[node, NT_TRIM]:
+                _trim(st, node, pkt, out)
+            else:
+                P[out, P_DROPS] += 1
+                G[G_DROP_PACKETS] += 1
+                G[G_DROPPED] += K[pkt, K_PAYLOAD]
+                _free_packet(G, K, pkt)
+            return
+        if NT[node, NT_TRIM] and P[out, P_QBYTES] + size > NT[node, NT_QUEUE]:
+            _trim(st, node, pkt, out)
             return
     occupancy = N[node, N_OCC] + size
     N[node, N_OCC] = occupancy
@@ -492,6 +559,15 @@ def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
     K[pkt, K_INPORT] = in_port
     now = G[G_NOW]
     qbytes = P[out, P_QBYTES]
+    if P[out, P_HASECN] and not K[pkt, K_ECN] and qbytes > P[out, P_KMIN]:
+        # EcnParams.probability, then one draw of the network's generator below 1
+        if qbytes > P[out, P_KMAX]:
+            p = 1.0
+        else:
+            p = st[I_PE][out] * (qbytes - P[out, P_KMIN]) / max(P[out, P_KMAX] - P[out, P_KMIN], 1)
+        if p >= 1.0 or _random(st) < p:
+            K[pkt, K_ECN] = 1
+            P[out, P_MARKS] += 1
     P[out, P_QAREA] += qbytes * (now - P[out, P_QLAST])
     P[out, P_QLAST] = now
     qbytes += size
@@ -503,7 +579,21 @@ def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
         _start(st, out)
 
 
-# ---- the NIC scheduler and the sender (endpoints.Scheduler, endpoints.Sender) ---------------
+@_jit
+def _trim(st: Any, node: int, pkt: int, out: int) -> None:
+    """Node._trim: cut the payload; the header goes on at control priority (Ultra Ethernet)."""
+    G, P, K, NT = st[I_G], st[I_P], st[I_K], st[I_NT]
+    G[G_TRIM_PACKETS] += 1
+    G[G_TRIMMED] += K[pkt, K_PAYLOAD]
+    P[out, P_TRIMS] += 1
+    K[pkt, K_TRIM] = 1
+    K[pkt, K_SIZE] = NT[node, NT_BYTES]
+    _append(P, out, P_CTRL, K, pkt)
+    if not P[out, P_BUSY]:
+        _start(st, out)
+
+
+# ---- the NIC scheduler and the sender (endpoints.Sender, transport.nscc.Nscc) ---------------
 
 
 @_jit
@@ -575,7 +665,10 @@ def _next_packet(st: Any, f: int) -> int:
     size = _payload(F, f, seq)
     inflight = F[f, F_INFLIGHT]
     if inflight > 0:
-        if G[G_RENO]:
+        if G[G_NSCC]:
+            if inflight + size > st[I_FN][f, FN_CWND]:
+                return -1
+        elif G[G_RENO]:
             if inflight + size > st[I_FR][f, FR_CWND]:
                 return -1
         elif inflight + size > FL[0]:
@@ -588,6 +681,7 @@ def _next_packet(st: Any, f: int) -> int:
     pkt = _new_packet(G, K, f, DATA, seq, size + F[f, F_HEADER], size)
     at = F[f, F_SQOFF] + seq
     K[pkt, K_ENT] = st[I_EN][at]
+    K[pkt, K_SENT] = G[G_NOW]
     if SQ[at, SQ_SENT]:
         G[G_RETX] += size
     SQ[at, SQ_SENT] = 1
@@ -649,12 +743,14 @@ def _on_control(st: Any, f: int, pkt: int) -> None:
     selective = st[I_G][G_SELECTIVE]
     if K[pkt, K_KIND] == ACK:
         if selective:
-            _ack_one(st, f, K[pkt, K_ACK])
+            _ack_one(st, f, pkt)
         else:
             _ack(st, f, seq)
     elif K[pkt, K_KIND] == NACK:
         if selective:  # a trimmed packet: resend it now
             _resend(st, f, seq)
+            if st[I_G][G_NSCC]:
+                _nscc_quick_adapt(st[I_FN], f, st[I_G][G_NOW] / PS_PER_S)
         elif F[f, F_UNA] <= seq < F[f, F_NEXT_SEQ]:
             for s in range(seq, F[f, F_NEXT_SEQ]):
                 _drop_outstanding(F, SQ, f, s)
@@ -688,9 +784,11 @@ def _ack(st: Any, f: int, cum: int) -> None:
 
 
 @_jit
-def _ack_one(st: Any, f: int, seq: int) -> None:
-    """Sender._ack (selective): the packet ``seq`` arrived; una moves past what is acked."""
-    G, F, SQ = st[I_G], st[I_F], st[I_SQ]
+def _ack_one(st: Any, f: int, pkt: int) -> None:
+    """Sender._ack (selective): the packet the ACK names arrived; una moves past what is
+    acked; NSCC or NewReno adjust the window."""
+    G, F, SQ, K = st[I_G], st[I_F], st[I_SQ], st[I_K]
+    seq = K[pkt, K_ACK]
     n = F[f, F_N]
     off = F[f, F_SQOFF]
     newly = 0
@@ -712,7 +810,12 @@ def _ack_one(st: Any, f: int, seq: int) -> None:
             F[f, F_DUPACKS] = 0
     if newly:
         F[f, F_FRUITLESS] = 0
-        if G[G_RENO]:  # Reno.on_ack
+        if G[G_NSCC]:
+            now = G[G_NOW]
+            delay = max(now - K[pkt, K_SENT] - F[f, F_BASE_RTT], 0) / PS_PER_S
+            if _nscc_ack(st[I_FN], f, now / PS_PER_S, newly, delay, K[pkt, K_ECN] != 0):
+                G[G_REPATHS] += 1  # Network.repath: counted (each packet sprays anew)
+        elif G[G_RENO]:  # Reno.on_ack
             FR, mss = st[I_FR], _mss(F, f)
             if FR[f, FR_CWND] < FR[f, FR_SSTHRESH]:
                 FR[f, FR_CWND] += newly
@@ -721,6 +824,54 @@ def _ack_one(st: Any, f: int, seq: int) -> None:
         _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
     if una >= n:
         _complete(st, f)
+
+
+@_jit
+def _nscc_ack(FN: Any, f: int, now_s: float, acked: int, delay_s: float, ecn: bool) -> bool:
+    """Nscc.on_ack (transport/nscc.py), operation for operation; True: change path."""
+    FN[f, FN_AVG_DELAY] += 0.0125 * (delay_s - FN[f, FN_AVG_DELAY])
+    FN[f, FN_QA_BYTES] += acked
+    repath = False
+    target = FN[f, FN_TARGET]
+    if not ecn:
+        if delay_s >= target:
+            FN[f, FN_INC] += FN[f, FN_FI] * acked
+        else:
+            FN[f, FN_INC] += FN[f, FN_ALPHA] * acked * (target - delay_s)
+    elif delay_s >= target:
+        if now_s - FN[f, FN_LAST_MD] >= FN[f, FN_BASE_RTT]:
+            avg = max(FN[f, FN_AVG_DELAY], delay_s, 1e-12)
+            FN[f, FN_CWND] *= max(1.0 - 0.8 * (avg - target) / avg, 0.5)
+            FN[f, FN_LAST_MD] = now_s
+    else:
+        repath = True
+    FN[f, FN_ACKED_SINCE] += acked
+    if (
+        now_s - FN[f, FN_LAST_ADJUST] >= FN[f, FN_BASE_RTT]
+        or FN[f, FN_ACKED_SINCE] >= 8 * FN[f, FN_MSS]
+    ):
+        FN[f, FN_CWND] += FN[f, FN_INC] / FN[f, FN_CWND] + FN[f, FN_ETA]
+        FN[f, FN_INC] = 0.0
+        FN[f, FN_ACKED_SINCE] = 0.0
+        FN[f, FN_LAST_ADJUST] = now_s
+    if delay_s > 4.0 * target:
+        _nscc_quick_adapt(FN, f, now_s)
+    FN[f, FN_CWND] = min(max(FN[f, FN_CWND], FN[f, FN_MSS]), FN[f, FN_MAXWND])
+    return repath
+
+
+@_jit
+def _nscc_quick_adapt(FN: Any, f: int, now_s: float) -> None:
+    """Nscc.quick_adapt (also Nscc.on_trim): fall to what was delivered over the last base RTT
+    + target, when that is small."""
+    if now_s - FN[f, FN_QA_START] < FN[f, FN_BASE_RTT] + FN[f, FN_TARGET]:
+        return
+    delivered = FN[f, FN_QA_BYTES]
+    FN[f, FN_QA_START] = now_s
+    FN[f, FN_QA_BYTES] = 0.0
+    if delivered < FN[f, FN_MAXWND] / 8.0:
+        FN[f, FN_CWND] = max(delivered, FN[f, FN_MSS])
+        FN[f, FN_INC] = 0.0
 
 
 @_jit
@@ -768,7 +919,12 @@ def _timeout(st: Any, f: int) -> None:
         for s in range(F[f, F_UNA], F[f, F_NEXT_SEQ]):
             _drop_outstanding(F, SQ, f, s)
         F[f, F_NEXT_SEQ] = F[f, F_UNA]
-    if G[G_RENO]:  # Reno.on_timeout: one segment, slow start again
+    if G[G_NSCC]:  # Nscc.on_timeout: one MTU of window
+        FN = st[I_FN]
+        FN[f, FN_CWND] = FN[f, FN_MSS]
+        FN[f, FN_QA_START] = G[G_NOW] / PS_PER_S
+        FN[f, FN_QA_BYTES] = 0.0
+    elif G[G_RENO]:  # Reno.on_timeout: one segment, slow start again
         FR, mss = st[I_FR], _mss(F, f)
         FR[f, FR_SSTHRESH] = max(FR[f, FR_CWND] / 2.0, 2.0 * mss)
         FR[f, FR_CWND] = float(mss)
@@ -844,6 +1000,8 @@ def _control(st: Any, f: int, kind: int, seq: int, data: int) -> None:
         return
     K[pkt, K_ENT] = K[data, K_ENT]
     K[pkt, K_ACK] = K[data, K_SEQ]
+    K[pkt, K_ECN] = K[data, K_ECN]
+    K[pkt, K_SENT] = K[data, K_SENT]
     port = S[F[f, F_RSCHED], S_PORT]
     _append(P, port, P_CTRL, K, pkt)
     if not P[port, P_BUSY]:
@@ -856,6 +1014,9 @@ def _on_data(st: Any, f: int, pkt: int) -> None:
     duplicates; selective accepts any new packet and ACKs every one."""
     G, F, K, SQ = st[I_G], st[I_F], st[I_K], st[I_SQ]
     seq = K[pkt, K_SEQ]
+    if K[pkt, K_TRIM]:  # a trimmed header: ask for the packet again
+        _control(st, f, NACK, seq, pkt)
+        return
     expected = F[f, F_EXPECTED]
     if G[G_SELECTIVE]:
         off, n = F[f, F_SQOFF], F[f, F_N]

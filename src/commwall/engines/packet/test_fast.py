@@ -18,12 +18,12 @@ from commwall.transport import TransportError
 pytest.importorskip("numba")
 
 KIB = 1024
-#: Golden cases the compiled kernel covers (InfiniBand and lossy Ethernet, any routing, no bit
-#: errors).
+#: Golden cases the compiled kernel covers (InfiniBand, lossy Ethernet and UEC, any routing, no
+#: bit errors).
 GOLDEN = sorted(
     name
     for name, kw in CASES.items()
-    if kw["fabric"] in ("ib", "lossy") and (kw["config"] is None or kw["config"].ber == 0)
+    if kw["fabric"] in ("ib", "lossy", "uec") and (kw["config"] is None or kw["config"].ber == 0)
 )
 
 
@@ -123,21 +123,16 @@ def test_auto_falls_back_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_packet_traffic(topo, fabric="ib", **kw).kernel == "numba"
     assert run_packet_traffic(topo, fabric="roce", **kw).kernel == "python"
     assert run_packet_traffic(topo, fabric="ib", routing="spray", **kw).kernel == "numba"
-    assert run_packet_traffic(topo, fabric="uec", routing="spray", **kw).kernel == "python"
+    assert run_packet_traffic(topo, fabric="uec", routing="spray", **kw).kernel == "numba"
+    assert run_packet_traffic(topo, fabric="roce-nopfc", **kw).kernel == "python"
     ber = PacketConfig(ber=1e-7)
     assert run_packet_traffic(topo, fabric="ib", config=ber, **kw).kernel == "python"
 
 
 def test_numba_outside_the_subset_raises() -> None:
-    with pytest.raises(TransportError, match=r"kernel='numba'.*fabric 'uec'"):
+    with pytest.raises(TransportError, match=r"kernel='numba'.*fabric 'roce'"):
         run_packet_traffic(
-            _fat_tree(4),
-            [1],
-            [0],
-            4096,
-            "uec",
-            routing="spray",
-            config=PacketConfig(kernel="numba"),
+            _fat_tree(4), [1], [0], 4096, "roce", config=PacketConfig(kernel="numba")
         )
 
 
@@ -162,6 +157,20 @@ def test_lossy_drops_and_newreno_match_python(routing: str) -> None:
     r = run_packet_traffic(_fat_tree(4), fabric="lossy", routing=routing, config=numba, **kw)
     assert r.kernel == "numba"
     assert r.counters["drop_packets"] > 0 and r.counters["retransmitted"] > 0
+
+
+def test_uec_trims_marks_and_nscc_match_python() -> None:
+    """UEC on the compiled loop: trimmed headers as control and their NACKs, ECN marks drawn
+    from the network's own Mersenne Twister (handed back afterwards), NSCC — event for event."""
+    kw: dict[str, Any] = dict(src=list(range(1, 16)), dst=[0] * 15, nbytes=256 * KIB, seed=8)
+    _both(_fat_tree(4), fabric="uec", **kw)
+    _both(_fat_tree(4), config=PacketConfig(buffer=192 * KIB), fabric="uec", **kw)
+    src, dst = _permutation(32, 12)
+    _both(_leaf_spine(), fabric="uec", src=src, dst=dst, nbytes=300_000, seed=12)
+    r = run_packet_traffic(_fat_tree(4), fabric="uec", config=PacketConfig(kernel="numba"), **kw)
+    assert r.kernel == "numba"
+    assert r.counters["trim_packets"] > 0 and r.counters["ecn_marks"] > 0
+    assert r.counters["repaths"] > 0
 
 
 def test_selective_timeouts_resend_only_what_is_missing() -> None:
