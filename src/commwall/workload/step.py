@@ -659,9 +659,10 @@ class _Builder:
                 last = self.add(
                     f"s{stage} {tag} CP {label}", task, "cp", f"s{stage}.compute", (), layers
                 )
-            else:  # the ring, beside the chunk's compute from its start
+            else:  # the ring, beside the chunk's compute from its start (then stream order)
+                dep = () if side else after
                 done = self.add(
-                    f"s{stage} {tag} CP {label}", task, "cp", f"s{stage}.cp", after, layers
+                    f"s{stage} {tag} CP {label}", task, "cp", f"s{stage}.cp", dep, layers
                 )
                 side = (done,)
         if side:

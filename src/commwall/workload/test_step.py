@@ -827,6 +827,17 @@ def test_hierarchical_context_parallelism_splits_the_exchange() -> None:
         _cp_run("p2p", cp_a2a=2)
 
 
+def test_a_long_pipelined_context_parallel_step_accounts_without_deep_recursion() -> None:
+    """1,200 micro-batches on two stages with the K/V ring: each chunk's ring waits for the
+    previous chunk's only through its first call, so the report's walk back along side-stream
+    dependencies stays one chunk deep (it overflowed Python's stack when every call waited)."""
+    r = simulate(parse_scenario({"cluster": {"preset": "dgx-h100", "nodes": 1},
+                                 "job": {"model": "llama3-8b", "tp": 2, "cp": 2, "pp": 2,
+                                         "global_batch": 1200, "seq_len": 4096}}))  # fmt: skip
+    assert r.job["micro_batches"] == 1200
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time, rel=1e-9)
+
+
 def test_ulysses_needs_whole_heads_on_every_rank() -> None:
     """TE asserts num_heads % cp_size == 0 for Q, K and V: llama3-8b's 8 key/value heads on
     tp = 2 leave 4 per rank, too few for cp = 8."""
