@@ -1,12 +1,12 @@
 """The numba-compiled event loop behind :mod:`commwall.engines.packet.fast`.
 
-It replays, on flat integer arrays, exactly what the pure-Python engine does for its InfiniBand
-subset — credit-based links (InfiniBand) or, for lossy Ethernet, links without flow control
-whose switches drop what their dynamic threshold refuses, with NewReno windows; no ECN, no
-trimming, no bit errors, no rate caps; one fixed route per flow (ECMP) with go-back-N receivers,
-or a choice per packet at every switch — spraying on the packet's entropy value, adaptive on the
-shortest egress queue — with selective receivers: the same events, drawn from the same
-``(time, sequence)`` heap order, with the same arithmetic. Only the bookkeeping differs —
+It replays, on flat integer arrays, exactly what the pure-Python engine does for the fabrics it
+covers — credit-based links (InfiniBand); or links without flow control whose switches drop
+(lossy Ethernet, NewReno windows) or trim (Ultra Ethernet, ECN marks, NSCC windows) what their
+dynamic threshold refuses; no PFC, no DCQCN, no bit errors, no rate caps; one fixed route per
+flow (ECMP) with go-back-N receivers, or a choice per packet at every switch — spraying on the
+packet's entropy value, adaptive on the shortest egress queue — with selective receivers: the
+same events, drawn from the same ``(time, sequence)`` heap order, with the same arithmetic. Only the bookkeeping differs —
 packets, queues, pipes, timers and credit updates are rows of preallocated arrays linked by
 index instead of Python objects. ``fast.py`` packs a built network into these arrays, runs
 :func:`run_kernel` and writes the results back.
