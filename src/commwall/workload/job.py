@@ -30,6 +30,14 @@ HALF_BYTES = 2
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 2, "tf32": 4}
 
 
+def cp_a2a_size(spec: JobSpec) -> int:
+    """Ranks of each context-parallel all-to-all group ``spec`` asks for: ``cp`` with ``a2a``,
+    ``cp_a2a`` with ``a2a+p2p``, 1 with ``p2p`` and ``all_gather`` (no all-to-all)."""
+    if spec.cp_comm == "a2a":
+        return spec.cp
+    return (spec.cp_a2a or 1) if spec.cp_comm == "a2a+p2p" else 1
+
+
 @dataclass(frozen=True)
 class Job:
     """A job with every degree and size fixed."""
@@ -100,10 +108,7 @@ class Job:
         """Ranks of each context-parallel all-to-all group: ``cp`` with ``a2a``, ``cp_a2a``
         with ``a2a+p2p``, 1 with ``p2p`` and ``all_gather`` (no all-to-all); the other
         ``cp / cp_a2a`` ranks pass K/V in a ring."""
-        comm = self.spec.cp_comm
-        if comm == "a2a":
-            return self.cp
-        return (self.spec.cp_a2a or 1) if comm == "a2a+p2p" else 1
+        return cp_a2a_size(self.spec)
 
     @property
     def n_gpus(self) -> int:
@@ -228,8 +233,8 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             errors.append("job.cp: context parallelism with ZeRO-3/FSDP is not modelled")
         if spec.attention == "unfused":
             errors.append("job.cp: context parallelism needs a fused attention kernel (flash)")
-        a2a = spec.cp if spec.cp_comm == "a2a" else spec.cp_a2a or 0
-        if spec.cp_comm == "a2a+p2p" and (not a2a or spec.cp % a2a):
+        a2a = cp_a2a_size(spec)
+        if spec.cp_comm == "a2a+p2p" and (spec.cp_a2a is None or spec.cp % spec.cp_a2a):
             given = "not set" if spec.cp_a2a is None else str(spec.cp_a2a)
             errors.append(
                 f"job.cp_a2a: {given} with cp_comm a2a+p2p; allowed: a divisor of "

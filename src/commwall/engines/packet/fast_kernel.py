@@ -924,10 +924,10 @@ def _timeout(st: Any, f: int) -> None:
         FN[f, FN_CWND] = FN[f, FN_MSS]
         FN[f, FN_QA_START] = G[G_NOW] / PS_PER_S
         FN[f, FN_QA_BYTES] = 0.0
-    elif G[G_RENO]:  # Reno.on_timeout: one segment, slow start again
-        FR, mss = st[I_FR], _mss(F, f)
-        FR[f, FR_SSTHRESH] = max(FR[f, FR_CWND] / 2.0, 2.0 * mss)
-        FR[f, FR_CWND] = float(mss)
+    elif G[G_RENO]:  # Reno.on_timeout: the threshold as on duplicate ACKs, then one segment
+        mss = _mss(F, f)
+        _reno_halve(st[I_FR], f, mss)
+        st[I_FR][f, FR_CWND] = float(mss)
     _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
     _wake(st, f)
 
