@@ -61,8 +61,8 @@ class PacketConfig:
     """Stop (with an error) after this many events."""
     kernel: str = "auto"
     """Which event loop runs plain traffic: ``"python"`` (the reference), ``"numba"`` (compiled,
-    bit-identical; InfiniBand with ECMP, no bit errors: :mod:`commwall.engines.packet.fast`) or
-    ``"auto"`` (numba where it applies and is installed, else python)."""
+    bit-identical; every fabric and routing: :mod:`commwall.engines.packet.fast`) or ``"auto"``
+    (numba for runs of a million events or more when it is installed, else python)."""
 
     def __post_init__(self) -> None:
         if self.kernel not in KERNELS:

@@ -1,8 +1,7 @@
-"""An optional compiled event loop for the packet engine's most used case (numba).
+"""An optional compiled event loop for the packet engine's traffic runs (numba).
 
 The pure-Python engine stays the reference; this module runs the same simulation, event for
-event, in :mod:`commwall.engines.packet.fast_kernel` (numba, ``cache=True``) for the subset
-that dominates large runs:
+event, in :mod:`commwall.engines.packet.fast_kernel` (numba, ``cache=True``) for every fabric:
 
 * fabric ``ib``: credit-based flow control on every link, no ECN, no congestion control,
   go-back-N receivers (acknowledging every ``PacketConfig.ack_every`` packets), a
@@ -14,11 +13,19 @@ that dominates large runs:
   its payload and its header goes on as control (trimming, answered by a NACK and a resend),
   ECN marks drawn from the network's own ``random.Random`` (its Mersenne Twister replayed in
   the kernel and handed back), NSCC windows;
+* fabric ``roce``: PFC — each ingress port's bytes counted against the dynamic XOFF level, the
+  pause and resume frames one cable delay and a frame later, a paused port serving control
+  only — ECN marks, CNPs from the receiver (at most one per flow per ``cnp_interval_s``) and
+  DCQCN at the sender (rate cuts, the 55 µs tick timer, the byte counter, the pacing timer
+  they set); ``roce-nopfc`` the same without PFC, over lossy admission, go-back-N;
+* rate caps (``Network.add_flow``'s ``cap``): paced as in Python;
+* bit errors (``PacketConfig.ber``): FCS drops recovered end to end, or link-level replays
+  (``link_retry``), drawn from the same generator;
 * any routing: ECMP (one fixed path per flow, both ways), spraying (each switch hashes the
   packet's entropy value with its salt) or adaptive (the shortest egress queue, ties by that
   hash) — the same choices, from the same candidate ports in the same order; out-of-order
   delivery makes InfiniBand's receivers selective there (``transport.for_routing``);
-* no bit errors (``PacketConfig.ber == 0``), no rate caps, tasks that wait for no other task.
+* tasks that wait for others (the packet engine's collective phases) and start after a delay.
 
 :func:`run_fast` packs a built :class:`~commwall.engines.packet.network.Network` (flows and
 tasks added, not yet run) into flat arrays, runs the kernel and writes every figure back into
@@ -39,11 +46,17 @@ import numpy as np
 import numpy.typing as npt
 
 from commwall.engines.base import InvariantError
-from commwall.engines.packet.components import FC_CREDIT, FC_NONE, PICK_FIXED, mix64
+from commwall.engines.packet.components import (
+    FC_PFC,
+    PAUSE_FRAME,
+    PICK_FIXED,
+    mix64,
+)
 from commwall.engines.packet.config import KERNELS
 from commwall.engines.packet.endpoints import MAX_FRUITLESS_TIMEOUTS
-from commwall.engines.packet.kernel import ps
+from commwall.engines.packet.kernel import PS_PER_S, ps
 from commwall.engines.packet.network import Network, Progress
+from commwall.transport.dcqcn import DcqcnParams
 from commwall.transport.fabric import TransportError
 
 __all__ = [
@@ -77,36 +90,34 @@ def numba_available() -> bool:
 
 def unsupported(net: Network) -> str | None:
     """Why the compiled kernel cannot run ``net`` (None: it can)."""
-    prof, cfg = net.profile, net.config
+    prof = net.profile
     if (prof.link_fc, prof.sender) not in LINKS_AND_SENDERS or prof.reliability not in RELIABILITY:
         return (
-            f"fabric {prof.name!r} is not credit-based without congestion control, lossy with "
-            "NewReno or UEC with NSCC"
+            f"fabric {prof.name!r} is not credit-based without congestion control, RoCE with "
+            "DCQCN, lossy with NewReno or UEC with NSCC"
         )
-    if (prof.ecn is not None or prof.trim) and prof.sender != "nscc":
-        return f"fabric {prof.name!r} marks ECN or trims without NSCC"
-    if cfg.ber > 0:
-        return f"ber={cfg.ber} (bit errors)"
-    if any(p.fc not in (FC_CREDIT, FC_NONE) or p.corrupt_p for p in net.ports):
-        return "a link pauses (PFC)"
-    if prof.sender != "nscc" and any(p.ecn is not None for p in net.ports):
-        return "a link marks ECN without NSCC"
+    if prof.trim and prof.sender != "nscc":
+        return f"fabric {prof.name!r} trims without NSCC"
+    if (prof.ecn is not None or any(p.ecn is not None for p in net.ports)) and (
+        prof.sender not in ("nscc", "dcqcn")
+    ):
+        return f"fabric {prof.name!r} marks ECN without NSCC or DCQCN"
     if net.sim.heap or net.sim.events or net.sim.now:
         return "the network has already run"
-    for flow in net.flows:
-        s = flow.sender
-        if flow.cap or s.pace or s.dcqcn is not None or s.tick is not None:
-            return f"flow {flow.index} is paced or rate-controlled"
-    if any(t.after or t.waiting for t in net.tasks):
-        return "a task waits for another task"
     return None
 
 
 #: Receivers the kernel replays: go-back-N (ECMP) and selective (spraying, adaptive routing).
 RELIABILITY = ("gbn", "selective")
-#: (link flow control, sender) pairs the kernel replays: InfiniBand's, lossy Ethernet's and
-#: Ultra Ethernet's.
-LINKS_AND_SENDERS = (("credit", "none"), ("none", "reno"), ("none", "nscc"))
+#: (link flow control, sender) pairs the kernel replays: InfiniBand's, RoCE's with and without
+#: PFC, lossy Ethernet's and Ultra Ethernet's.
+LINKS_AND_SENDERS = (
+    ("credit", "none"),
+    ("pfc", "dcqcn"),
+    ("none", "dcqcn"),
+    ("none", "reno"),
+    ("none", "nscc"),
+)
 
 
 def pick_kernel(net: Network, requested: str) -> str:
@@ -124,8 +135,8 @@ def pick_kernel(net: Network, requested: str) -> str:
             )
         if why is not None:
             raise TransportError(
-                f"kernel='numba': the compiled kernel covers ib, lossy and uec fabrics, no bit "
-                f"errors and no rate caps, but {why}; use kernel='auto' or 'python'"
+                f"kernel='numba': the compiled kernel covers every fabric, routing and bit-error "
+                f"rate, but {why}; use kernel='auto' or 'python'"
             )
         return "numba"
     if why is not None or estimated_events(net) < AUTO_MIN_EVENTS:
@@ -229,6 +240,16 @@ def _ports(net: Network, k: Any, sched: dict[int, int]) -> IntArray:
         P[i, k.P_BUSYPS] = p.busy_ps
         P[i, k.P_FC], P[i, k.P_DROPS] = p.fc, p.drops
         P[i, k.P_MARKS], P[i, k.P_TRIMS] = p.marks, p.trims
+        P[i, k.P_PAUSED], P[i, k.P_PAUSED_SINCE] = p.paused, p.paused_since
+        P[i, k.P_PAUSED_PS], P[i, k.P_PAUSE_FRAMES] = p.paused_ps, p.pause_frames
+        P[i, k.P_XOFF], P[i, k.P_INGRESS], P[i, k.P_INGRESS_PEAK] = (
+            p.xoff,
+            p.ingress,
+            p.ingress_peak,
+        )
+        # Network.send_pause's delay: one cable delay and a pause frame behind a full packet
+        P[i, k.P_PAUSE_DELAY] = p.prop + int((PAUSE_FRAME + net.wire_mtu) * p.ppb)
+        P[i, k.P_REPLAYS] = p.replays
         if p.ecn is not None:
             P[i, k.P_HASECN], P[i, k.P_KMIN], P[i, k.P_KMAX] = 1, p.ecn.kmin, p.ecn.kmax
     for col in (k.P_HOLDER, k.P_HELD, k.P_CTRL, k.P_CTRL + 1, k.P_DATA, k.P_DATA + 1):
@@ -262,13 +283,65 @@ def _flows(
         total += s.n
         F[i, k.F_START], F[i, k.F_FINISH] = flow.start, flow.finish
         F[i, k.F_TASK] = flow.group if isinstance(flow.group, int) else -1
-    for col in (k.F_SNEXT, k.F_TDEAD, k.F_TTAIL, k.F_TQ, k.F_TQ + 1, k.F_NAKFOR):
-        F[:, col] = -1
+    F[:, k.F_SNEXT] = F[:, k.F_NAKFOR] = -1
     F[:, k.F_RQHEAD] = F[:, k.F_RQTAIL] = -1
     F[:, k.F_DUPACKS] = [flow.sender.dupacks for flow in net.flows]
     F[:, k.F_FRUITLESS] = [flow.sender.fruitless for flow in net.flows]
     F[:, k.F_BASE_RTT] = [flow.base_rtt for flow in net.flows]
+    F[:, k.F_NEXT_TIME] = [flow.sender.next_time for flow in net.flows]
+    F[:, k.F_LAST_CNP] = [flow.receiver.last_cnp for flow in net.flows]
+    for i, flow in enumerate(net.flows):
+        d = flow.sender.dcqcn
+        if d is not None:
+            F[i, k.F_DQI], F[i, k.F_DQJ], F[i, k.F_DQSEEN] = d.i, d.j, d.cnp_seen
     return F, np.asarray(routes, dtype=np.int64), total
+
+
+def _timers(net: Network, k: Any) -> IntArray:
+    """Three timers per flow (``fast_kernel.T_*``), none armed (the network has not run)."""
+    TM = _table(3 * max(len(net.flows), 1), k.TM_LEN, -1)
+    TM[:, k.TM_GEN] = TM[:, k.TM_INHEAP] = 0
+    return TM
+
+
+def _dcqcn(
+    net: Network, k: Any
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], DcqcnParams]:
+    """Each flow's DCQCN state and pacing (FQ), and DCQCN's constants (DQ; every sender's are
+    alike: ``Sender`` builds each with the defaults)."""
+    FQ = np.zeros((max(len(net.flows), 1), k.FQ_LEN), dtype=np.float64)
+    params = DcqcnParams()
+    for i, flow in enumerate(net.flows):
+        s = flow.sender
+        FQ[i, k.FQ_LINE], FQ[i, k.FQ_PACE], FQ[i, k.FQ_CAP] = s.line, s.pace, flow.cap
+        d = s.dcqcn
+        if d is not None:
+            FQ[i, k.FQ_RATE], FQ[i, k.FQ_TARGET] = d.rate, d.target
+            FQ[i, k.FQ_ALPHA], FQ[i, k.FQ_BYTES] = d.alpha, d.bytes
+            params = d.p
+    DQ = np.zeros(k.DQ_LEN, dtype=np.float64)
+    DQ[k.DQ_G], DQ[k.DQ_BYTE_COUNTER] = params.g, params.byte_counter
+    DQ[k.DQ_RAI], DQ[k.DQ_RHAI] = params.rai_share, params.rhai_share
+    DQ[k.DQ_MIN_RATE] = params.min_rate
+    return FQ, DQ, params
+
+
+def _nodes(net: Network, k: Any) -> tuple[IntArray, IntArray]:
+    """The node table and XO, room per node for every PFC ingress port it may pause (the
+    paused ones first, in order)."""
+    N = _table(max(len(net.nodes), 1), k.N_LEN)
+    room = [0] * len(net.nodes)
+    for port in net.ports:
+        if port.fc == FC_PFC:
+            room[port.dst.index] += 1
+    XO = np.full(max(sum(room), 1), -1, dtype=np.int64)
+    at = 0
+    for i, node in enumerate(net.nodes):
+        N[i, k.N_BUF], N[i, k.N_OCC], N[i, k.N_PEAK] = node.buffer, node.occupancy, node.peak
+        N[i, k.N_HEADROOM], N[i, k.N_XOFF], N[i, k.N_NXOFF] = node.headroom, at, len(node.xoffed)
+        XO[at : at + len(node.xoffed)] = [port.index for port in node.xoffed]
+        at += room[i]
+    return N, XO
 
 
 def _candidates(net: Network, k: Any, F: IntArray) -> tuple[IntArray, ...]:
@@ -318,13 +391,17 @@ def _entropies(net: Network, total: int) -> IntArray:
 
 
 def _tasks(net: Network, k: Any) -> tuple[IntArray, IntArray]:
+    """The task table and TF: each task's flows, then the tasks waiting for it."""
     TK = _table(len(net.tasks), k.TK_LEN, -1)
     members: list[int] = []
     for i, task in enumerate(net.tasks):
         TK[i, k.TK_DELAY], TK[i, k.TK_LEFT] = task.delay, len(task.flows)
+        TK[i, k.TK_READY], TK[i, k.TK_WAITING] = task.ready, task.waiting
         TK[i, k.TK_FOFF], TK[i, k.TK_FLEN] = len(members), len(task.flows)
         members += [f.index for f in task.flows]
-    return TK, np.asarray(members, dtype=np.int64)
+        TK[i, k.TK_DOFF], TK[i, k.TK_DLEN] = len(members), len(task.dependents)
+        members += task.dependents
+    return TK, np.asarray(members or [0], dtype=np.int64)
 
 
 def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
@@ -334,9 +411,7 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
     S = _table(len(sched), k.S_LEN, -1)
     S[:, k.S_PORT] = list(sched)
     S[:, k.S_COUNT] = 0
-    N = _table(len(net.nodes), k.N_LEN)
-    for i, node in enumerate(net.nodes):
-        N[i] = (node.buffer, node.occupancy, node.peak)
+    N, XO = _nodes(net, k)
     pick = net.nodes[0].pick if net.nodes else PICK_FIXED  # every node alike (Network._build)
     fixed = pick == PICK_FIXED
     F, R, total = _flows(net, k, sched, fixed)
@@ -367,6 +442,13 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
     G[k.G_NSCC] = net.profile.sender == "nscc"
     G[k.G_TRIMMED], G[k.G_TRIM_PACKETS] = net.c["trimmed"], net.c["trim_packets"]
     G[k.G_REPATHS] = net.c["repaths"]
+    G[k.G_DCQCN] = net.profile.sender == "dcqcn"
+    FQ, DQ, params = _dcqcn(net, k)
+    G[k.G_FAST_RECOVERY] = params.fast_recovery
+    G[k.G_TICK_PS] = int(params.period_s * PS_PER_S)  # as Sender arms its tick
+    G[k.G_CNP_INTERVAL] = net.cnp_interval
+    for key, name in _COUNTERS:
+        G[getattr(k, key)] = net.c[name]
     _, words, _ = net.rng.getstate()
     G[k.G_MTI] = words[-1]
     NT = _table(max(len(net.nodes), 1), k.NT_LEN)
@@ -405,6 +487,11 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
         np.asarray([p.ecn.pmax if p.ecn is not None else 0.0 for p in net.ports] or [0.0]),
         NT,
         FN,
+        _timers(net, k),
+        FQ,
+        DQ,
+        XO,
+        np.asarray([p.corrupt_p for p in net.ports] or [0.0], dtype=np.float64),
     )
 
 
@@ -414,6 +501,16 @@ _NSCC_FIELDS = (
     "base_rtt", "target", "fi", "alpha", "eta", "maxwnd", "mss",
 )  # fmt: skip
 _NSCC_STATE = 8
+#: Counters the kernel keeps in G beyond the ones written back one by one.
+_COUNTERS = (
+    ("G_CNPS_SENT", "cnps_sent"),
+    ("G_CNPS_RECEIVED", "cnps_received"),
+    ("G_PAUSES_SENT", "pause_frames_sent"),
+    ("G_RESUMES_SENT", "resume_frames_sent"),
+    ("G_CORRUPTED", "corrupted"),
+    ("G_CORRUPT_PACKETS", "corrupt_packets"),
+    ("G_LINK_REPLAYS", "link_replays"),
+)
 
 
 def _kernel() -> Any:
@@ -467,6 +564,8 @@ def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
     c["dropped"], c["drop_packets"] = G[k.G_DROPPED], G[k.G_DROP_PACKETS]
     c["trimmed"], c["trim_packets"] = G[k.G_TRIMMED], G[k.G_TRIM_PACKETS]
     c["repaths"] = G[k.G_REPATHS]
+    for key, name in _COUNTERS:
+        c[name] = G[getattr(k, key)]
     version, _, gauss = net.rng.getstate()
     net.rng.setstate((version, (*a["MT"].tolist(), G[k.G_MTI]), gauss))
     net.flows_left, net.senders_left = G[k.G_FLOWS_LEFT], G[k.G_SENDERS_LEFT]
@@ -477,12 +576,15 @@ def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
     net.samples = a["SM"][:rows].tolist()
     net.sample_times = a["ST"][:rows].tolist()
     _write_ports(net, k, a["P"], a["CH"])
-    for node, (_, occupancy, peak) in zip(net.nodes, a["N"].tolist(), strict=True):
-        node.occupancy, node.peak = occupancy, peak
-    _write_flows(net, k, a["F"], a["SQ"], a["RQ"], a["FR"], a["FN"])
+    XO = a["XO"].tolist()
+    for node, row in zip(net.nodes, a["N"].tolist(), strict=False):
+        node.occupancy, node.peak = row[k.N_OCC], row[k.N_PEAK]
+        at = row[k.N_XOFF]
+        node.xoffed = [net.ports[p] for p in XO[at : at + row[k.N_NXOFF]]]
+    _write_flows(net, k, a)
     for task, row in zip(net.tasks, a["TK"].tolist(), strict=True):
         task.ready, task.start, task.end = row[k.TK_READY], row[k.TK_START], row[k.TK_END]
-        task.left = row[k.TK_LEFT]
+        task.left, task.waiting = row[k.TK_LEFT], row[k.TK_WAITING]
 
 
 def _write_ports(net: Network, k: Any, P: IntArray, CH: IntArray) -> None:
@@ -499,17 +601,15 @@ def _write_ports(net: Network, k: Any, P: IntArray, CH: IntArray) -> None:
         port.drops, port.marks, port.trims = row[k.P_DROPS], row[k.P_MARKS], row[k.P_TRIMS]
         holder = row[k.P_HOLDER]
         port.credit_holder = None if holder < 0 else [int(CH[holder, k.CH_AMOUNT])]
+        port.paused, port.paused_since = bool(row[k.P_PAUSED]), row[k.P_PAUSED_SINCE]
+        port.paused_ps, port.pause_frames = row[k.P_PAUSED_PS], row[k.P_PAUSE_FRAMES]
+        port.xoff, port.ingress = bool(row[k.P_XOFF]), row[k.P_INGRESS]
+        port.ingress_peak = row[k.P_INGRESS_PEAK]
 
 
-def _write_flows(
-    net: Network,
-    k: Any,
-    F: IntArray,
-    SQ: npt.NDArray[np.uint8],
-    RQ: IntArray,
-    FR: npt.NDArray[np.float64],
-    FN: npt.NDArray[np.float64],
-) -> None:
+def _write_flows(net: Network, k: Any, a: dict[str, Any]) -> None:
+    F, SQ, RQ, FR, FN, FQ = a["F"], a["SQ"], a["RQ"], a["FR"], a["FN"], a["FQ"]
+    dead = a["TM"][:, k.TM_DEAD].tolist()
     for i, (flow, row) in enumerate(zip(net.flows, F.tolist(), strict=True)):
         flow.start, flow.finish = row[k.F_START], row[k.F_FINISH]
         s, r = flow.sender, flow.receiver
@@ -531,7 +631,17 @@ def _write_flows(
             for name, value in zip(_NSCC_FIELDS[:_NSCC_STATE], FN[i].tolist(), strict=False):
                 setattr(s.nscc, name, value)
         s.done, s.ready = bool(row[k.F_DONE]), bool(row[k.F_READY])
-        s.rto.deadline = None if row[k.F_TDEAD] < 0 else row[k.F_TDEAD]
+        rto, pace, tick = dead[3 * i : 3 * i + 3]
+        s.rto.deadline = None if rto < 0 else rto
+        s.pace_timer.deadline = None if pace < 0 else pace
+        s.next_time, s.pace = row[k.F_NEXT_TIME], float(FQ[i, k.FQ_PACE])
+        d = s.dcqcn
+        if d is not None and s.tick is not None:
+            s.tick.deadline = None if tick < 0 else tick
+            d.rate, d.target = float(FQ[i, k.FQ_RATE]), float(FQ[i, k.FQ_TARGET])
+            d.alpha, d.bytes = float(FQ[i, k.FQ_ALPHA]), float(FQ[i, k.FQ_BYTES])
+            d.i, d.j, d.cnp_seen = row[k.F_DQI], row[k.F_DQJ], bool(row[k.F_DQSEEN])
+        r.last_cnp = row[k.F_LAST_CNP]
         r.expected, r.received = row[k.F_EXPECTED], row[k.F_RECEIVED]
         r.nak_for, r.since_ack = row[k.F_NAKFOR], row[k.F_SINCE]
         if r.gbn:

@@ -1,12 +1,14 @@
 """The numba-compiled event loop behind :mod:`commwall.engines.packet.fast`.
 
-It replays, on flat integer arrays, exactly what the pure-Python engine does for the fabrics it
-covers — credit-based links (InfiniBand); or links without flow control whose switches drop
-(lossy Ethernet, NewReno windows) or trim (Ultra Ethernet, ECN marks, NSCC windows) what their
-dynamic threshold refuses; no PFC, no DCQCN, no bit errors, no rate caps; one fixed route per
-flow (ECMP) with go-back-N receivers, or a choice per packet at every switch — spraying on the
-packet's entropy value, adaptive on the shortest egress queue — with selective receivers: the
-same events, drawn from the same ``(time, sequence)`` heap order, with the same arithmetic. Only the bookkeeping differs —
+It replays, on flat integer arrays, exactly what the pure-Python engine does on every fabric —
+credit-based links (InfiniBand); PFC links that pause their ingress (RoCE: ECN marks, CNPs,
+DCQCN rate control and pacing); or links without flow control whose switches drop (lossy
+Ethernet with NewReno windows, RoCE without PFC) or trim (Ultra Ethernet: ECN marks, NSCC
+windows) what their dynamic threshold refuses; rate caps; bit errors, dropped at the far end or
+replayed on the link; one fixed route per flow (ECMP) with go-back-N receivers, or a choice per
+packet at every switch — spraying on the packet's entropy value, adaptive on the shortest egress
+queue — with selective receivers: the same events, drawn from the same ``(time, sequence)`` heap
+order, with the same arithmetic and the same random draws. Only the bookkeeping differs —
 packets, queues, pipes, timers and credit updates are rows of preallocated arrays linked by
 index instead of Python objects. ``fast.py`` packs a built network into these arrays, runs
 :func:`run_kernel` and writes the results back.
@@ -18,6 +20,7 @@ an error code and stops the run, and ``fast.py`` runs it again with larger pools
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -28,18 +31,24 @@ from numba import njit
 STATE = (
     "G", "H", "P", "PPB", "N", "F", "R", "SQ", "K", "S", "TQ", "CH", "FL", "TK", "TF", "SP", "SM",
     "ST", "FD", "EN", "NS", "CN", "CO", "CL", "CP", "RQ", "NA", "FR", "MT", "PE", "NT", "FN",
+    "TM", "FQ", "DQ", "XO", "PB",
 )  # fmt: skip
 (
     I_G, I_H, I_P, I_PPB, I_N, I_F, I_R, I_SQ, I_K, I_S, I_TQ, I_CH, I_FL, I_TK, I_TF, I_SP, I_SM,
     I_ST, I_FD, I_EN, I_NS, I_CN, I_CO, I_CL, I_CP, I_RQ, I_NA, I_FR, I_MT, I_PE, I_NT, I_FN,
-) = range(32)  # fmt: skip
+    I_TM, I_FQ, I_DQ, I_XO, I_PB,
+) = range(37)  # fmt: skip
 # EN: the entropy value of every packet sequence number of every flow (SQ's rows); NS: each
 # node's hash salt (uint64); per flow and direction, the nodes a packet may visit (CN, sorted),
 # each with its candidate egress ports CP[CO : CO + CL] (components.Node.receive); RQ: the
 # selective senders' retransmission queues (Sender.retx), one link per packet sequence number;
 # NA: each node's admission share α (float); FR: each flow's NewReno window and threshold (float);
 # MT: the network's Mersenne Twister (random.Random's 624 words; its index is G_MTI); PE: each
-# port's ECN pmax (float); NT: each node's trimming; FN: each flow's NSCC state (float)
+# port's ECN pmax (float); NT: each node's trimming; FN: each flow's NSCC state (float); TM: the
+# timers, three per flow (retransmission, pacing, DCQCN's rate tick); FQ: each flow's DCQCN
+# state and pacing (float); DQ: DCQCN's constants (float); XO: per node, the ingress ports it
+# has paused (PFC XOFF sent), in order, from N_XOFF; PB: each port's probability that a full
+# packet has a bit error (Port.corrupt_p, float)
 
 # G: global scalars
 (
@@ -47,8 +56,9 @@ STATE = (
     G_END, G_ERR, G_ERRARG, G_SENT, G_DELIVERED, G_DUPLICATE, G_DISCARDED, G_RETX, G_TIMEOUTS,
     G_FIRST_DONE, G_NSAMP, G_ACK_EVERY, G_ACK_SIZE, G_LIMIT, G_SAMPLE, G_PICK, G_SELECTIVE,
     G_RENO, G_DROPPED, G_DROP_PACKETS, G_MTI, G_TRIMMED, G_TRIM_PACKETS, G_REPATHS, G_NSCC,
-    G_LEN,
-) = range(35)  # fmt: skip
+    G_DCQCN, G_FAST_RECOVERY, G_TICK_PS, G_CNP_INTERVAL, G_CNPS_SENT, G_CNPS_RECEIVED,
+    G_PAUSES_SENT, G_RESUMES_SENT, G_CORRUPTED, G_CORRUPT_PACKETS, G_LINK_REPLAYS, G_LEN,
+) = range(46)  # fmt: skip
 
 # how switches choose among a flow's candidate ports (components.PICK_*)
 PICK_FIXED, PICK_SPRAY, PICK_ADAPTIVE = 0, 1, 2
@@ -64,15 +74,16 @@ MAX_FRUITLESS_TIMEOUTS = 64
 
 # H: the heap, one row per event
 H_T, H_Q, H_K, H_I, H_A = range(5)
-EV_DONE, EV_ARRIVE, EV_CREDIT, EV_TIMER, EV_TASK, EV_SAMPLE = range(6)
+EV_DONE, EV_ARRIVE, EV_CREDIT, EV_TIMER, EV_TASK, EV_SAMPLE, EV_PAUSE = range(7)
 
 # P: ports (queues are head/tail pairs: column, column + 1)
 (
     P_DST, P_SRC, P_DELAY, P_CUT, P_PROP, P_PERIOD, P_MAXPKT, P_SCHED, P_CREDITS, P_CREDIT_DUE,
     P_HOLDER, P_BUSY, P_CUR_SIZE, P_CUR_SER, P_HELD, P_QBYTES, P_QAREA, P_QLAST, P_QPEAK, P_TXB,
     P_TXP, P_BUSYPS, P_CTRL, _P_CTRL_T, P_DATA, _P_DATA_T, P_PIPE, _P_PIPE_T, P_ARMED, P_FC,
-    P_DROPS, P_HASECN, P_KMIN, P_KMAX, P_MARKS, P_TRIMS, P_LEN,
-) = range(37)  # fmt: skip
+    P_DROPS, P_HASECN, P_KMIN, P_KMAX, P_MARKS, P_TRIMS, P_PAUSED, P_PAUSED_SINCE, P_PAUSED_PS,
+    P_PAUSE_FRAMES, P_XOFF, P_INGRESS, P_INGRESS_PEAK, P_PAUSE_DELAY, P_REPLAYS, P_LEN,
+) = range(46)  # fmt: skip
 
 # NT: node trimming (components.Node.trim, trim_bytes, trim_queue)
 NT_TRIM, NT_BYTES, NT_QUEUE, NT_LEN = range(4)
@@ -80,17 +91,30 @@ NT_TRIM, NT_BYTES, NT_QUEUE, NT_LEN = range(4)
 # link flow control (components.FC_*)
 FC_NONE, FC_PFC, FC_CREDIT = 0, 1, 2
 
-# N: nodes
-N_BUF, N_OCC, N_PEAK, N_LEN = range(4)
+# N: nodes (N_XOFF: where the node's paused ingress ports start in XO, N_NXOFF: how many)
+N_BUF, N_OCC, N_PEAK, N_HEADROOM, N_XOFF, N_NXOFF, N_LEN = range(7)
 
-# F: flows, with their sender, receiver and retransmission timer
+#: bytes under the XOFF level at which a paused ingress port resumes (components.Node._resume)
+PFC_RESUME_OFFSET = 3000
+
+# F: flows, with their sender and receiver (F_DQ*: DCQCN's timer and byte counters and whether a
+# CNP came since the last tick)
 (
     F_SRC, F_DST, F_N, F_LAST, F_MTU, F_HEADER, F_RTO_PS, F_SCHED, F_RSCHED, F_FOFF, F_FLEN,
-    F_ROFF, F_RLEN, F_SQOFF, F_NEXT_SEQ, F_UNA, F_INFLIGHT, F_READY, F_DONE, F_SNEXT, F_TGEN,
-    F_TDEAD, F_TINHEAP, F_TTAIL, F_TQ, _F_TQ_T, F_EXPECTED, F_NAKFOR, F_RECEIVED, F_SINCE,
-    F_START, F_FINISH, F_TASK, F_CFOFF, F_CFLEN, F_CROFF, F_CRLEN, F_RQHEAD, F_RQTAIL, F_DUPACKS,
-    F_FRUITLESS, F_BASE_RTT, F_LEN,
-) = range(43)  # fmt: skip
+    F_ROFF, F_RLEN, F_SQOFF, F_NEXT_SEQ, F_UNA, F_INFLIGHT, F_READY, F_DONE, F_SNEXT,
+    F_EXPECTED, F_NAKFOR, F_RECEIVED, F_SINCE, F_START, F_FINISH, F_TASK, F_CFOFF, F_CFLEN,
+    F_CROFF, F_CRLEN, F_RQHEAD, F_RQTAIL, F_DUPACKS, F_FRUITLESS, F_BASE_RTT, F_NEXT_TIME,
+    F_DQI, F_DQJ, F_DQSEEN, F_LAST_CNP, F_LEN,
+) = range(42)  # fmt: skip
+
+# TM: timers (kernel.Timer), row 3·flow + T_*; TM_QH/TM_QT: its armings waiting off the heap
+TM_GEN, TM_DEAD, TM_INHEAP, TM_TAIL, TM_QH, TM_QT, TM_LEN = range(7)
+T_RTO, T_PACE, T_TICK = range(3)
+
+# FQ: DCQCN (transport.dcqcn.Dcqcn) and pacing (Sender.pace, ps per wire byte; 0: line rate)
+FQ_RATE, FQ_TARGET, FQ_ALPHA, FQ_BYTES, FQ_LINE, FQ_PACE, FQ_CAP, FQ_LEN = range(8)
+# DQ: DCQCN's constants (transport.dcqcn.DcqcnParams)
+DQ_G, DQ_BYTE_COUNTER, DQ_RAI, DQ_RHAI, DQ_MIN_RATE, DQ_LEN = range(6)
 
 # FN: NSCC (transport.nscc.Nscc), seconds and bytes as floats
 (
@@ -110,9 +134,9 @@ SQ_ACKED, SQ_OUT, SQ_SENT, SQ_QUEUED, SQ_GOT, SQ_LEN = range(6)
 # K: the packet pool
 (
     K_FLOW, K_KIND, K_SEQ, K_SIZE, K_PAYLOAD, K_DUE, K_INPORT, K_HOP, K_ENT, K_ACK, K_TRIM, K_ECN,
-    K_SENT, K_NEXT, K_LEN,
-) = range(15)  # fmt: skip
-DATA, ACK, NACK = 0, 1, 2
+    K_SENT, K_CORRUPT, K_NEXT, K_LEN,
+) = range(16)  # fmt: skip
+DATA, ACK, NACK, CNP = 0, 1, 2, 3
 
 # S: NIC schedulers (round-robin lists of senders)
 S_PORT, S_HEAD, S_TAIL, S_COUNT, S_LEN = range(5)
@@ -124,7 +148,12 @@ TQ_T, TQ_Q, TQ_GEN, TQ_NEXT, TQ_LEN = range(5)
 CH_AMOUNT, CH_NEXT, CH_LEN = range(3)
 
 # TK: tasks
-TK_DELAY, TK_START, TK_END, TK_LEFT, TK_FOFF, TK_FLEN, TK_READY, TK_LEN = range(8)
+# TK: tasks; their flows are TF[TK_FOFF : TK_FOFF + TK_FLEN], the tasks waiting for them
+# TF[TK_DOFF : TK_DOFF + TK_DLEN] (Task.dependents)
+(
+    TK_DELAY, TK_START, TK_END, TK_LEFT, TK_FOFF, TK_FLEN, TK_READY, TK_WAITING, TK_DOFF, TK_DLEN,
+    TK_LEN,
+) = range(11)  # fmt: skip
 
 #: rows of the queue-occupancy series before it halves (Network._sample)
 MAX_SAMPLES = 1024
@@ -243,6 +272,7 @@ def _new_packet(G: Any, K: Any, flow: int, kind: int, seq: int, size: int, paylo
     K[pkt, K_TRIM] = 0
     K[pkt, K_ECN] = 0
     K[pkt, K_SENT] = 0
+    K[pkt, K_CORRUPT] = 0
     K[pkt, K_NEXT] = -1
     return int(pkt)
 
@@ -378,6 +408,8 @@ def _start(st: Any, p: int) -> None:
     G, H, P, PPB, K = st[I_G], st[I_H], st[I_P], st[I_PPB], st[I_K]
     if P[p, P_CTRL] >= 0:
         pkt = _popleft(P, p, P_CTRL, K)
+    elif P[p, P_PAUSED]:
+        return
     elif P[p, P_DATA] >= 0:
         pkt = P[p, P_DATA]
         if P[p, P_FC] == FC_CREDIT:
@@ -410,6 +442,12 @@ def _start(st: Any, p: int) -> None:
     cut = P[p, P_CUT]
     if cut:
         arrive -= cut if cut < ser else ser
+    if st[I_PB][p] != 0.0:  # bit errors: the far end's FCS check will fail
+        if _random(st) < _error_p(st, p, size):
+            K[pkt, K_CORRUPT] = 1
+        tail = P[p, P_PIPE + 1]
+        if tail >= 0 and arrive < K[tail, K_DUE]:  # in order behind a link-level replay
+            arrive = K[tail, K_DUE]
     K[pkt, K_DUE] = arrive
     _append(P, p, P_PIPE, K, pkt)
     if not P[p, P_ARMED]:
@@ -438,9 +476,15 @@ def _done(st: Any, p: int) -> None:
         P[p, P_QAREA] += P[p, P_QBYTES] * (now - P[p, P_QLAST])
         P[p, P_QLAST] = now
         P[p, P_QBYTES] -= size
-        N[P[p, P_SRC], N_OCC] -= size
-        if P[held, P_FC] == FC_CREDIT:
+        node = P[p, P_SRC]
+        N[node, N_OCC] -= size
+        fc = P[held, P_FC]
+        if fc == FC_CREDIT:
             _return_credit(st, held, size)
+        elif fc == FC_PFC:  # Node.release
+            P[held, P_INGRESS] -= size
+            if N[node, N_NXOFF]:
+                _resume(st, node)
     if _has_work(P, p):
         _start(st, p)
 
@@ -451,11 +495,46 @@ def _arrive(st: Any, p: int) -> None:
     G, H, P, K = st[I_G], st[I_H], st[I_P], st[I_K]
     now = G[G_NOW]
     while P[p, P_PIPE] >= 0 and K[P[p, P_PIPE], K_DUE] <= now and G[G_ERR] == ERR_NONE:
-        _receive(st, P[p, P_DST], _popleft(P, p, P_PIPE, K), p)
+        pkt = _popleft(P, p, P_PIPE, K)
+        if K[pkt, K_CORRUPT] and P[p, P_REPLAYS]:
+            _replay(st, p, pkt, now)
+            continue
+        _receive(st, P[p, P_DST], pkt, p)
     if P[p, P_PIPE] >= 0:
         _push(G, H, K[P[p, P_PIPE], K_DUE], EV_ARRIVE, p, 0)
     else:
         P[p, P_ARMED] = 0
+
+
+@_jit
+def _error_p(st: Any, p: int, size: int) -> float:
+    """Port._error_p: a full packet's error probability, or less for a smaller one."""
+    full = st[I_PB][p]
+    maxpkt = st[I_P][p, P_MAXPKT]
+    if size >= maxpkt:
+        return float(full)
+    return float(-math.expm1(size / maxpkt * math.log1p(-full)))
+
+
+@_jit
+def _replay(st: Any, p: int, pkt: int, now: int) -> None:
+    """Port._replay: link-level retry; the packet and everything behind it in the pipe arrive
+    a link round trip and one serialisation later (the replay may fail again)."""
+    G, P, PPB, K = st[I_G], st[I_P], st[I_PPB], st[I_K]
+    G[G_CORRUPT_PACKETS] += 1
+    G[G_LINK_REPLAYS] += 1
+    size = K[pkt, K_SIZE]
+    delta = 2 * P[p, P_PROP] + int(size * PPB[p] + 0.5)
+    K[pkt, K_CORRUPT] = 1 if _random(st) < _error_p(st, p, size) else 0
+    K[pkt, K_DUE] = now + delta
+    later = P[p, P_PIPE]
+    while later >= 0:
+        K[later, K_DUE] += delta
+        later = K[later, K_NEXT]
+    K[pkt, K_NEXT] = P[p, P_PIPE]  # appendleft
+    P[p, P_PIPE] = pkt
+    if P[p, P_PIPE + 1] < 0:
+        P[p, P_PIPE + 1] = pkt
 
 
 @_jit
@@ -492,6 +571,51 @@ def _credit(st: Any, p: int, holder: int) -> None:
         _start(st, p)
 
 
+@_jit
+def _send_pause(st: Any, p: int, pause: int) -> None:
+    """Network.send_pause: XOFF (1) or XON (0) reaches port ``p`` one cable delay and a pause
+    frame (behind a full packet) later."""
+    G, H, P = st[I_G], st[I_H], st[I_P]
+    G[G_PAUSES_SENT if pause else G_RESUMES_SENT] += 1
+    _push(G, H, G[G_NOW] + P[p, P_PAUSE_DELAY], EV_PAUSE, p, pause)
+
+
+@_jit
+def _set_paused(st: Any, p: int, pause: int) -> None:
+    """Port.set_paused: a PFC XOFF or XON from the far end arrived."""
+    G, P = st[I_G], st[I_P]
+    now = G[G_NOW]
+    if pause and not P[p, P_PAUSED]:
+        P[p, P_PAUSED_SINCE] = now
+        P[p, P_PAUSE_FRAMES] += 1
+    elif not pause and P[p, P_PAUSED]:
+        P[p, P_PAUSED_PS] += now - P[p, P_PAUSED_SINCE]
+    P[p, P_PAUSED] = pause
+    if not pause and not P[p, P_BUSY]:
+        _start(st, p)
+
+
+@_jit
+def _resume(st: Any, node: int) -> None:
+    """Node._resume: XON to every paused ingress port now 3 KB under the XOFF level, or empty
+    (the rest stay paused, in order)."""
+    P, N, XO = st[I_P], st[I_N], st[I_XO]
+    level = (
+        st[I_NA][node] * (N[node, N_BUF] - N[node, N_HEADROOM] - N[node, N_OCC]) - PFC_RESUME_OFFSET
+    )
+    off = N[node, N_XOFF]
+    kept = 0
+    for i in range(N[node, N_NXOFF]):
+        port = XO[off + i]
+        if P[port, P_INGRESS] <= level or P[port, P_INGRESS] == 0:
+            P[port, P_XOFF] = 0
+            _send_pause(st, port, 0)
+        else:
+            XO[off + kept] = port
+            kept += 1
+    N[node, N_NXOFF] = kept
+
+
 # ---- nodes (components.Node) ---------------------------------------------------------------
 
 
@@ -499,6 +623,14 @@ def _credit(st: Any, p: int, holder: int) -> None:
 def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
     """Node.receive: deliver the packet here or forward it along its flow's route."""
     G, P, N, F, R, K = st[I_G], st[I_P], st[I_N], st[I_F], st[I_R], st[I_K]
+    if K[pkt, K_CORRUPT]:  # the FCS check fails: dropped here (Network.corrupted)
+        G[G_CORRUPT_PACKETS] += 1
+        if K[pkt, K_KIND] == DATA and not K[pkt, K_TRIM]:
+            G[G_CORRUPTED] += K[pkt, K_PAYLOAD]
+            if P[in_port, P_FC] == FC_CREDIT:
+                _return_credit(st, in_port, K[pkt, K_SIZE])
+        _free_packet(G, K, pkt)
+        return
     f = K[pkt, K_FLOW]
     hop = K[pkt, K_HOP] + 1
     fixed = G[G_PICK] == PICK_FIXED
@@ -548,6 +680,19 @@ def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
         if NT[node, NT_TRIM] and P[out, P_QBYTES] + size > NT[node, NT_QUEUE]:
             _trim(st, node, pkt, out)
             return
+    elif P[in_port, P_FC] == FC_PFC:  # count the ingress; over the XOFF level, pause it
+        ingress = P[in_port, P_INGRESS] + size
+        P[in_port, P_INGRESS] = ingress
+        if ingress > P[in_port, P_INGRESS_PEAK]:
+            P[in_port, P_INGRESS_PEAK] = ingress
+        if not P[in_port, P_XOFF] and ingress > st[I_NA][node] * (
+            N[node, N_BUF] - N[node, N_HEADROOM] - N[node, N_OCC]
+        ):
+            P[in_port, P_XOFF] = 1
+            XO = st[I_XO]
+            XO[N[node, N_XOFF] + N[node, N_NXOFF]] = in_port
+            N[node, N_NXOFF] += 1
+            _send_pause(st, in_port, 1)
     occupancy = N[node, N_OCC] + size
     N[node, N_OCC] = occupancy
     if occupancy > N[node, N_PEAK]:
@@ -647,7 +792,8 @@ def _payload(F: Any, f: int, seq: int) -> int:
 
 @_jit
 def _next_packet(st: Any, f: int) -> int:
-    """Sender.next_packet (no pacing; a NewReno window or the in-flight cap), or -1."""
+    """Sender.next_packet (a NSCC or NewReno window or the in-flight cap, then the pace), or
+    -1."""
     G, F, SQ, K, FL, RQ = st[I_G], st[I_F], st[I_SQ], st[I_K], st[I_FL], st[I_RQ]
     if F[f, F_DONE]:
         return -1
@@ -673,6 +819,11 @@ def _next_packet(st: Any, f: int) -> int:
                 return -1
         elif inflight + size > FL[0]:
             return -1
+    now = G[G_NOW]
+    pace = st[I_FQ][f, FQ_PACE]
+    if pace != 0.0 and now < F[f, F_NEXT_TIME]:  # paced: its time has not come
+        _arm(st, 3 * f + T_PACE, F[f, F_NEXT_TIME])
+        return -1
     if head >= 0:
         _rq_pop(F, RQ, f)
         SQ[off + seq, SQ_QUEUED] = 0
@@ -681,7 +832,7 @@ def _next_packet(st: Any, f: int) -> int:
     pkt = _new_packet(G, K, f, DATA, seq, size + F[f, F_HEADER], size)
     at = F[f, F_SQOFF] + seq
     K[pkt, K_ENT] = st[I_EN][at]
-    K[pkt, K_SENT] = G[G_NOW]
+    K[pkt, K_SENT] = now
     if SQ[at, SQ_SENT]:
         G[G_RETX] += size
     SQ[at, SQ_SENT] = 1
@@ -689,8 +840,14 @@ def _next_packet(st: Any, f: int) -> int:
         SQ[at, SQ_OUT] = 1
         F[f, F_INFLIGHT] = inflight + size
     G[G_SENT] += size
-    if F[f, F_TDEAD] < 0:
-        _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
+    if pace != 0.0:
+        wire = size + F[f, F_HEADER]
+        last = F[f, F_NEXT_TIME]
+        F[f, F_NEXT_TIME] = (now if now > last else last) + int(wire * pace)
+    if G[G_DCQCN] and _dcqcn_sent(st, f, size + F[f, F_HEADER]):
+        _set_pace(st, f)  # only a rate change moves the pace
+    if st[I_TM][3 * f + T_RTO, TM_DEAD] < 0:
+        _arm(st, 3 * f + T_RTO, now + F[f, F_RTO_PS])
     return pkt
 
 
@@ -735,7 +892,7 @@ def _drop_outstanding(F: Any, SQ: Any, f: int, seq: int) -> None:
 
 @_jit
 def _on_control(st: Any, f: int, pkt: int) -> None:
-    """Sender.on_control: an ACK or NACK arrived."""
+    """Sender.on_control: an ACK, NACK or CNP arrived."""
     F, SQ, K = st[I_F], st[I_SQ], st[I_K]
     if F[f, F_DONE]:
         return
@@ -755,6 +912,12 @@ def _on_control(st: Any, f: int, pkt: int) -> None:
             for s in range(seq, F[f, F_NEXT_SEQ]):
                 _drop_outstanding(F, SQ, f, s)
             F[f, F_NEXT_SEQ] = seq
+    elif K[pkt, K_KIND] == CNP and st[I_G][G_DCQCN]:
+        G = st[I_G]
+        _dcqcn_cnp(st, f)
+        _arm(st, 3 * f + T_TICK, G[G_NOW] + G[G_TICK_PS])
+        _set_pace(st, f)
+        G[G_CNPS_RECEIVED] += 1
     if not F[f, F_DONE]:
         _wake(st, f)
 
@@ -778,7 +941,7 @@ def _ack(st: Any, f: int, cum: int) -> None:
     F[f, F_UNA] = una
     if newly:
         F[f, F_FRUITLESS] = 0
-        _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
+        _arm(st, 3 * f + T_RTO, G[G_NOW] + F[f, F_RTO_PS])
     if una >= F[f, F_N]:
         _complete(st, f)
 
@@ -821,7 +984,7 @@ def _ack_one(st: Any, f: int, pkt: int) -> None:
                 FR[f, FR_CWND] += newly
             else:
                 FR[f, FR_CWND] += mss * newly / FR[f, FR_CWND]
-        _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
+        _arm(st, 3 * f + T_RTO, G[G_NOW] + F[f, F_RTO_PS])
     if una >= n:
         _complete(st, f)
 
@@ -889,11 +1052,12 @@ def _reno_halve(FR: Any, f: int, mss: int) -> None:
 
 @_jit
 def _complete(st: Any, f: int) -> None:
-    """Sender._complete."""
-    G, F = st[I_G], st[I_F]
+    """Sender._complete: its three timers cancelled."""
+    G, F, TM = st[I_G], st[I_F], st[I_TM]
     F[f, F_DONE] = 1
-    F[f, F_TGEN] += 1  # rto.cancel() (the pacing timer is never armed)
-    F[f, F_TDEAD] = -1
+    for tid in range(3 * f, 3 * f + 3):
+        TM[tid, TM_GEN] += 1
+        TM[tid, TM_DEAD] = -1
     G[G_SENDERS_LEFT] -= 1
     G[G_END] = G[G_NOW]
 
@@ -928,22 +1092,104 @@ def _timeout(st: Any, f: int) -> None:
         mss = _mss(F, f)
         _reno_halve(st[I_FR], f, mss)
         st[I_FR][f, FR_CWND] = float(mss)
-    _arm(st, f, G[G_NOW] + F[f, F_RTO_PS])
+    _arm(st, 3 * f + T_RTO, G[G_NOW] + F[f, F_RTO_PS])
     _wake(st, f)
 
 
-# ---- the retransmission timer (kernel.Timer) ------------------------------------------------
+# ---- DCQCN and pacing (transport.dcqcn.Dcqcn, Sender._set_pace, Sender._tick) --------------
 
 
 @_jit
-def _arm(st: Any, f: int, t: int) -> None:
+def _set_pace(st: Any, f: int) -> None:
+    """Sender._set_pace: ps per wire byte at the lower of DCQCN's rate and the flow's cap."""
+    FQ = st[I_FQ]
+    line = FQ[f, FQ_LINE]
+    rate = line
+    if st[I_G][G_DCQCN]:
+        rate = min(rate, FQ[f, FQ_RATE])
+    cap = FQ[f, FQ_CAP]
+    if cap != 0.0:
+        rate = min(rate, cap)
+    FQ[f, FQ_PACE] = 0.0 if rate >= line * (1 - 1e-12) else PS_PER_S / rate
+
+
+@_jit
+def _dcqcn_increase(st: Any, f: int) -> None:
+    """Dcqcn._increase: fast recovery, additive or hyper increase of the target, then halfway."""
+    F, FQ, DQ = st[I_F], st[I_FQ], st[I_DQ]
+    fr = st[I_G][G_FAST_RECOVERY]
+    i, j = F[f, F_DQI], F[f, F_DQJ]
+    hi, lo = max(i, j), min(i, j)
+    line = FQ[f, FQ_LINE]
+    if hi > fr:
+        if lo > fr:
+            FQ[f, FQ_TARGET] += (lo - fr) * DQ[DQ_RHAI] * line
+        else:
+            FQ[f, FQ_TARGET] += DQ[DQ_RAI] * line
+    FQ[f, FQ_TARGET] = min(FQ[f, FQ_TARGET], line)
+    FQ[f, FQ_RATE] = min((FQ[f, FQ_TARGET] + FQ[f, FQ_RATE]) / 2.0, line)
+
+
+@_jit
+def _dcqcn_cnp(st: Any, f: int) -> None:
+    """Dcqcn.on_cnp: cut the rate by α/2, raise α."""
+    F, FQ, DQ = st[I_F], st[I_FQ], st[I_DQ]
+    g = DQ[DQ_G]
+    FQ[f, FQ_TARGET] = FQ[f, FQ_RATE]
+    FQ[f, FQ_RATE] = max(DQ[DQ_MIN_RATE], FQ[f, FQ_RATE] * (1.0 - FQ[f, FQ_ALPHA] / 2.0))
+    FQ[f, FQ_ALPHA] = (1.0 - g) * FQ[f, FQ_ALPHA] + g
+    F[f, F_DQI] = 0
+    F[f, F_DQJ] = 0
+    FQ[f, FQ_BYTES] = 0.0
+    F[f, F_DQSEEN] = 1
+
+
+@_jit
+def _dcqcn_sent(st: Any, f: int, nbytes: int) -> bool:
+    """Dcqcn.on_sent: the byte counter; True if the rate may have changed."""
+    F, FQ = st[I_F], st[I_FQ]
+    line = FQ[f, FQ_LINE]
+    if FQ[f, FQ_RATE] >= line and FQ[f, FQ_TARGET] >= line:
+        return False
+    FQ[f, FQ_BYTES] += nbytes
+    if FQ[f, FQ_BYTES] >= st[I_DQ][DQ_BYTE_COUNTER]:
+        FQ[f, FQ_BYTES] = 0.0
+        F[f, F_DQJ] += 1
+        _dcqcn_increase(st, f)
+        return True
+    return False
+
+
+@_jit
+def _tick(st: Any, f: int) -> None:
+    """Sender._tick: DCQCN's timer (Dcqcn.on_tick: α decays without a CNP, the timer counter
+    steps up), re-armed while the sender is below line rate."""
+    G, F, FQ = st[I_G], st[I_F], st[I_FQ]
+    if not F[f, F_DQSEEN]:
+        FQ[f, FQ_ALPHA] *= 1.0 - st[I_DQ][DQ_G]
+    F[f, F_DQSEEN] = 0
+    F[f, F_DQI] += 1
+    _dcqcn_increase(st, f)
+    _set_pace(st, f)
+    line = FQ[f, FQ_LINE]
+    limited = FQ[f, FQ_RATE] < line or FQ[f, FQ_TARGET] < line
+    if limited and not F[f, F_DONE]:
+        _arm(st, 3 * f + T_TICK, G[G_NOW] + G[G_TICK_PS])
+    _wake(st, f)
+
+
+# ---- the timers (kernel.Timer): three per flow ------------------------------------------------
+
+
+@_jit
+def _arm(st: Any, tid: int, t: int) -> None:
     """Timer.arm: a later arming waits off the heap behind the pending one."""
-    G, H, F, TQ = st[I_G], st[I_H], st[I_F], st[I_TQ]
-    gen = F[f, F_TGEN] + 1
-    F[f, F_TGEN] = gen
-    F[f, F_TDEAD] = t
+    G, H, TM, TQ = st[I_G], st[I_H], st[I_TM], st[I_TQ]
+    gen = TM[tid, TM_GEN] + 1
+    TM[tid, TM_GEN] = gen
+    TM[tid, TM_DEAD] = t
     seq = _draw(G)
-    if F[f, F_TINHEAP] and t >= F[f, F_TTAIL]:
+    if TM[tid, TM_INHEAP] and t >= TM[tid, TM_TAIL]:
         q = G[G_TFREE]
         if q < 0:
             G[G_ERR] = ERR_TIMERS
@@ -953,38 +1199,45 @@ def _arm(st: Any, f: int, t: int) -> None:
         TQ[q, TQ_Q] = seq
         TQ[q, TQ_GEN] = gen
         TQ[q, TQ_NEXT] = -1
-        tail = F[f, F_TQ + 1]
+        tail = TM[tid, TM_QT]
         if tail < 0:
-            F[f, F_TQ] = q
+            TM[tid, TM_QH] = q
         else:
             TQ[tail, TQ_NEXT] = q
-        F[f, F_TQ + 1] = q
+        TM[tid, TM_QT] = q
     else:
-        _push_seq(G, H, t, seq, EV_TIMER, f, gen)
-        F[f, F_TINHEAP] += 1
-    if t > F[f, F_TTAIL]:
-        F[f, F_TTAIL] = t
+        _push_seq(G, H, t, seq, EV_TIMER, tid, gen)
+        TM[tid, TM_INHEAP] += 1
+    if t > TM[tid, TM_TAIL]:
+        TM[tid, TM_TAIL] = t
 
 
 @_jit
-def _fire(st: Any, f: int, gen: int) -> None:
-    """Timer._fire: move the next waiting arming onto the heap; run the callback if current."""
-    G, H, F, TQ = st[I_G], st[I_H], st[I_F], st[I_TQ]
-    q = F[f, F_TQ]
+def _fire(st: Any, tid: int, gen: int) -> None:
+    """Timer._fire: move the next waiting arming onto the heap; run the callback if current
+    (Sender._timeout, Sender._paced or Sender._tick)."""
+    G, H, TM, TQ = st[I_G], st[I_H], st[I_TM], st[I_TQ]
+    q = TM[tid, TM_QH]
     if q >= 0:
         nxt = TQ[q, TQ_NEXT]
-        F[f, F_TQ] = nxt
+        TM[tid, TM_QH] = nxt
         if nxt < 0:
-            F[f, F_TQ + 1] = -1
-        _push_seq(G, H, TQ[q, TQ_T], TQ[q, TQ_Q], EV_TIMER, f, TQ[q, TQ_GEN])
+            TM[tid, TM_QT] = -1
+        _push_seq(G, H, TQ[q, TQ_T], TQ[q, TQ_Q], EV_TIMER, tid, TQ[q, TQ_GEN])
         TQ[q, TQ_NEXT] = G[G_TFREE]
         G[G_TFREE] = q
     else:
-        F[f, F_TINHEAP] -= 1
-    if gen != F[f, F_TGEN]:
+        TM[tid, TM_INHEAP] -= 1
+    if gen != TM[tid, TM_GEN]:
         return
-    F[f, F_TDEAD] = -1
-    _timeout(st, f)
+    TM[tid, TM_DEAD] = -1
+    f, kind = tid // 3, tid % 3
+    if kind == T_RTO:
+        _timeout(st, f)
+    elif kind == T_PACE:
+        _wake(st, f)
+    else:
+        _tick(st, f)
 
 
 # ---- the receiver (endpoints.Receiver, go-back-N) ------------------------------------------
@@ -998,10 +1251,11 @@ def _control(st: Any, f: int, kind: int, seq: int, data: int) -> None:
     pkt = _new_packet(G, K, f, kind, seq, G[G_ACK_SIZE], 0)
     if pkt < 0:
         return
-    K[pkt, K_ENT] = K[data, K_ENT]
-    K[pkt, K_ACK] = K[data, K_SEQ]
-    K[pkt, K_ECN] = K[data, K_ECN]
-    K[pkt, K_SENT] = K[data, K_SENT]
+    if data >= 0:  # (a CNP names no data packet)
+        K[pkt, K_ENT] = K[data, K_ENT]
+        K[pkt, K_ACK] = K[data, K_SEQ]
+        K[pkt, K_ECN] = K[data, K_ECN]
+        K[pkt, K_SENT] = K[data, K_SENT]
     port = S[F[f, F_RSCHED], S_PORT]
     _append(P, port, P_CTRL, K, pkt)
     if not P[port, P_BUSY]:
@@ -1017,6 +1271,12 @@ def _on_data(st: Any, f: int, pkt: int) -> None:
     if K[pkt, K_TRIM]:  # a trimmed header: ask for the packet again
         _control(st, f, NACK, seq, pkt)
         return
+    if K[pkt, K_ECN] and G[G_DCQCN]:  # DCQCN's notification point: a CNP, at most one per
+        now = G[G_NOW]  # flow per interval
+        if now - F[f, F_LAST_CNP] >= G[G_CNP_INTERVAL]:
+            F[f, F_LAST_CNP] = now
+            _control(st, f, CNP, seq, -1)
+            G[G_CNPS_SENT] += 1
     expected = F[f, F_EXPECTED]
     if G[G_SELECTIVE]:
         off, n = F[f, F_SQOFF], F[f, F_N]
@@ -1047,7 +1307,7 @@ def _on_data(st: Any, f: int, pkt: int) -> None:
         _control(st, f, ACK, expected, pkt)
         return
     F[f, F_SINCE] += 1
-    if F[f, F_SINCE] >= G[G_ACK_EVERY] or F[f, F_RECEIVED] == F[f, F_N]:
+    if F[f, F_SINCE] >= G[G_ACK_EVERY] or F[f, F_RECEIVED] == F[f, F_N] or K[pkt, K_ECN]:
         F[f, F_SINCE] = 0
         _control(st, f, ACK, F[f, F_EXPECTED], pkt)
 
@@ -1073,8 +1333,7 @@ def _accept(st: Any, f: int, payload: int) -> None:
     if task >= 0:
         TK[task, TK_LEFT] -= 1
         if TK[task, TK_LEFT] == 0:
-            TK[task, TK_END] = now
-            G[G_END] = now
+            _end_task(st, task)
 
 
 # ---- tasks and the queue series (network.Network) ------------------------------------------
@@ -1082,18 +1341,32 @@ def _accept(st: Any, f: int, payload: int) -> None:
 
 @_jit
 def _start_task(st: Any, task: int) -> None:
-    """Network._start_task: start every flow of the task (tasks wait for none)."""
+    """Network._start_task: start every flow of the task."""
     G, F, TK, TF = st[I_G], st[I_F], st[I_TK], st[I_TF]
     now = G[G_NOW]
     TK[task, TK_START] = now
     if TK[task, TK_FLEN] == 0:
-        TK[task, TK_END] = now
-        G[G_END] = now
+        _end_task(st, task)
         return
     for i in range(TK[task, TK_FOFF], TK[task, TK_FOFF] + TK[task, TK_FLEN]):
         f = TF[i]
         F[f, F_START] = now
         _wake(st, f)
+
+
+@_jit
+def _end_task(st: Any, task: int) -> None:
+    """Network._end_task: the tasks that waited only for this one start after their delay."""
+    G, H, TK, TF = st[I_G], st[I_H], st[I_TK], st[I_TF]
+    now = G[G_NOW]
+    TK[task, TK_END] = now
+    G[G_END] = now
+    for i in range(TK[task, TK_DOFF], TK[task, TK_DOFF] + TK[task, TK_DLEN]):
+        d = TF[i]
+        TK[d, TK_WAITING] -= 1
+        if TK[d, TK_WAITING] == 0:
+            TK[d, TK_READY] = now
+            _push(G, H, now + TK[d, TK_DELAY], EV_TASK, d, 0)
 
 
 @_jit
@@ -1134,6 +1407,8 @@ def _dispatch(st: Any, kind: int, idx: int, arg: int) -> None:
         _fire(st, idx, arg)
     elif kind == EV_TASK:
         _start_task(st, idx)
+    elif kind == EV_PAUSE:
+        _set_paused(st, idx, arg)
     else:
         _sample(st, arg)
 
@@ -1145,8 +1420,9 @@ def run_kernel(st: Any) -> int:
     the error code (0: none)."""
     G, H, F, TK = st[I_G], st[I_H], st[I_F], st[I_TK]
     for task in range(TK.shape[0]):
-        TK[task, TK_READY] = 0
-        _push(G, H, TK[task, TK_DELAY], EV_TASK, task, 0)
+        if TK[task, TK_WAITING] == 0:
+            TK[task, TK_READY] = 0
+            _push(G, H, TK[task, TK_DELAY], EV_TASK, task, 0)
     if G[G_SAMPLE] > 0 and F.shape[0] > 0:
         _push(G, H, 0, EV_SAMPLE, 0, G[G_SAMPLE])
     limit = G[G_LIMIT]

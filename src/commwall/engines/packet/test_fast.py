@@ -10,21 +10,18 @@ import pytest
 from commwall.engines.base import InvariantError
 from commwall.engines.packet import fast, run_packet_traffic
 from commwall.engines.packet.config import PacketConfig
+from commwall.engines.packet.network import Network, Task, graph_from_topology, route_maps
+from commwall.engines.packet.result import summarise
 from commwall.engines.packet.test_golden import CASES
-from commwall.engines.packet.traffic import with_cable_latency
+from commwall.engines.packet.traffic import topology_routes, with_cable_latency
 from commwall.topology import fat_tree, leaf_spine
-from commwall.transport import TransportError
+from commwall.transport import TransportError, fabric_profile
 
 pytest.importorskip("numba")
 
 KIB = 1024
-#: Golden cases the compiled kernel covers (InfiniBand, lossy Ethernet and UEC, any routing, no
-#: bit errors).
-GOLDEN = sorted(
-    name
-    for name, kw in CASES.items()
-    if kw["fabric"] in ("ib", "lossy", "uec") and (kw["config"] is None or kw["config"].ber == 0)
-)
+#: Golden cases: the compiled kernel covers them all (every fabric, any routing, bit errors).
+GOLDEN = sorted(CASES)
 
 
 def _fat_tree(k: int) -> Any:
@@ -121,19 +118,111 @@ def test_auto_falls_back_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
     # ... large ones in the subset compile
     monkeypatch.setattr(fast, "AUTO_MIN_EVENTS", 0)
     assert run_packet_traffic(topo, fabric="ib", **kw).kernel == "numba"
-    assert run_packet_traffic(topo, fabric="roce", **kw).kernel == "python"
+    assert run_packet_traffic(topo, fabric="roce", **kw).kernel == "numba"
     assert run_packet_traffic(topo, fabric="ib", routing="spray", **kw).kernel == "numba"
     assert run_packet_traffic(topo, fabric="uec", routing="spray", **kw).kernel == "numba"
-    assert run_packet_traffic(topo, fabric="roce-nopfc", **kw).kernel == "python"
+    assert run_packet_traffic(topo, fabric="roce-nopfc", **kw).kernel == "numba"
     ber = PacketConfig(ber=1e-7)
-    assert run_packet_traffic(topo, fabric="ib", config=ber, **kw).kernel == "python"
+    assert run_packet_traffic(topo, fabric="roce", config=ber, **kw).kernel == "numba"
+
+
+def _chained_network() -> Network:
+    """Three flows on a k=4 fat tree in tasks that wait for one another, with delays (as the
+    packet engine's collective phases do), and an empty task between them."""
+    topo = _fat_tree(4)
+    profile = fabric_profile("ib", 12.5e9, 4096)
+    net = Network(graph_from_topology(topo), profile, PacketConfig(),
+                  switch_latency=0.0, routing="ecmp")  # fmt: skip
+    flows = []
+    for s, d in ((1, 0), (2, 0), (3, 5)):
+        fwd = topology_routes(topo, [s], [d], "ecmp", 0)[0]
+        rev = topology_routes(topo, [d], [s], "ecmp", 1)[0]
+        flows.append(
+            net.add_flow(s, d, 20_000, route_maps(fwd, net.ports), route_maps(rev, net.ports))
+        )
+    a = net.add_task(Task("a", 1000, [flows[0]]))
+    b = net.add_task(Task("b", 0, [], after=(a,)))
+    c = net.add_task(Task("c", 5_000_000, [flows[1]], after=(b,)))
+    net.add_task(Task("d", 0, [flows[2]], after=(a, c)))
+    return net
+
+
+def test_tasks_that_wait_match_python() -> None:
+    nets = [_chained_network(), _chained_network()]
+    nets[0].run()
+    fast.run_fast(nets[1])
+    out = [
+        [(t.ready, t.start, t.end, t.left, t.waiting) for t in net.tasks]
+        + [summarise(net, wall_s=0.0, invariants=net.check()).to_dict()]
+        for net in nets
+    ]
+    assert out[0] == out[1]
+    ready = [t.ready for t in nets[1].tasks]
+    assert ready[0] == 0 and ready[2] == nets[1].tasks[1].end
+    assert nets[1].tasks[2].start == ready[2] + 5_000_000
 
 
 def test_numba_outside_the_subset_raises() -> None:
-    with pytest.raises(TransportError, match=r"kernel='numba'.*fabric 'roce'"):
-        run_packet_traffic(
-            _fat_tree(4), [1], [0], 4096, "roce", config=PacketConfig(kernel="numba")
-        )
+    net = _chained_network()
+    net.run()
+    with pytest.raises(TransportError, match=r"kernel='numba'.*the network has already run"):
+        fast.pick_kernel(net, "numba")
+    assert fast.pick_kernel(net, "auto") == "python"
+
+
+def test_bit_errors_and_link_retry_match_python() -> None:
+    """Bit errors on the compiled loop: FCS drops recovered end to end, or link-level replays
+    (``link_retry``) that delay everything behind them in the pipe — the draws from the
+    network's own generator, event for event."""
+    src, dst = _permutation(16, 13)
+    kw: dict[str, Any] = dict(src=src, dst=dst, nbytes=256 * KIB, seed=13)
+    for retry in (False, True):
+        cfg = PacketConfig(ber=3e-7, link_retry=retry)
+        for fabric in ("ib", "roce", "uec"):
+            _both(_fat_tree(4), cfg, fabric=fabric, **kw)
+        numba = PacketConfig(ber=3e-7, link_retry=retry, kernel="numba")
+        r = run_packet_traffic(_fat_tree(4), fabric="ib", config=numba, **kw)
+        assert r.kernel == "numba" and r.counters["corrupt_packets"] > 0
+        assert (r.counters["link_replays"] > 0) == retry
+
+
+@pytest.mark.parametrize("fabric", ["roce", "roce-nopfc"])
+@pytest.mark.parametrize("routing", ["ecmp", "spray"])
+def test_roce_pfc_ecn_cnps_and_dcqcn_match_python(fabric: str, routing: str) -> None:
+    """RoCE on the compiled loop: PFC pauses and resumes (with PFC) or drops (without), ECN
+    marks, CNPs at most one per flow per 50 µs, DCQCN's cuts, ticks and byte counter and the
+    pacing they set — event for event."""
+    small = PacketConfig(buffer=4096 * KIB)  # marks, pauses (or drops and timeouts): all of it
+    kw: dict[str, Any] = dict(src=list(range(1, 16)), dst=[0] * 15, nbytes=512 * KIB, seed=7)
+    _both(_fat_tree(4), config=small, fabric=fabric, routing=routing, **kw)
+    numba = PacketConfig(buffer=4096 * KIB, kernel="numba")
+    r = run_packet_traffic(_fat_tree(4), fabric=fabric, routing=routing, config=numba, **kw)
+    assert r.kernel == "numba"
+    assert r.counters["cnps_received"] > 0 and r.counters["ecn_marks"] > 0
+    if fabric == "roce":
+        assert r.counters["pause_frames_sent"] > 0 and r.counters["resume_frames_sent"] > 0
+    else:
+        assert r.counters["drop_packets"] > 0 and r.counters["timeouts"] > 0
+
+
+def test_rate_caps_pace_as_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flows with a rate cap (Network.add_flow's ``cap``, as the packet engine gives a
+    collective's chains) are paced by their own timer, with or without DCQCN."""
+    add_flow = Network.add_flow
+
+    def capped(self: Network, *args: Any, **kwargs: Any) -> Any:
+        kwargs["cap"] = 3e9 if len(self.flows) % 2 == 0 else 0.0
+        return add_flow(self, *args, **kwargs)
+
+    monkeypatch.setattr(Network, "add_flow", capped)
+    src, dst = _permutation(16, 3)
+    for fabric in ("ib", "roce"):
+        _both(_fat_tree(4), fabric=fabric, src=src, dst=dst, nbytes=200_000, seed=3)
+    numba = PacketConfig(kernel="numba")
+    r = run_packet_traffic(_fat_tree(4), src, dst, 200_000, "ib", config=numba)
+    assert r.kernel == "numba"
+    rates = 200_000 / r.fct  # bytes/s of each flow, started together
+    assert np.all(rates[0::2] < 3e9) and np.all(rates[1::2] > 3e9)
 
 
 @pytest.mark.parametrize("routing", ["spray", "adaptive"])
@@ -189,3 +278,31 @@ def test_selective_timeouts_resend_only_what_is_missing() -> None:
 def test_kernel_is_validated() -> None:
     with pytest.raises(TransportError, match=r"kernel='cuda'.*'auto', 'python', 'numba'"):
         PacketConfig(kernel="cuda")
+
+
+@pytest.mark.parametrize(
+    ("preset", "op", "algo"),
+    [("dgx-h100", "all_reduce", "ring"), ("dgx-h100-roce", "all_gather", "ring"),
+     ("dgx-h100", "all_reduce", "tree")],
+)  # fmt: skip
+def test_packet_engine_collectives_match_python(preset: str, op: str, algo: str) -> None:
+    """The packet engine's collectives (phases that wait for one another, NVLink and PCIe
+    credits, PXN legs, chains capped at their rate) on the compiled loop: the same result."""
+    from commwall.cluster import cluster_from_option
+    from commwall.collectives.ops import Op
+    from commwall.collectives.schedule import CollectiveTask, Schedule
+    from commwall.engines.communicators import world_group
+    from commwall.engines.packet.engine import PacketEngine
+
+    cl = cluster_from_option(preset, nodes=2, sharp=None, gdr=None)
+    task = CollectiveTask(Op(op), 4e6, world_group(cl, cl.world(None)), algo, None)
+    out = {}
+    for kernel in ("python", "numba"):
+        engine = PacketEngine(config=PacketConfig(kernel=kernel))
+        result = engine.run(Schedule.single(task), cl, seed=5)
+        packet = dict(result.details["packet"])
+        assert packet.pop("kernel", "python") == kernel
+        for volatile in ("wall_s", "events_per_s"):
+            packet.pop(volatile)
+        out[kernel] = (result.phases, result.makespan, result.counters, packet)
+    assert out["numba"] == out["python"]
