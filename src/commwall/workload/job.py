@@ -229,8 +229,6 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
                 f"job.cp: {spec.cp} needs seq_len divisible by 2 × cp = {2 * spec.cp} (each rank "
                 f"holds two of the 2·cp chunks, balancing the causal mask); seq_len is {spec.seq_len}"
             )
-        if spec.zero_stage == 3:
-            errors.append("job.cp: context parallelism with ZeRO-3/FSDP is not modelled")
         if spec.attention == "unfused":
             errors.append("job.cp: context parallelism needs a fused attention kernel (flash)")
         a2a = cp_a2a_size(spec)

@@ -677,8 +677,13 @@ class _Builder:
         The chunk's parameters outside its layers (embedding, final norm, LM head) form one
         more unit, gathered before the first layer and reduce-scattered after the last. Without
         parameter-gather overlap each gather waits for the previous layer and its reduce-scatter.
+        With context parallelism the parameters are sharded over ``dp × cp`` ranks (the DP
+        group: Megatron-Core's data-parallel group with CP; torchtitan's ``dp_shard_cp`` mesh)
+        and each layer runs its context exchange (:meth:`context_exchange`), the rings in order
+        on the stage's cp stream; the next chunk waits for them, as after :meth:`chunk_work`.
         """
         job, grads = self.job, self.layer_param_bytes()
+        after = self.ready(stage, after)
         layers = len(job.chunk_layers(stage, chunk))
         seconds = self.layer_seconds(kind)
         head = self.head_seconds(kind, stage, chunk)
@@ -700,9 +705,11 @@ class _Builder:
             last = self.add(
                 f"s{stage} {tag} head compute", ComputeTask(head), "compute", compute_stream, after
             )
+        context = job.cp > 1
         for i in range(layers):
             if not sharded:
-                done, last = self.compute_with_tp(stage, tag, seconds, 1, after if i == 0 else ())
+                dep = after if i == 0 else ()
+                done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context)
                 computes.append(done)
                 continue
             ahead = self.spec.fsdp_prefetch
@@ -720,7 +727,7 @@ class _Builder:
                 )
             )
             dep = (gathers[i],) + (after if i == 0 else ())
-            done, last = self.compute_with_tp(stage, tag, seconds, 1, dep)
+            done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context)
             computes.append(done)
             if kind == "B":
                 rs = self.add(

@@ -827,6 +827,27 @@ def test_hierarchical_context_parallelism_splits_the_exchange() -> None:
         _cp_run("p2p", cp_a2a=2)
 
 
+def test_context_parallelism_with_zero3_shards_over_dp_times_cp_and_exchanges_per_layer() -> None:
+    """ZeRO-3 with CP: each layer is gathered over the dp × cp ranks, runs its context
+    exchange (the ring beside it, or the exposed all-gather) and reduce-scatters its gradients;
+    the model states shrink by dp × cp against ZeRO-1's optimizer-only sharding."""
+    zero1, ring, gather = (_cp_run(c, zero_stage=z) for c, z in
+                           (("p2p", 1), ("p2p", 3), ("all_gather", 3)))  # fmt: skip
+    layers = 32
+    for report in (ring, gather):
+        fsdp = [c for c in report.collectives if c.category == "dp" and "FSDP" in c.name]
+        assert fsdp and all(c.nranks == 16 for c in fsdp)  # dp 4 × cp 4
+        assert sum(report.breakdown.values()) == pytest.approx(report.step_time, rel=1e-9)
+        forward = [p for p in _cp_phases(report) if " F0 " in p.name]
+        assert len(forward) == layers  # one K/V all-gather per layer of the first micro-batch
+    assert {p.stream for p in _cp_phases(ring)} == {"s0.cp"}
+    assert ring.breakdown["cp"] == pytest.approx(0.0, abs=1e-9)
+    exposed = sum(p.duration for p in _cp_phases(gather))
+    assert gather.breakdown["cp"] == pytest.approx(exposed, rel=1e-9) and exposed > 0
+    assert ring.memory.weights < zero1.memory.weights / 8
+    assert ring.job["zero_stage"] == 3 and ring.job["cp"] == 4
+
+
 def test_a_long_pipelined_context_parallel_step_accounts_without_deep_recursion() -> None:
     """1,200 micro-batches on two stages with the K/V ring: each chunk's ring waits for the
     previous chunk's only through its first call, so the report's walk back along side-stream
@@ -848,7 +869,6 @@ def test_ulysses_needs_whole_heads_on_every_rank() -> None:
 @pytest.mark.parametrize(
     ("job", "message"),
     [({"cp": 3, "seq_len": 4096}, "seq_len divisible by 2 × cp"),
-     ({"cp": 2, "zero_stage": 3}, "ZeRO-3"),
      ({"cp": 2, "attention": "unfused"}, "fused attention"),
      ({"cp": 3}, "tp × cp × pp × dp")],
 )  # fmt: skip
