@@ -175,16 +175,20 @@ def ring(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool =
     if chain:
         # PipelineFrom/To: a chain from the root, one FIFO step per chunk (collectives.h). The
         # channels take the ring in different orders, so a chunk's later hops do not queue
-        # behind other channels' first ones: the chain fills at its per-hop latencies (streams),
-        # as 8-GPU broadcasts measured on A100 (superbench) and B200 (MIT ORCD) show — a
-        # chunk-by-chunk chain would be 2-3x slower there.
+        # behind other channels' first ones: inside a domain the chain fills at its per-hop
+        # latencies (streams), as 8-GPU broadcasts measured on A100 (superbench) and B200 (MIT
+        # ORCD) show — a chunk-by-chunk chain would be 2-3x slower there. Its network hops
+        # are store-and-forward, as in every ring (`net_hop`): NCCL's proxy sends a step only
+        # once the GPU has written all of it.
         per_channel = nbytes / nc
         items = pieces(per_channel, chunk_bytes(op, proto))
         path = ring_hops(f, proto, nc, window=NCCL_STEPS)
+        net = path[-1] if f.n_domains > 1 else None
         path = [
-            Hop(h.latency, h.overhead, h.rate, h.window, h.count - (h is path[-1]), True)
+            Hop(h.latency, h.overhead, h.rate, h.window, h.count - (h is path[-1]),
+                h is not net, h.forward_rate)
             for h in path
-        ]
+        ]  # fmt: skip
         latency, bw_time = chain_time(
             items=items, slice_bytes=per_channel / items, path=path, base=base
         )
