@@ -43,6 +43,7 @@ from commwall.collectives.cost import (
 )
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.nccl import (
+    NCCL_SHARED_STEPS,
     NCCL_STEPS,
     P2P_LL_THRESHOLD,
     p2p_channels,
@@ -130,10 +131,17 @@ def _p2p_hops(
     chunk = min(chunk, per_channel_bytes) if per_channel_bytes > 0 else chunk
     items = pieces(per_channel_bytes, chunk)
     if network:
+        # Network p2p connections have no LL buffers (NCCL_ALLOC_P2P_NET_LL_BUFFERS=0, init.cc;
+        # net.cc sendProxyConnect, NCCL 2.22): a send to another node runs Simple whatever the
+        # size. Peers one node apart share a channel (ncclP2pChannelBaseForRound) and so its
+        # shared buffers: NCCL_SHARED_STEPS (16) over them, at most NCCL_STEPS each in flight.
+        sharing = max(1, min(peers, f.ranks_per_domain))
+        depth = max(1, min(NCCL_STEPS, NCCL_SHARED_STEPS // sharing))
+        simple_copy = sm_channel_bw(f, Proto.SIMPLE) / 2.0
         # copy into the FIFO, the NIC's RDMA write, copy out of the receiver's FIFO
-        copy = Hop(0.0, overhead, copy_rate, NCCL_STEPS, 2, streaming)
+        copy = Hop(0.0, overhead, simple_copy, depth, 2)
         # store-and-forward: the proxy sends a step once all of it is in the FIFO (net_hop)
-        wire = Hop(net_latency(f, "ring", proto), 0.0, wire_rate, NCCL_STEPS, 1)
+        wire = Hop(net_latency(f, "ring", Proto.SIMPLE), 0.0, link_bw / total_channels, depth, 1)
         return [copy, wire], chunk, items, nc
     # the sender's SM writes into the peer over NVLink/PCIe; the receiver's copies out
     latency = max(0.0, step_latency(f, f.intra_hw, "ring", Proto.LL))

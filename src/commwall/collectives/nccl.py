@@ -83,6 +83,9 @@ P2P_NVL_CHUNK: Final = 512 * KIB
 P2P_PCI_CHUNK: Final = 128 * KIB
 #: Bandwidth NCCL plans one network p2p channel for, GB/s (``NCCL_P2P_PER_CHANNEL_NET_BW``).
 P2P_PER_CHANNEL_NET_GBPS: Final = 14.0
+#: Steps of the shared buffers the peers on one network channel split (``NCCL_SHARED_STEPS``,
+#: ``device.h``; net.cc gives each of ``nsubs`` peers ``min(NCCL_STEPS, 16 / nsubs)``).
+NCCL_SHARED_STEPS: Final = 16
 #: A p2p send of at most this many bytes per channel runs LL (``NCCL_P2P_LL_THRESHOLD``,
 #: ``enqueue.cc``).
 P2P_LL_THRESHOLD: Final = 16384

@@ -310,6 +310,26 @@ def test_sendrecv_inside_a_node_climbs_with_nccls_p2p_channels() -> None:
         evaluate(Op.SENDRECV, 4096, f, "direct", Proto.SIMPLE)
 
 
+def test_sends_to_another_node_run_simple_on_shared_network_buffers() -> None:
+    """Network p2p connections get no LL buffers (NCCL_ALLOC_P2P_NET_LL_BUFFERS=0): a small
+    all-to-all's remote sends pay Simple's network step even when its local ones run LL, and
+    the peers one node apart split NCCL_SHARED_STEPS (16) — 2 steps each for 8 peers, the full
+    8 for a lone sendrecv peer."""
+    from commwall.collectives.cost import net_latency
+    from commwall.collectives.direct import _p2p_hops
+
+    f = h100(n_domains=2)
+    link = f.net_bw_per_rank
+    remote, _, _, _ = _p2p_hops(f, Proto.LL, 4096, network=True, peers=8, link_bw=link)
+    wire = remote[-1]
+    assert wire.latency == net_latency(f, "ring", Proto.SIMPLE) > net_latency(f, "ring", Proto.LL)
+    assert wire.window == 2 and all(h.window == 2 for h in remote)
+    lone, _, _, _ = _p2p_hops(f, Proto.LL, 4096, network=True, peers=1, link_bw=link)
+    assert lone[-1].window == 8
+    small = evaluate(Op.ALLTOALL, 16 * 4096, f, "direct", Proto.LL)
+    assert small.time > net_latency(f, "ring", Proto.SIMPLE)
+
+
 def test_hierarchical_is_sum_of_three_rings() -> None:
     f = h100(n_domains=8)
     s = 2**30
