@@ -79,6 +79,7 @@ class _Options:
     fec: str | None
     lane: str | None
     link_retry: bool
+    kernel: str
     ecn: str | None
     rto: str | None
     flow: bool
@@ -178,6 +179,13 @@ Flow = Annotated[
 ]
 Ports = Annotated[int, typer.Option(min=0, help="Hottest ports to list per fabric.")]
 Seed = Annotated[int, typer.Option(min=0, help="Seed of the pattern, the hashes and marking.")]
+Kernel = Annotated[
+    str,
+    typer.Option(
+        help="Event loop: auto (the compiled one for runs of a million events or more, when "
+        "numba is installed), python (the reference) or numba (compiled; the same events).",
+    ),
+]
 Json = Annotated[bool, typer.Option("--json", help="Print the results as JSON.")]
 
 
@@ -210,6 +218,7 @@ def incast(
     fec: Fec = None,
     lane: Lane = None,
     link_retry: Retry = False,
+    kernel: Kernel = "auto",
     ecn: Ecn = None,
     rto: Rto = None,
     flow: Flow = False,
@@ -260,6 +269,7 @@ def permutation(
     fec: Fec = None,
     lane: Lane = None,
     link_retry: Retry = False,
+    kernel: Kernel = "auto",
     ecn: Ecn = None,
     rto: Rto = None,
     flow: Flow = False,
@@ -303,6 +313,7 @@ def adversarial(
     fec: Fec = None,
     lane: Lane = None,
     link_retry: Retry = False,
+    kernel: Kernel = "auto",
     ecn: Ecn = None,
     rto: Rto = None,
     flow: Flow = False,
@@ -352,6 +363,7 @@ def matrix(
     fec: Fec = None,
     lane: Lane = None,
     link_retry: Retry = False,
+    kernel: Kernel = "auto",
     ecn: Ecn = None,
     rto: Rto = None,
     flow: Flow = False,
@@ -455,6 +467,7 @@ def _run(
             ber=ber,
             fec_latency_s=fec_latency,
             link_retry=opts.link_retry,
+            kernel=opts.kernel,
         )
         marking = _ecn(opts.ecn)
         timeout = parse_time(opts.rto) if opts.rto is not None else None

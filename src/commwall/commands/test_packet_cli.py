@@ -49,6 +49,21 @@ def test_incast_table_names_what_the_packets_did() -> None:
         assert text in result.output
 
 
+def test_kernel_option_picks_the_event_loop_and_both_agree() -> None:
+    """``--kernel python|numba`` forces an event loop (auto compiles only large runs): the same
+    figures either way; an unknown loop is a clear error."""
+    pytest.importorskip("numba")
+    args = ("packet", "incast", "--senders", "8", *SMALL, "--fabric", "roce", "--json")
+    runs = {k: invoke(*args, "--kernel", k)["fabrics"][0] for k in ("python", "numba")}
+    assert runs["python"]["kernel"] == "python" and runs["numba"]["kernel"] == "numba"
+    for run in runs.values():
+        for volatile in ("kernel", "wall_s", "events_per_s"):
+            run.pop(volatile)
+    assert runs["python"] == runs["numba"]
+    bad = runner.invoke(app, ["packet", "incast", "--senders", "2", "--kernel", "cuda"])
+    assert bad.exit_code != 0 and "kernel='cuda'" in bad.output and "'numba'" in bad.output
+
+
 def test_permutation_with_flow_engine_cross_check() -> None:
     data = invoke(
         "packet", "permutation", "--radix", "4", *SMALL, "--fabric", "ib", "--flow", "--json"
