@@ -731,8 +731,10 @@ def _print(
         f"; {c} ({', '.join(r.fabric for r in results if c in r.invariants)})" for c in extra
     )
     out.print(f"invariants checked: {'; '.join(every)}{note}")
+    loops = sorted({"compiled" if r.kernel == "numba" else "Python" for r in results})
     out.print(
-        f"{events:,} events in {wall:.2f} s ({events / max(wall, 1e-9):,.0f} events/s); "
+        f"{events:,} events in {wall:.2f} s ({events / max(wall, 1e-9):,.0f} events/s, "
+        f"{' and '.join(loops)} event loop); "
         + _MODEL_NOTE.format(
             mtu=cfg.mtu, cut="cut-through" if cfg.cut_through else "store-and-forward"
         )

@@ -45,7 +45,7 @@ def test_incast_table_names_what_the_packets_did() -> None:
     result = runner.invoke(app, ["packet", "incast", "--senders", "8", *SMALL, "--fabric", "roce"])
     assert result.exit_code == 0, result.output
     for text in ("incast 8:1", "Completion", "What the packets did", "roce hottest ports",
-                 "invariants checked", "events/s"):  # fmt: skip
+                 "invariants checked", "events/s", "Python event loop"):  # fmt: skip
         assert text in result.output
 
 
