@@ -117,16 +117,11 @@ def _p2p_hops(
     )
     nc = max(1, min(nc, f.p2p_channels // max(1, min(peers, f.p2p_channels))))
     total_channels = nc * peers
-    copy_rate = sm_channel_bw(f, Proto.SIMPLE) / 2.0  # half a block sends, half receives
-    wire_rate = link_bw / total_channels
-    if proto is Proto.LL:
-        copy_rate /= 2.0  # half of every LL line is flags
-        wire_rate /= 2.0
+    simple_copy = sm_channel_bw(f, Proto.SIMPLE) / 2.0  # half a block sends, half receives
     # The send and receive halves of a p2p block are separate warp groups: one half's fence
     # overlaps the other's copy, so a p2p chunk pays no per-slice overhead (measured p2p
     # channels inside H100 and A100 nodes move at half the SM's Simple rate, no less).
     overhead = 0.0
-    streaming = proto is not Proto.SIMPLE
     per_channel_bytes = nbytes / nc
     chunk = min(chunk, per_channel_bytes) if per_channel_bytes > 0 else chunk
     items = pieces(per_channel_bytes, chunk)
@@ -137,12 +132,16 @@ def _p2p_hops(
         # shared buffers: NCCL_SHARED_STEPS (16) over them, at most NCCL_STEPS each in flight.
         sharing = max(1, min(peers, f.ranks_per_domain))
         depth = max(1, min(NCCL_STEPS, NCCL_SHARED_STEPS // sharing))
-        simple_copy = sm_channel_bw(f, Proto.SIMPLE) / 2.0
         # copy into the FIFO, the NIC's RDMA write, copy out of the receiver's FIFO
         copy = Hop(0.0, overhead, simple_copy, depth, 2)
         # store-and-forward: the proxy sends a step once all of it is in the FIFO (net_hop)
         wire = Hop(net_latency(f, "ring", Proto.SIMPLE), 0.0, link_bw / total_channels, depth, 1)
         return [copy, wire], chunk, items, nc
+    copy_rate, wire_rate = simple_copy, link_bw / total_channels
+    if proto is Proto.LL:
+        copy_rate /= 2.0  # half of every LL line is flags
+        wire_rate /= 2.0
+    streaming = proto is not Proto.SIMPLE
     # the sender's SM writes into the peer over NVLink/PCIe; the receiver's copies out
     latency = max(0.0, step_latency(f, f.intra_hw, "ring", Proto.LL))
     link = Hop(latency, overhead, min(copy_rate, wire_rate), NCCL_STEPS, 1, streaming)

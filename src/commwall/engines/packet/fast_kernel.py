@@ -840,11 +840,11 @@ def _next_packet(st: Any, f: int) -> int:
         SQ[at, SQ_OUT] = 1
         F[f, F_INFLIGHT] = inflight + size
     G[G_SENT] += size
+    wire = size + F[f, F_HEADER]
     if pace != 0.0:
-        wire = size + F[f, F_HEADER]
         last = F[f, F_NEXT_TIME]
         F[f, F_NEXT_TIME] = (now if now > last else last) + int(wire * pace)
-    if G[G_DCQCN] and _dcqcn_sent(st, f, size + F[f, F_HEADER]):
+    if G[G_DCQCN] and _dcqcn_sent(st, f, wire):
         _set_pace(st, f)  # only a rate change moves the pace
     if st[I_TM][3 * f + T_RTO, TM_DEAD] < 0:
         _arm(st, 3 * f + T_RTO, now + F[f, F_RTO_PS])
