@@ -222,7 +222,7 @@ def _pools(net: Network) -> _Pools:
     return _Pools(
         heap=4 * ports + loops + 2 * flows + len(net.tasks) + 64,
         packets=2 * credit_bytes // max(net.wire_mtu, 1) + 4 * flows + 1024,
-        timers=acks + 1024,
+        timers=min(acks, 4 * flows) + 1024,
         credits=loops + 64,
     )
 
@@ -513,6 +513,32 @@ _COUNTERS = (
 )
 
 
+def _grow(st: tuple[Any, ...], k: Any) -> tuple[Any, ...]:
+    """``st`` after ERR_ROOM: every pool with fewer than ``ROOM`` free rows doubled (the heap
+    keeps its entries; the new rows of a free list go to its front), the error cleared."""
+    out = list(st)
+    G = out[k.I_G]
+    H = out[k.I_H]
+    if G[k.G_HSIZE] + k.ROOM > H.shape[0]:
+        out[k.I_H] = _table(2 * H.shape[0], H.shape[1])
+        out[k.I_H][: H.shape[0]] = H
+    for index, used, free, link in (
+        (k.I_K, k.G_PUSED, k.G_PFREE, k.K_NEXT),
+        (k.I_TQ, k.G_TUSED, k.G_TFREE, k.TQ_NEXT),
+        (k.I_CH, k.G_CUSED, k.G_CFREE, k.CH_NEXT),
+    ):
+        old = out[index]
+        rows = old.shape[0]
+        if G[used] + k.ROOM > rows:
+            new = _free_list(2 * rows, old.shape[1], link)
+            new[:rows] = old
+            new[-1, link] = G[free]
+            G[free] = rows
+            out[index] = new
+    G[k.G_ERR] = k.ERR_NONE
+    return tuple(out)
+
+
 def _kernel() -> Any:
     return importlib.import_module(_MODULE)
 
@@ -533,9 +559,14 @@ def run_fast(net: Network) -> None:
     while True:
         st = _pack(net, pools)
         err = run(st)
+        while err == k.ERR_ROOM:  # grow the pools that ran low and go on
+            st = _grow(st, k)
+            err = run(st)
         if err not in grow:
             break
+        # An event ran a pool dry halfway (the run cannot go on): again from the start, larger.
         setattr(pools, grow[err], 2 * getattr(pools, grow[err]))
+        del st
     G = st[0]
     if err == k.ERR_ROUTE:  # a packet reached a node its flow has no route from
         raise TransportError(f"kernel='numba': a flow has no route at node {int(G[k.G_ERRARG])}")
@@ -573,7 +604,7 @@ def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:
     if G[k.G_FIRST_DONE]:
         net.first_done = [x for x in a["FD"].tolist() if x >= 0]
     rows = G[k.G_NSAMP]
-    net.samples = a["SM"][:rows].tolist()
+    net.sample_matrix = a["SM"][:rows].copy()
     net.sample_times = a["ST"][:rows].tolist()
     _write_ports(net, k, a["P"], a["CH"])
     XO = a["XO"].tolist()

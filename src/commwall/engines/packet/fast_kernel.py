@@ -57,8 +57,9 @@ STATE = (
     G_FIRST_DONE, G_NSAMP, G_ACK_EVERY, G_ACK_SIZE, G_LIMIT, G_SAMPLE, G_PICK, G_SELECTIVE,
     G_RENO, G_DROPPED, G_DROP_PACKETS, G_MTI, G_TRIMMED, G_TRIM_PACKETS, G_REPATHS, G_NSCC,
     G_DCQCN, G_FAST_RECOVERY, G_TICK_PS, G_CNP_INTERVAL, G_CNPS_SENT, G_CNPS_RECEIVED,
-    G_PAUSES_SENT, G_RESUMES_SENT, G_CORRUPTED, G_CORRUPT_PACKETS, G_LINK_REPLAYS, G_LEN,
-) = range(46)  # fmt: skip
+    G_PAUSES_SENT, G_RESUMES_SENT, G_CORRUPTED, G_CORRUPT_PACKETS, G_LINK_REPLAYS, G_PUSED,
+    G_TUSED, G_CUSED, G_STARTED, G_LEN,
+) = range(50)  # fmt: skip
 
 # how switches choose among a flow's candidate ports (components.PICK_*)
 PICK_FIXED, PICK_SPRAY, PICK_ADAPTIVE = 0, 1, 2
@@ -66,8 +67,15 @@ PICK_FIXED, PICK_SPRAY, PICK_ADAPTIVE = 0, 1, 2
 # error codes (G_ERR)
 (
     ERR_NONE, ERR_HEAP, ERR_PACKETS, ERR_TIMERS, ERR_CREDITS, ERR_OVERFLOW, ERR_ROUTE,
-    ERR_FRUITLESS,
-) = range(8)  # fmt: skip
+    ERR_FRUITLESS, ERR_ROOM,
+) = range(9)  # fmt: skip
+
+#: Rows each pool (heap, packets, timers, credit holders) keeps free before an event runs: an
+#: event that finds less stops the loop with ERR_ROOM, before it starts, so that the caller can
+#: grow the pools and run on from there (an event takes a few rows; one that takes more than
+#: this, such as a task starting many flows, runs out mid-event: ERR_HEAP and friends, and the
+#: caller reruns from the start with larger pools).
+ROOM = 64
 
 #: endpoints.MAX_FRUITLESS_TIMEOUTS: timeouts in a row with nothing acknowledged stop the run
 MAX_FRUITLESS_TIMEOUTS = 64
@@ -259,6 +267,7 @@ def _new_packet(G: Any, K: Any, flow: int, kind: int, seq: int, size: int, paylo
         G[G_ERR] = ERR_PACKETS
         return -1
     G[G_PFREE] = K[pkt, K_NEXT]
+    G[G_PUSED] += 1
     K[pkt, K_FLOW] = flow
     K[pkt, K_KIND] = kind
     K[pkt, K_SEQ] = seq
@@ -374,6 +383,7 @@ def _pick(st: Any, node: int, f: int, pkt: int, forward: bool) -> int:
 def _free_packet(G: Any, K: Any, pkt: int) -> None:
     K[pkt, K_NEXT] = G[G_PFREE]
     G[G_PFREE] = pkt
+    G[G_PUSED] -= 1
 
 
 @_jit
@@ -552,6 +562,7 @@ def _return_credit(st: Any, p: int, nbytes: int) -> None:
         G[G_ERR] = ERR_CREDITS
         return
     G[G_CFREE] = CH[holder, CH_NEXT]
+    G[G_CUSED] += 1
     CH[holder, CH_AMOUNT] = nbytes
     P[p, P_HOLDER] = holder
     P[p, P_CREDIT_DUE] = due
@@ -567,6 +578,7 @@ def _credit(st: Any, p: int, holder: int) -> None:
         P[p, P_HOLDER] = -1
     CH[holder, CH_NEXT] = G[G_CFREE]
     G[G_CFREE] = holder
+    G[G_CUSED] -= 1
     if not P[p, P_BUSY] and _has_work(P, p):
         _start(st, p)
 
@@ -1195,6 +1207,7 @@ def _arm(st: Any, tid: int, t: int) -> None:
             G[G_ERR] = ERR_TIMERS
             return
         G[G_TFREE] = TQ[q, TQ_NEXT]
+        G[G_TUSED] += 1
         TQ[q, TQ_T] = t
         TQ[q, TQ_Q] = seq
         TQ[q, TQ_GEN] = gen
@@ -1226,6 +1239,7 @@ def _fire(st: Any, tid: int, gen: int) -> None:
         _push_seq(G, H, TQ[q, TQ_T], TQ[q, TQ_Q], EV_TIMER, tid, TQ[q, TQ_GEN])
         TQ[q, TQ_NEXT] = G[G_TFREE]
         G[G_TFREE] = q
+        G[G_TUSED] -= 1
     else:
         TM[tid, TM_INHEAP] -= 1
     if gen != TM[tid, TM_GEN]:
@@ -1415,19 +1429,31 @@ def _dispatch(st: Any, kind: int, idx: int, arg: int) -> None:
 
 @_jit
 def run_kernel(st: Any) -> int:
-    """Schedule the tasks and the first sample as Network.run does, run every event in
-    (time, sequence) order until none are left or ``G[G_LIMIT]`` ran (-1: no limit); returns
-    the error code (0: none)."""
+    """Schedule the tasks and the first sample as Network.run does (on the first call), run
+    every event in (time, sequence) order until none are left or ``G[G_LIMIT]`` ran in all
+    (-1: no limit); returns the error code (0: none). After ERR_ROOM the caller grows the pools
+    (``fast._grow``) and calls again: the run goes on where it stopped."""
     G, H, F, TK = st[I_G], st[I_H], st[I_F], st[I_TK]
-    for task in range(TK.shape[0]):
-        if TK[task, TK_WAITING] == 0:
-            TK[task, TK_READY] = 0
-            _push(G, H, TK[task, TK_DELAY], EV_TASK, task, 0)
-    if G[G_SAMPLE] > 0 and F.shape[0] > 0:
-        _push(G, H, 0, EV_SAMPLE, 0, G[G_SAMPLE])
+    K, TQ, CH = st[I_K], st[I_TQ], st[I_CH]
+    if not G[G_STARTED]:
+        G[G_STARTED] = 1
+        for task in range(TK.shape[0]):
+            if TK[task, TK_WAITING] == 0:
+                TK[task, TK_READY] = 0
+                _push(G, H, TK[task, TK_DELAY], EV_TASK, task, 0)
+        if G[G_SAMPLE] > 0 and F.shape[0] > 0:
+            _push(G, H, 0, EV_SAMPLE, 0, G[G_SAMPLE])
     limit = G[G_LIMIT]
-    ran = 0
+    ran = G[G_EVENTS]
     while G[G_HSIZE] > 0 and ran != limit and G[G_ERR] == ERR_NONE:
+        if (
+            G[G_HSIZE] + ROOM > H.shape[0]
+            or G[G_PUSED] + ROOM > K.shape[0]
+            or G[G_TUSED] + ROOM > TQ.shape[0]
+            or G[G_CUSED] + ROOM > CH.shape[0]
+        ):
+            G[G_ERR] = ERR_ROOM
+            break
         t, kind, idx, arg = _pop(G, H)
         G[G_NOW] = t
         ran += 1

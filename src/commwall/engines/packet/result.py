@@ -134,8 +134,10 @@ def summarise(
         for p in hot
     ]
     series: dict[str, tuple[list[float], list[int]]] = {}
-    if net.samples:
+    matrix = net.sample_matrix
+    if matrix is None and net.samples:
         matrix = np.asarray(net.samples, dtype=np.int64)
+    if matrix is not None and len(matrix):
         times = (np.asarray(net.sample_times, dtype=np.float64) / PS_PER_S).tolist()
         peaks = matrix.max(axis=0)
         for col in np.argsort(-peaks, kind="stable")[:top].tolist():

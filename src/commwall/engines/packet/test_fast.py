@@ -306,3 +306,47 @@ def test_packet_engine_collectives_match_python(preset: str, op: str, algo: str)
             packet.pop(volatile)
         out[kernel] = (result.phases, result.makespan, result.counters, packet)
     assert out["numba"] == out["python"]
+
+
+def _tiny_pools(net: Network) -> fast._Pools:
+    """Pools just over the kernel's ROOM: every pool must grow while the run goes on."""
+    room = fast._kernel().ROOM + 1
+    return fast._Pools(heap=room, packets=room, timers=room, credits=room)
+
+
+@pytest.mark.parametrize("fabric", ["ib", "uec", "roce"])
+def test_pools_grow_in_place(monkeypatch: pytest.MonkeyPatch, fabric: str) -> None:
+    """Pools far too small grow as the run goes (ERR_ROOM, then on from where it stopped):
+    one packing only, and the same results as the Python loop."""
+    packs = []
+    pack = fast._pack
+
+    def counting(net: Network, pools: fast._Pools) -> tuple[Any, ...]:
+        packs.append(fast._Pools(**pools.__dict__))  # (run_fast doubles one in place)
+        return pack(net, pools)
+
+    monkeypatch.setattr(fast, "_pools", _tiny_pools)
+    monkeypatch.setattr(fast, "_pack", counting)
+    grown = []
+    grow = fast._grow
+    monkeypatch.setattr(fast, "_grow", lambda st, k: grown.append(1) or grow(st, k))
+    src, dst = _permutation(16, 5)
+    _both(_fat_tree(4), src=src, dst=dst, nbytes=300_000, seed=5, fabric=fabric,
+          routing="spray")  # fmt: skip
+    assert len(packs) == 1 and len(grown) >= 4
+
+
+def test_pool_dry_mid_event_reruns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task starting more flows than the heap holds runs it dry halfway through one event:
+    the run starts again with a larger heap, with the same results."""
+    packs: list[fast._Pools] = []
+    pack = fast._pack
+
+    def counting(net: Network, pools: fast._Pools) -> tuple[Any, ...]:
+        packs.append(fast._Pools(**pools.__dict__))  # (run_fast doubles one in place)
+        return pack(net, pools)
+
+    monkeypatch.setattr(fast, "_pools", _tiny_pools)
+    monkeypatch.setattr(fast, "_pack", counting)
+    _both(_fat_tree(8), src=list(range(1, 128)), dst=[0] * 127, nbytes=16 * KIB, seed=2)
+    assert len(packs) >= 2 and packs[-1].heap > packs[0].heap

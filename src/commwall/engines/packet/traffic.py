@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -71,23 +71,30 @@ def topology_routes(
 ) -> list[list[list[int]]]:
     """Link lists per flow: the one ECMP path, or every equal-cost path (at most 64, evenly
     spaced, as :func:`commwall.routing.oracle.spray_routes`) for spraying and adaptive routing."""
+    return list(iter_routes(topology, src, dst, routing, seed))
+
+
+def iter_routes(
+    topology: Topology, src: Sequence[int], dst: Sequence[int], routing: str, seed: int
+) -> Iterator[list[list[int]]]:
+    """:func:`topology_routes` one flow at a time: a sprayed flow's paths are built only when
+    asked for, so that a caller that keeps only their union holds one flow's at a time."""
     s = np.asarray(src, dtype=np.int64)
     d = np.asarray(dst, dtype=np.int64)
     if routing == "ecmp":
-        paths = route_paths(topology, s, d, "ecmp", seed=seed)
-        rows = paths.links
-        return [[[int(x) for x in rows[i] if x >= 0]] for i in range(len(s))]
+        rows = route_paths(topology, s, d, "ecmp", seed=seed).links
+        for i in range(len(s)):
+            yield [[int(x) for x in rows[i] if x >= 0]]
+        return
     oracle = topology.path_fn
     if oracle is None:
         raise TransportError(f"topology {topology.name!r} has no routes (path_fn is None)")
-    out: list[list[list[int]]] = []
     for a, b in zip(s.tolist(), d.tolist(), strict=True):
         count = oracle.count(a, b)
         if count == 0:
             raise TransportError(f"no route from endpoint {a} to endpoint {b}")
         k = min(count, SPRAY_MAX_ROUTES)
-        out.append([oracle.links(a, b, (j * count) // k).tolist() for j in range(k)])
-    return out
+        yield [oracle.links(a, b, (j * count) // k).tolist() for j in range(k)]
 
 
 def run_packet_traffic(
@@ -136,12 +143,12 @@ def run_packet_traffic(
     graph = graph_from_topology(topology)
     switch_latency = float(topology.params.get("switch_latency", 0.0))
     net = Network(graph, profile, cfg, switch_latency=switch_latency, routing=pick, seed=seed)
-    fwd_paths = topology_routes(topology, s, d, pick, seed)
-    rev_paths = topology_routes(topology, d, s, pick, seed + 1)
     flows = []
-    for i in range(len(s)):
-        fwd = route_maps(fwd_paths[i], net.ports)
-        rev = route_maps(rev_paths[i], net.ports)
+    fwd_routes = iter_routes(topology, s, d, pick, seed)
+    rev_routes = iter_routes(topology, d, s, pick, seed + 1)
+    for i, (fwd_paths, rev_paths) in enumerate(zip(fwd_routes, rev_routes, strict=True)):
+        fwd = route_maps(fwd_paths, net.ports)
+        rev = route_maps(rev_paths, net.ports)
         flows.append(net.add_flow(s[i], d[i], int(sizes[i]), fwd, rev))
     net.add_task(Task("traffic", 0, flows))
     kernel = pick_kernel(net, cfg.kernel)  # "auto": the compiled loop where it applies
