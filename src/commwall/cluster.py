@@ -432,12 +432,18 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
         "gpus_per_node", spec.gpus_per_node, preset.gpus_per_node if preset else None
     )
     domain_default = preset.scale_up_domain if preset else gpus_per_node
+    nics_default = preset.nics_per_node if preset else None
+    if preset is not None and gpus_per_node != preset.gpus_per_node:
+        # Other nodes of the preset's kind: a domain that was the node stays the node (a 4-GPU
+        # HGX board does not share NVSwitches with its neighbour; a rack-wide NVL72 domain
+        # keeps its size), and the node keeps the preset's NICs per GPU (at least one).
+        if preset.scale_up_domain == preset.gpus_per_node:
+            domain_default = gpus_per_node
+        nics_default = max(1, -(-preset.nics_per_node * gpus_per_node // preset.gpus_per_node))
     if spec.scale_up == "pcie":
         domain_default = gpus_per_node
     scale_up_domain = shape("scale_up_domain", spec.scale_up_domain, domain_default)
-    nics_per_node = shape(
-        "nics_per_node", spec.nics_per_node, preset.nics_per_node if preset else None
-    )
+    nics_per_node = shape("nics_per_node", spec.nics_per_node, nics_default)
     fabric = spec.fabric or (preset.fabric if preset else None)
     if fabric is None:
         errors.append("cluster.fabric: required when no preset is given (ib, roce or ethernet)")

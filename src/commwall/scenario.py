@@ -262,7 +262,14 @@ class ClusterSpec(_Strict):
     nodes: int = Field(default=1, ge=1, le=1_000_000, description="Nodes (compute trays), count.")
     gpu: str | None = Field(default=None, description="GPU part name (kind 'gpu').")
     gpus_per_node: int | None = Field(
-        default=None, ge=1, le=1024, description="GPUs per node, count."
+        default=None,
+        ge=1,
+        le=1024,
+        description=(
+            "GPUs per node, count. With a preset whose scale-up domain is its node (DGX/HGX), "
+            "a different count also sets that domain and scales the NICs per node (same NICs "
+            "per GPU, at least one) unless scale_up_domain / nics_per_node are given."
+        ),
     )
     scale_up: ScaleUp = Field(
         default="nvlink",

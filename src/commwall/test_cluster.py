@@ -198,6 +198,19 @@ def test_nvl72_preset_gives_72_gpu_domains() -> None:
     assert (w.n_domains, w.ranks_per_domain) == (2, 72)
 
 
+def test_fewer_gpus_per_node_keep_the_domain_the_node_and_a_nic_per_gpu() -> None:
+    """4-GPU nodes of a DGX-style preset are 4-GPU NVLink domains with 4 NICs (the preset's
+    one NIC per GPU), not an 8-GPU domain spanning two nodes; given values still win."""
+    c = cluster(preset="dgx-h100", nodes=2, gpus_per_node=4)
+    assert (c.scale_up_domain, c.nics_per_node, c.n_domains) == (4, 4, 2)
+    assert c.net_bw_per_gpu == pytest.approx(cluster(preset="dgx-h100").net_bw_per_gpu)
+    c = cluster(preset="dgx-h100", nodes=2, gpus_per_node=4, scale_up_domain=8, nics_per_node=2)
+    assert (c.scale_up_domain, c.nics_per_node, c.n_domains) == (8, 2, 1)
+    assert cluster(preset="dgx-h100", nodes=2, gpus_per_node=1).nics_per_node == 1
+    rack = cluster(preset="gb200-nvl72", nodes=36, gpus_per_node=4)  # the preset's own count
+    assert rack.scale_up_domain == 72
+
+
 def test_nvl72_nodes_must_fill_whole_racks() -> None:
     with pytest.raises(ScenarioError, match=r"use a multiple of 18"):
         cluster(preset="gb200-nvl72", nodes=20)

@@ -334,7 +334,7 @@ CASES: list[tuple[str, str, list[str]]] = [
     ),
     (
         "domain-not-multiple-of-node",
-        "cluster:\n  gpus_per_node: 6\n",
+        "cluster:\n  gpus_per_node: 6\n  scale_up_domain: 8\n",
         ["cluster.scale_up_domain: 8 GPUs must be a multiple or a divisor of gpus_per_node (6)"],
     ),
     (
