@@ -145,8 +145,8 @@ def pick_kernel(net: Network, requested: str) -> str:
 
 
 #: ``kernel="auto"`` compiles only runs estimated at this many events or more (a few seconds of
-#: the Python loop): below it, importing numba and loading its cache (~0.4 s, ~20 s on the
-#: first run after an install while it compiles) costs more than it saves.
+#: the Python loop): below it, importing numba and loading its cache (~0.4 s; about a minute on
+#: the first run after an install, while it compiles) costs more than it saves.
 AUTO_MIN_EVENTS = 1_000_000
 
 

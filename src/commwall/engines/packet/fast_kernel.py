@@ -177,6 +177,18 @@ def _jit(fn: _F) -> _F:
     return cast(_F, njit(**options)(fn))
 
 
+def _jit_inline(fn: _F) -> _F:
+    """:func:`_jit`, and inlined where it is called (numba's IR inliner). A call that takes the
+    state tuple ``st`` passes its 37 arrays flattened: ~290 machine words pushed on the stack
+    per call (2,304 bytes in ``_dispatch``'s calls), several times per event. The functions on
+    every event's path that have one or two callers are inlined, and ``_start`` and the leaves
+    ``_pick``, ``_random``, ``_error_p``; ``_start``'s own callees (``_pull``, ``_next_packet``)
+    and the many-caller ``_control``, ``_arm`` and ``_wake`` stay calls: inlining them too took
+    the first compile from ~1 to 2-6 minutes and 1.5-5 GB (benchmarks/README.md)."""
+    options: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False, "inline": "always"}
+    return cast(_F, njit(**options)(fn))
+
+
 # ---- the heap ------------------------------------------------------------------------------
 
 
@@ -312,7 +324,7 @@ def _genrand(G: Any, MT: Any) -> int:
     return int(y & _MT_MASK)
 
 
-@_jit
+@_jit_inline
 def _random(st: Any) -> float:
     """random.Random.random(): 53 bits from two draws."""
     G, MT = st[I_G], st[I_MT]
@@ -333,7 +345,7 @@ def _mix64(z: Any) -> Any:
     return z ^ (z >> np.uint64(31))
 
 
-@_jit
+@_jit_inline
 def _pick(st: Any, node: int, f: int, pkt: int, forward: bool) -> int:
     """The egress port Node.receive chooses at ``node`` for ``pkt`` of flow ``f`` (spraying or
     adaptive routing); -1 and an error if the flow has no route there."""
@@ -412,7 +424,7 @@ def _popleft(Q: Any, row: int, col: int, K: Any) -> int:
 # ---- ports (components.Port) ---------------------------------------------------------------
 
 
-@_jit
+@_jit_inline
 def _start(st: Any, p: int) -> None:
     """Port.start: begin serialising the next eligible packet, if any."""
     G, H, P, PPB, K = st[I_G], st[I_H], st[I_P], st[I_PPB], st[I_K]
@@ -470,7 +482,7 @@ def _has_work(P: Any, p: int) -> bool:
     return bool(P[p, P_CTRL] >= 0 or P[p, P_DATA] >= 0 or P[p, P_SCHED] >= 0)
 
 
-@_jit
+@_jit_inline
 def _done(st: Any, p: int) -> None:
     """Port.done: the tail left; free its buffer here, count it, start the next one."""
     G, P, N = st[I_G], st[I_P], st[I_N]
@@ -499,7 +511,7 @@ def _done(st: Any, p: int) -> None:
         _start(st, p)
 
 
-@_jit
+@_jit_inline
 def _arrive(st: Any, p: int) -> None:
     """Port.arrive: deliver every packet whose time has come to the far end."""
     G, H, P, K = st[I_G], st[I_H], st[I_P], st[I_K]
@@ -516,7 +528,7 @@ def _arrive(st: Any, p: int) -> None:
         P[p, P_ARMED] = 0
 
 
-@_jit
+@_jit_inline
 def _error_p(st: Any, p: int, size: int) -> float:
     """Port._error_p: a full packet's error probability, or less for a smaller one."""
     full = st[I_PB][p]
@@ -631,7 +643,7 @@ def _resume(st: Any, node: int) -> None:
 # ---- nodes (components.Node) ---------------------------------------------------------------
 
 
-@_jit
+@_jit_inline
 def _receive(st: Any, node: int, pkt: int, in_port: int) -> None:
     """Node.receive: deliver the packet here or forward it along its flow's route."""
     G, P, N, F, R, K = st[I_G], st[I_P], st[I_N], st[I_F], st[I_R], st[I_K]
@@ -902,7 +914,7 @@ def _drop_outstanding(F: Any, SQ: Any, f: int, seq: int) -> None:
         F[f, F_INFLIGHT] -= _payload(F, f, seq)
 
 
-@_jit
+@_jit_inline
 def _on_control(st: Any, f: int, pkt: int) -> None:
     """Sender.on_control: an ACK, NACK or CNP arrived."""
     F, SQ, K = st[I_F], st[I_SQ], st[I_K]
@@ -1225,7 +1237,7 @@ def _arm(st: Any, tid: int, t: int) -> None:
         TM[tid, TM_TAIL] = t
 
 
-@_jit
+@_jit_inline
 def _fire(st: Any, tid: int, gen: int) -> None:
     """Timer._fire: move the next waiting arming onto the heap; run the callback if current
     (Sender._timeout, Sender._paced or Sender._tick)."""
@@ -1276,7 +1288,7 @@ def _control(st: Any, f: int, kind: int, seq: int, data: int) -> None:
         _start(st, port)
 
 
-@_jit
+@_jit_inline
 def _on_data(st: Any, f: int, pkt: int) -> None:
     """Receiver.on_data: go-back-N accepts in order, discards (NACKs once) ahead and ACKs
     duplicates; selective accepts any new packet and ACKs every one."""
@@ -1409,7 +1421,7 @@ def _sample(st: Any, interval: int) -> None:
 # ---- the loop (kernel.Simulator.run, network.Network.run) -----------------------------------
 
 
-@_jit
+@_jit_inline
 def _dispatch(st: Any, kind: int, idx: int, arg: int) -> None:
     if kind == EV_DONE:
         _done(st, idx)
