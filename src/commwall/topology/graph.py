@@ -26,13 +26,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import networkx as nx  # type: ignore[import-untyped]  # no stubs in the venv
 import numpy as np
 import numpy.typing as npt
 
 from commwall.errors import CommwallError
+
+if TYPE_CHECKING:  # networkx is imported where it is used: it is not needed to build or route
+    import networkx as nx  # type: ignore[import-untyped]  # no stubs in the venv
 
 __all__ = [
     "IntArray",
@@ -267,6 +269,8 @@ class Topology:
         """A ``networkx.MultiDiGraph``: node attributes ``kind``, ``tier``, ``group``; edge key =
         link index, attributes ``capacity`` (bytes/s), ``latency`` (s), ``length_m``, ``medium``,
         ``tier``, ``kind``."""
+        import networkx as nx
+
         g = nx.MultiDiGraph(name=self.name, **dict(self.params))
         for i in range(self.n_nodes):
             g.add_node(

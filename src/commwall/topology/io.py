@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-import networkx as nx  # type: ignore[import-untyped]  # no stubs in the venv
+from typing import TYPE_CHECKING, Any
 
 from commwall.topology import _checks as ck
 from commwall.topology.graph import Medium, NodeKind, Topology, TopologyError
+
+if TYPE_CHECKING:  # networkx is imported where GraphML is read (~11 MiB on every start)
+    import networkx as nx  # type: ignore[import-untyped]  # no stubs in the venv
 
 __all__ = ["from_edge_list", "from_graphml", "from_networkx"]
 
@@ -132,6 +133,8 @@ def from_networkx(
 
 def from_graphml(path: str | Path, link_rate: str | float = ck.DEFAULT_LINK_RATE) -> Topology:
     """Read a GraphML file (node ``kind``/``tier``, edge ``capacity``/``latency``/``length_m``)."""
+    import networkx as nx
+
     p = Path(path)
     try:
         graph = nx.read_graphml(p)

@@ -20,11 +20,8 @@ from __future__ import annotations
 
 from collections import deque
 
-import networkx as nx  # type: ignore[import-untyped]  # no stubs in the venv
 import numpy as np
 import numpy.typing as npt
-from scipy.sparse import csr_matrix  # type: ignore[import-untyped]  # no stubs in the venv
-from scipy.sparse.csgraph import shortest_path  # type: ignore[import-untyped]  # no stubs in the venv
 
 from commwall.topology.clos import ClosStructure
 from commwall.topology.dragonfly import DragonflyStructure
@@ -127,6 +124,8 @@ def bisection_bandwidth_maxflow(topo: Topology, side_a: npt.ArrayLike | None = N
     (networkx preflow-push). Parallel links add up. For small instances (a few thousand nodes)."""
     ends = topo.endpoints()
     in_a = _side_a(topo, side_a)
+    import networkx as nx  # type: ignore[import-untyped]  # (imported here: ~11 MiB, rarely used)
+
     keys, cap = _cable_capacity(topo)
     g = nx.DiGraph()
     for (u, v), c in zip(keys.tolist(), cap.tolist(), strict=True):
@@ -193,6 +192,9 @@ def _endpoint_distances(topo: Topology) -> npt.NDArray[np.float64]:
             f"{len(ends):,} endpoints x {topo.n_nodes:,} nodes is too large for BFS; build it with "
             "a structured builder (closed forms) or measure a smaller instance"
         )
+    from scipy.sparse import csr_matrix  # type: ignore[import-untyped]  # (imported here: ~21 MiB)
+    from scipy.sparse.csgraph import shortest_path  # type: ignore[import-untyped]
+
     adj = csr_matrix(
         (np.ones(topo.n_links), (topo.link_src, topo.link_dst)), shape=(topo.n_nodes,) * 2
     )

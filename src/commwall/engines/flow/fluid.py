@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 
 from commwall.engines.base import EngineInputError, InvariantError
 from commwall.engines.flow.maxmin import FloatArray, IntArray, distinct, max_min_rates
@@ -454,6 +453,8 @@ class _Run:
             rows = rows.astype(np.int64)
         indptr = np.concatenate(([0], np.cumsum(counts))).astype(rows.dtype, copy=False)
         # Entries are grouped by flow, so the CSC (column = flow) needs no sort.
+        from scipy import sparse  # type: ignore[import-untyped]  # imported on use: ~20 MiB
+
         incidence = sparse.csc_matrix((weights, rows, indptr), shape=(len(capacity), len(act)))
         rates = max_min_rates(incidence, capacity, self.plan.cap[act])
         self.events += 1

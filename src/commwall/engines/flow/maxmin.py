@@ -35,11 +35,15 @@ and the *level* — the common rate at which the link would saturate):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 
 from commwall.engines.base import EngineInputError, InvariantError
+
+if TYPE_CHECKING:  # scipy.sparse is imported where it is used (~20 MiB, ~80 ms on every start)
+    from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 
 __all__ = ["FloatArray", "IntArray", "distinct", "gather_ranges", "max_min_rates"]
 
@@ -76,6 +80,8 @@ def max_min_rates(
     >>> max_min_rates(one_link, np.array([8.0]), np.array([1.0, np.inf, np.inf, np.inf])).tolist()
     [1.0, 2.3333333333333335, 2.3333333333333335, 2.3333333333333335]
     """
+    from scipy import sparse
+
     if not sparse.issparse(incidence):
         incidence = sparse.csr_matrix(incidence)
     by_flow = incidence.tocsc()  # no copy when already CSC

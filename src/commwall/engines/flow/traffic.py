@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse  # type: ignore[import-untyped]  # no stubs in the venv
 
 from commwall.engines.base import EngineInputError
 from commwall.engines.flow.aggregate import RouterClasses, router_classes
@@ -290,6 +289,8 @@ def run_traffic(
     )
     fluid = simulate(capacity, [FluidTask("traffic", 0.0, batch)], track=0, progress=progress)
     fct = fluid.flow_finish[0] + tail
+    from scipy import sparse  # type: ignore[import-untyped]  # imported on use: ~20 MiB
+
     incidence = sparse.csr_matrix(
         (weight, (routes.link, routes.flow)), shape=(len(capacity), routes.n_flows)
     )
@@ -418,6 +419,8 @@ def saturation(
     classes = router_classes(topology, src, dst, size, policy)
     routes, weight, _ = _routes(topology, src, dst, size, policy, seed, classes)
     capacity, path = _capacity_and_latency(topology, routes)
+    from scipy import sparse
+
     incidence = sparse.csr_matrix(
         (weight, (routes.link, routes.flow)), shape=(len(capacity), routes.n_flows)
     )
@@ -472,5 +475,7 @@ def _access_rate(topology: Topology, src: IntArray, dst: IntArray) -> float:
     n = len(src)
     links = np.concatenate([2 * src, 2 * dst + 1])
     flows = np.concatenate([np.arange(n), np.arange(n)])
+    from scipy import sparse
+
     incidence = sparse.csr_matrix((np.ones(2 * n), (links, flows)), shape=(topology.n_links, n))
     return float(max_min_rates(incidence, np.maximum(topology.link_capacity, 1.0)).sum())
