@@ -314,11 +314,9 @@ def _tiny_pools(net: Network) -> fast._Pools:
     return fast._Pools(heap=room, packets=room, timers=room, credits=room)
 
 
-@pytest.mark.parametrize("fabric", ["ib", "uec", "roce"])
-def test_pools_grow_in_place(monkeypatch: pytest.MonkeyPatch, fabric: str) -> None:
-    """Pools far too small grow as the run goes (ERR_ROOM, then on from where it stopped):
-    one packing only, and the same results as the Python loop."""
-    packs = []
+def _packings(monkeypatch: pytest.MonkeyPatch) -> list[fast._Pools]:
+    """Start every run from tiny pools; the returned list gets the pools of each packing."""
+    packs: list[fast._Pools] = []
     pack = fast._pack
 
     def counting(net: Network, pools: fast._Pools) -> tuple[Any, ...]:
@@ -327,6 +325,14 @@ def test_pools_grow_in_place(monkeypatch: pytest.MonkeyPatch, fabric: str) -> No
 
     monkeypatch.setattr(fast, "_pools", _tiny_pools)
     monkeypatch.setattr(fast, "_pack", counting)
+    return packs
+
+
+@pytest.mark.parametrize("fabric", ["ib", "uec", "roce"])
+def test_pools_grow_in_place(monkeypatch: pytest.MonkeyPatch, fabric: str) -> None:
+    """Pools far too small grow as the run goes (ERR_ROOM, then on from where it stopped):
+    one packing only, and the same results as the Python loop."""
+    packs = _packings(monkeypatch)
     grown = []
     grow = fast._grow
     monkeypatch.setattr(fast, "_grow", lambda st, k: grown.append(1) or grow(st, k))
@@ -339,14 +345,6 @@ def test_pools_grow_in_place(monkeypatch: pytest.MonkeyPatch, fabric: str) -> No
 def test_pool_dry_mid_event_reruns(monkeypatch: pytest.MonkeyPatch) -> None:
     """A task starting more flows than the heap holds runs it dry halfway through one event:
     the run starts again with a larger heap, with the same results."""
-    packs: list[fast._Pools] = []
-    pack = fast._pack
-
-    def counting(net: Network, pools: fast._Pools) -> tuple[Any, ...]:
-        packs.append(fast._Pools(**pools.__dict__))  # (run_fast doubles one in place)
-        return pack(net, pools)
-
-    monkeypatch.setattr(fast, "_pools", _tiny_pools)
-    monkeypatch.setattr(fast, "_pack", counting)
+    packs = _packings(monkeypatch)
     _both(_fat_tree(8), src=list(range(1, 128)), dst=[0] * 127, nbytes=16 * KIB, seed=2)
     assert len(packs) >= 2 and packs[-1].heap > packs[0].heap
