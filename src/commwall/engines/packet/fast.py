@@ -180,7 +180,8 @@ def run_network(net: Network, kernel: str, progress: Progress | None = None) -> 
 
 @dataclass
 class _Pools:
-    """Capacities of the kernel's preallocated pools (doubled and rerun when one runs out)."""
+    """Capacities of the kernel's preallocated pools (grown between events; doubled and rerun
+    from the start when an event runs one dry)."""
 
     heap: int
     packets: int
@@ -564,7 +565,9 @@ def run_fast(net: Network) -> None:
             err = run(st)
         if err not in grow:
             break
-        # An event ran a pool dry halfway (the run cannot go on): again from the start, larger.
+        # An event ran a pool dry halfway (the run cannot go on): again from the start, with
+        # the pools as grown so far and that one doubled.
+        pools = _Pools(*(len(st[i]) for i in (k.I_H, k.I_K, k.I_TQ, k.I_CH)))
         setattr(pools, grow[err], 2 * getattr(pools, grow[err]))
         del st
     G = st[0]
