@@ -567,7 +567,10 @@ def run_fast(net: Network) -> None:
             break
         # An event ran a pool dry halfway (the run cannot go on): again from the start, with
         # the pools as grown so far and that one doubled.
-        pools = _Pools(*(len(st[i]) for i in (k.I_H, k.I_K, k.I_TQ, k.I_CH)))
+        pools = _Pools(
+            heap=len(st[k.I_H]), packets=len(st[k.I_K]), timers=len(st[k.I_TQ]),
+            credits=len(st[k.I_CH]),
+        )  # fmt: skip
         setattr(pools, grow[err], 2 * getattr(pools, grow[err]))
         del st
     G = st[0]
