@@ -224,8 +224,16 @@ def net_hop(
     every line's flag of the step is set (``sendProxyProgress``, ``net.cc``). The step then crosses the wire
     whole at the channel's ``link_share`` of the NICs, flags included
     (:data:`~commwall.collectives.constants.WIRE_DATA_SHARE`); only the receiving GPU reads LL
-    and LL128 lines as they land."""
+    and LL128 lines as they land.
+
+    The step's latency is NCCL's network figure alone: ``hwLat[NET]`` already differs by
+    protocol by the GPU's per-step work — ring LL128 − LL is 4.0 − 2.7 = 1.3 µs across nodes,
+    the same 1.3 µs as inside a node (1.9 − 0.6) — so the slice overhead counts in the hop's
+    service time but is not added to its latency again. Adding it made every step of a
+    two-node ring/LL128 ~1.3 µs too slow: a 95–100 µs floor where the two-node all-gathers of
+    commwall.validation measure 77–82 µs (A100 HDR, H200 and B200 400G RoCE)."""
     return Hop(
         net_latency(f, algo, proto), slice_overhead(f, algo, proto), rate, window, count,
         streaming=False, forward_rate=link_share * WIRE_DATA_SHARE[proto],
+        overhead_in_latency=True,
     )  # fmt: skip

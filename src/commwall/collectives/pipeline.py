@@ -24,11 +24,13 @@ A slice of ``s`` bytes then occupies a hop for ``svc = max(o + s/b, (2ℓ + o + 
 reaches the peer ``ℓ + o + s/b`` after it started — or ``ℓ + o`` on a ``streaming`` hop, where LL
 and LL128 flags travel in every 8- or 128-byte line so the peer can forward data as it arrives.
 The network never streams: NCCL's proxy posts a step only once the GPU has written all of it,
-so a network slice reaches the peer ``ℓ + o + s/f`` after it started, ``f`` being the rate at
-which the whole step then crosses the wire (``forward_rate``; :func:`~commwall.collectives.cost.net_hop`).
+so a network slice reaches the peer ``ℓ + s/f`` after it started, ``f`` being the rate at which
+the whole step then crosses the wire (``forward_rate``). Its ℓ is NCCL's per-step network
+latency of the protocol, which already holds the protocol's per-slice work, so ``o`` is not
+added again (``overhead_in_latency``; :func:`~commwall.collectives.cost.net_hop`).
 
 * :func:`ring_time` — every rank sends and receives each step (rings): steps follow each other
-  at ``max(k·svc_max, max over the ring's hop classes of (ℓ + o + s/b))`` for ``k`` slices per
+  at ``max(k·svc_max, max over the ring's hop classes of their arrival)`` for ``k`` slices per
   chunk, the first term when bandwidth binds, the second when latency does — a ring's latency
   is "2(n−1) × max_latency" (sjeaugey, nccl-tests#123), so one network hop paces every step of a
   ring that crosses nodes. For large messages it is the link rate.
@@ -66,6 +68,10 @@ class Hop:
     #: step only once the GPU has written all of it): bytes/s at which the whole slice then
     #: crosses the wire before the peer holds any of it; 0 means ``rate``.
     forward_rate: float = 0.0
+    #: Whether ``latency`` already holds the per-slice ``overhead``, as NCCL's per-step network
+    #: latencies do (:func:`~commwall.collectives.cost.net_hop`): a slice's arrival then adds
+    #: none of its own; its service time still does.
+    overhead_in_latency: bool = False
 
     def service(self, slice_bytes: float) -> float:
         """Seconds one slice occupies this hop: its data and overhead, or the window's share
@@ -76,9 +82,10 @@ class Hop:
     def arrival(self, slice_bytes: float) -> float:
         """Seconds from a slice starting on this hop to the peer holding it (its first bytes,
         for a streaming protocol)."""
+        start = self.latency + (0.0 if self.overhead_in_latency else self.overhead)
         if self.streaming:
-            return self.latency + self.overhead
-        return self.latency + self.overhead + slice_bytes / (self.forward_rate or self.rate)
+            return start
+        return start + slice_bytes / (self.forward_rate or self.rate)
 
 
 def _live(hops: Sequence[Hop]) -> list[Hop]:

@@ -33,6 +33,8 @@ root (:func:`~commwall.collectives.pipeline.chain_time`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from commwall.collectives.constants import (
     LL128_RING_EFFICIENCY,
     LL_EFFICIENCY,
@@ -184,11 +186,7 @@ def ring(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool =
         items = pieces(per_channel, chunk_bytes(op, proto))
         path = ring_hops(f, proto, nc, window=NCCL_STEPS)
         net = path[-1] if f.n_domains > 1 else None
-        path = [
-            Hop(h.latency, h.overhead, h.rate, h.window, h.count - (h is path[-1]),
-                h is not net, h.forward_rate)
-            for h in path
-        ]  # fmt: skip
+        path = [replace(h, count=h.count - (h is path[-1]), streaming=h is not net) for h in path]
         latency, bw_time = chain_time(
             items=items, slice_bytes=per_channel / items, path=path, base=base
         )

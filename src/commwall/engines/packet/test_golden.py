@@ -688,21 +688,21 @@ GOLDEN: dict[str, dict[str, Any]] = {'ber-ib': {'counters': {'corrupt_packets': 
                      'ports': 'f9dd2a0a5f064ad5',
                      'queue_series': '88feeb76f008221d'}}
 GOLDEN_ENGINE: dict[str, Any] = {'dgx-h100': {'counters': {'delivered': 120000000.0,
-                           'events': 388462.0,
+                           'events': 388423.0,
                            'flows': 256.0,
                            'peak_buffer_bytes': 53586.0,
                            'sent': 120000000.0},
-              'details': 'ede58b1c467fe0dd',
-              'makespan': 0.000195740018,
-              'phases': [(0.0, 0.000195740018)]},
+              'details': 'd1ed052ea36f1549',
+              'makespan': 0.000156740018,
+              'phases': [(0.0, 0.000156740018)]},
  'dgx-h100-roce': {'counters': {'delivered': 60000000.0,
-                                'events': 194740.0,
+                                'events': 194720.0,
                                 'flows': 256.0,
                                 'peak_buffer_bytes': 37602.0,
                                 'sent': 60000000.0},
-                   'details': '38a314ec3f6e9df9',
-                   'makespan': 0.000113341399,
-                   'phases': [(0.0, 0.000113341399)]}}
+                   'details': 'aaf32561e81e5316',
+                   'makespan': 9.3841399e-05,
+                   'phases': [(0.0, 9.3841399e-05)]}}
 # fmt: on
 
 
