@@ -38,9 +38,12 @@ asked for or ``kernel="auto"`` checks for it.
 from __future__ import annotations
 
 import importlib
+import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -544,6 +547,44 @@ def _kernel() -> Any:
     return importlib.import_module(_MODULE)
 
 
+def _user() -> str:
+    getuid = getattr(os, "getuid", None)
+    return str(getuid()) if getuid is not None else "any"
+
+
+#: A file every process locks while it compiles the kernel or loads it from numba's on-disk
+#: cache. numba writes that cache without a lock, and processes that compile the same function
+#: at once can leave an index and object code that do not match — a segmentation fault when it
+#: is loaded (numba#4807, numba#10128, open). A sweep's worker processes all start on a cold
+#: cache together, so the first compiles and writes it while the others wait, then load it
+#: (seconds and ~64 MiB each, instead of every worker compiling for a minute in ~800 MiB).
+COMPILE_LOCK: Final = Path(tempfile.gettempdir()) / f"commwall-packet-kernel-{_user()}.lock"
+
+
+def _ensure_compiled(run: Any, st: tuple[Any, ...]) -> None:
+    """Compile ``run`` for ``st``'s types, or load it from the cache, under
+    :data:`COMPILE_LOCK` (a no-op once this process holds a compiled kernel). Where file locks
+    do not exist (Windows) numba's own behaviour is kept."""
+    if run.signatures:
+        return
+    import numba
+
+    signature = (numba.typeof(st),)  # type: ignore[no-untyped-call]
+    try:
+        import fcntl
+
+        handle = open(COMPILE_LOCK, "a+b")  # noqa: SIM115 - closed below
+    except (ImportError, OSError):  # no POSIX locks, or no writable temporary directory
+        run.compile(signature)
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            run.compile(signature)
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 # ---- running and writing back ----------------------------------------------------------------
 
 
@@ -559,6 +600,7 @@ def run_fast(net: Network) -> None:
     grow[k.ERR_CREDITS] = "credits"
     while True:
         st = _pack(net, pools)
+        _ensure_compiled(run, st)
         err = run(st)
         while err == k.ERR_ROOM:  # grow the pools that ran low and go on
             st = _grow(st, k)

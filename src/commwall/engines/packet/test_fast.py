@@ -348,3 +348,41 @@ def test_pool_dry_mid_event_reruns(monkeypatch: pytest.MonkeyPatch) -> None:
     packs = _packings(monkeypatch)
     _both(_fat_tree(8), src=list(range(1, 128)), dst=[0] * 127, nbytes=16 * KIB, seed=2)
     assert len(packs) >= 2 and packs[-1].heap > packs[0].heap
+
+
+def test_kernel_compiles_under_a_file_lock(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """numba writes its cache unlocked (numba#4807): the first compile or cache load in a
+    process holds :data:`fast.COMPILE_LOCK`, so a sweep's workers on a cold cache take turns;
+    a process that holds a compiled kernel takes no lock."""
+    import fcntl
+
+    lock = tmp_path / "kernel.lock"
+    monkeypatch.setattr(fast, "COMPILE_LOCK", lock)
+    held = []
+
+    class Dispatcher:
+        def __init__(self) -> None:
+            self.signatures: list[Any] = []
+
+        def compile(self, signature: Any) -> None:
+            # a second open file of the lock: blocked while the first holds it
+            with open(lock, "a+b") as other, pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(signature)
+            self.signatures = [signature]
+
+    run = Dispatcher()
+    st = (np.zeros((2, 3), dtype=np.int64), np.zeros(4))
+    fast._ensure_compiled(run, st)
+    assert len(held) == 1 and lock.exists()
+    with open(lock, "a+b") as after:  # released
+        fcntl.flock(after, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    fast._ensure_compiled(run, st)  # compiled already: nothing to do
+    assert len(held) == 1
+
+
+def test_run_fast_uses_the_signature_it_compiled() -> None:
+    """The lock is only worth it if the run then needs no other compile."""
+    k = fast._kernel()
+    _both(_fat_tree(4), src=list(range(1, 16)), dst=[0] * 15, nbytes=64 * KIB, seed=1)
+    assert len(k.run_kernel.signatures) == 1
