@@ -8,11 +8,22 @@ use for small messages is the same pattern with a reduction.
 over as many channels as its size asks for (:func:`~commwall.collectives.nccl.p2p_channels`:
 four of a node's 32 p2p channels for a 32 MiB send inside an H100 node, doubling each time a
 channel's part passes 16 MiB), in chunks of 512 KiB over NVLink and 128 KiB across nodes,
-Simple protocol unless the send is at most 16 KiB per channel (then LL). Each channel is half
-of an SM's thread block (the other half receives), so it copies at half NCCL's per-channel Simple
-cap (:func:`~commwall.collectives.cost.sm_channel_bw`) — 19 GB/s on Hopper, which is why
-``sendrecv_perf`` inside a node climbs in steps of 4, 8, 16 channels and only reaches the NVLink
-rate at 512 MiB.
+Simple protocol unless the send is at most 16 KiB per channel (then LL). A send gets half of
+an SM's thread block on each of its channels (the other half receives), so it copies at half
+NCCL's per-channel Simple cap (:func:`~commwall.collectives.cost.sm_channel_bw`) — 19 GB/s on
+Hopper, which is why ``sendrecv_perf`` inside a node climbs in steps of 4, 8, 16 channels and
+only reaches the NVLink rate at 512 MiB.
+
+**Peers that share a block.** Inside a node every round (peer offset) of an all-to-all has its
+own channels. In a communicator that spans nodes the rounds of one schedule group — 8, or the
+gcd of 8 and the GPUs per node (``init.cc``) — get the same channel base
+(``ncclP2pChannelBaseForRound``, ``channel.h``), so up to 8 works run in one batch per channel
+and ``RunWorkBatch<SendRecv>`` (``sendrecv.h``) gives each ``20 / 8 = 2`` of the block's 20
+warps, one to send and one to receive (:func:`~commwall.collectives.nccl.p2p_side_share`). A
+copy is taken to move in proportion to its warps — ours: NCCL publishes a full block's cap, not
+a warp's — so on a two-node DGX A100 the eight remote peers' copies (2 channels, one warp each)
+carry 19 GB/s against the 24 GB/s HDR NIC. Such a communicator also cuts every send, its NVLink
+peers' included, by the network's 128 KiB p2p step (``computeBuffSizes``, ``addP2pToPlan``).
 
 **Time**: a chunk crosses a pipeline (:func:`~commwall.collectives.pipeline.chain_time`): inside a
 node the sender's copy into the peer and the receiver's copy out; across nodes the sender's copy
@@ -28,6 +39,8 @@ latency of the slowest class crossed.
 """
 
 from __future__ import annotations
+
+import math
 
 from commwall.collectives.constants import Gen, Hw, Proto
 from commwall.collectives.cost import (
@@ -49,6 +62,8 @@ from commwall.collectives.nccl import (
     p2p_channels,
     p2p_channels_per_peer,
     p2p_chunk,
+    p2p_group_size,
+    p2p_side_share,
     pieces,
 )
 from commwall.collectives.ops import Op
@@ -103,21 +118,45 @@ def _p2p_limits(f: CommFabric, network: bool) -> tuple[int, int]:
     return local if not network else net
 
 
-def _p2p_hops(
-    f: CommFabric, proto: Proto, nbytes: float, *, network: bool, peers: int, link_bw: float
-) -> tuple[list[Hop], float, int, int]:
-    """The pipeline one send of ``nbytes`` to each of ``peers`` peers crosses: (hops, chunk,
-    chunks per channel, channels per peer)."""
+def _p2p_plan(f: CommFabric, nbytes: float, *, network: bool) -> tuple[float, int]:
+    """``(chunk, channels)`` of one send of ``nbytes`` (``addP2pToPlan``). The channel count
+    comes from the communicator's p2p step (``comm->p2pChunkSize``: the network's 128 KiB in any
+    communicator that spans nodes, also for its NVLink peers; else 512 KiB over NVLink) and the
+    part bounds of a multi-node or single-node communicator; only a network send then tunes its
+    chunk down for small sends (:func:`~commwall.collectives.nccl.p2p_chunk`)."""
     low, high = p2p_limits(f, network=network)
+    multi = f.n_domains > 1
     nvlink = f.intra_hw is Hw.NVLINK
     grace = f.gen is Gen.BLACKWELL and f.cpu == "other"
-    chunk = float(p2p_chunk(nbytes, network=network, nvlink=nvlink, grace_blackwell=grace))
-    nc = p2p_channels(
-        nbytes, min_channels=low, max_channels=high, network=network, chunk=int(chunk)
+    step = p2p_chunk(math.inf, network=multi, nvlink=nvlink, grace_blackwell=grace)
+    chunk = (
+        p2p_chunk(nbytes, network=True, nvlink=nvlink, grace_blackwell=grace) if network else step
     )
-    nc = max(1, min(nc, f.p2p_channels // max(1, min(peers, f.p2p_channels))))
-    total_channels = nc * peers
-    simple_copy = sm_channel_bw(f, Proto.SIMPLE) / 2.0  # half a block sends, half receives
+    nc = p2p_channels(nbytes, min_channels=low, max_channels=high, network=multi, chunk=step)
+    return float(chunk), nc
+
+
+def _p2p_hops(
+    f: CommFabric,
+    proto: Proto,
+    nbytes: float,
+    *,
+    network: bool,
+    peers: int,
+    link_bw: float,
+    works: int = 1,
+) -> tuple[list[Hop], float, int, int]:
+    """The pipeline one send of ``nbytes`` to each of ``peers`` peers crosses: (hops, chunk,
+    chunks per channel, channels per peer). ``works``: peers whose sends share each channel's
+    thread block (:func:`~commwall.collectives.nccl.p2p_group_size`)."""
+    chunk, nc = _p2p_plan(f, nbytes, network=network)
+    channel_sets = max(1, min(math.ceil(peers / max(1, works)), f.p2p_channels))
+    nc = max(1, min(nc, f.p2p_channels // channel_sets))
+    total_channels = nc * peers  # (peer, channel) streams: each its own share of the link
+    # A send and its receive each get half of the warps the batch leaves their work: half a
+    # block when a channel serves one peer, one warp of twenty when it serves eight. A copy is
+    # taken to scale with its warps (one SM's Simple cap, NCCL's perChMaxTreeBw, over the block).
+    simple_copy = sm_channel_bw(f, Proto.SIMPLE) * p2p_side_share(works)
     # The send and receive halves of a p2p block are separate warp groups: one half's fence
     # overlaps the other's copy, so a p2p chunk pays no per-slice overhead (measured p2p
     # channels inside H100 and A100 nodes move at half the SM's Simple rate, no less).
@@ -149,24 +188,30 @@ def _p2p_hops(
 
 
 def _p2p_time(
-    f: CommFabric, proto: Proto, nbytes: float, *, network: bool, peers: int, link_bw: float
+    f: CommFabric,
+    proto: Proto,
+    nbytes: float,
+    *,
+    network: bool,
+    peers: int,
+    link_bw: float,
+    works: int = 1,
 ) -> tuple[float, float, int]:
-    """``(fill, bandwidth time, channels)`` of ``peers`` concurrent sends of ``nbytes``."""
+    """``(fill, bandwidth time, channels)`` of ``peers`` concurrent sends of ``nbytes``,
+    ``works`` of them sharing each channel."""
     hops, chunk, items, nc = _p2p_hops(
-        f, proto, nbytes, network=network, peers=peers, link_bw=link_bw
+        f, proto, nbytes, network=network, peers=peers, link_bw=link_bw, works=works
     )
     fill, stream = chain_time(items=items, slice_bytes=chunk, path=hops, base=0.0)
     # never faster than the links allow, however the chunks fall
-    return fill, max(stream, peers * nbytes / link_bw), nc * peers
+    return fill, max(stream, peers * nbytes / link_bw), nc * math.ceil(peers / max(1, works))
 
 
 def _protocol_ok(nbytes: float, f: CommFabric, proto: Proto, *, network: bool, peers: int) -> None:
     """NCCL's p2p runs LL when a send is at most 16 KiB per channel, else Simple; never LL128."""
     if proto is Proto.LL128:
         raise Unsupported("NCCL's p2p kernel runs LL or Simple, not LL128")
-    low, high = p2p_limits(f, network=network)
-    chunk = p2p_chunk(nbytes, network=network, nvlink=f.intra_hw is Hw.NVLINK)
-    nc = p2p_channels(nbytes, min_channels=low, max_channels=high, network=network, chunk=chunk)
+    _, nc = _p2p_plan(f, nbytes, network=network)
     small = nbytes <= nc * P2P_LL_THRESHOLD
     if small and proto is Proto.SIMPLE:
         raise Unsupported(
@@ -204,15 +249,22 @@ def direct(op: Op, nbytes: float, f: CommFabric, proto: Proto, *, estimate: bool
     per_peer = nbytes if op in (Op.BROADCAST, Op.REDUCE) else nbytes / p
     net_peers, intra_peers = p - g, g - 1
     _protocol_ok(per_peer, f, proto, network=net_peers > 0, peers=p - 1)
+    works = p2p_group_size(g, f.n_domains)
     parts: list[tuple[float, float, int]] = []
     if intra_peers > 0:
         parts.append(
-            _p2p_time(f, proto, per_peer, network=False, peers=intra_peers, link_bw=f.intra_bw)
-        )
+            _p2p_time(
+                f, proto, per_peer, network=False, peers=intra_peers, link_bw=f.intra_bw,
+                works=works,
+            )
+        )  # fmt: skip
     if net_peers > 0:
         parts.append(
-            _p2p_time(f, proto, per_peer, network=True, peers=net_peers, link_bw=f.net_bw_per_rank)
-        )
+            _p2p_time(
+                f, proto, per_peer, network=True, peers=net_peers, link_bw=f.net_bw_per_rank,
+                works=works,
+            )
+        )  # fmt: skip
     steps = 2 if op is Op.ALL_REDUCE else 1
     fill = max(part[0] for part in parts)
     stream = max(part[1] for part in parts)

@@ -91,6 +91,37 @@ NCCL_SHARED_STEPS: Final = 16
 P2P_LL_THRESHOLD: Final = 16384
 #: p2p peers served per work batch (``NCCL_MAX_DEV_WORK_P2P_PER_BATCH``, ``device.h``).
 P2P_PER_BATCH: Final = 8
+#: Warps of the p2p kernel's thread block (``NCCL_MAX_NTHREADS`` 640, ``device.h``;
+#: ``scheduleP2pTasksToPlan`` launches p2p plans with it).
+P2P_BLOCK_WARPS: Final = 640 // 32
+
+
+def p2p_group_size(ranks_per_domain: int, n_domains: int) -> int:
+    """Rounds (peers) whose p2p works share one set of channels.
+
+    Across nodes NCCL gives the rounds of one schedule group the same channel base
+    (``ncclP2pChannelBaseForRound``, ``channel.h``): groups of ``NCCL_P2P_SCHEDULE_GROUP_SIZE``
+    (8), reduced to its gcd with the ranks per node (``init.cc``; NCCL 2.22-2.27 grouped by node
+    delta in eights, the same for 8 GPUs a node). Inside one node every round has its own base.
+
+    >>> p2p_group_size(8, 2), p2p_group_size(4, 4), p2p_group_size(1, 16), p2p_group_size(8, 1)
+    (8, 4, 1, 1)
+    """
+    if n_domains <= 1:
+        return 1
+    return math.gcd(P2P_PER_BATCH, max(1, ranks_per_domain))
+
+
+def p2p_side_share(works: int) -> float:
+    """Share of a channel's thread block that copies one direction of one p2p work when
+    ``works`` works run in one batch on the channel: ``RunWorkBatch<SendRecv>`` (``sendrecv.h``)
+    gives each work ``nWarps / works`` warps and splits them between its send and its receive.
+
+    >>> p2p_side_share(1), p2p_side_share(8)  # 10 of 20 warps; 1 of 20
+    (0.5, 0.05)
+    """
+    per_work = P2P_BLOCK_WARPS // max(1, min(works, P2P_PER_BATCH))
+    return per_work / (2.0 * P2P_BLOCK_WARPS)
 
 
 def buffer_step(proto: Proto) -> int:

@@ -348,6 +348,58 @@ def test_sends_to_another_node_run_simple_on_shared_network_buffers() -> None:
     assert small.time > net_latency(f, "ring", Proto.SIMPLE)
 
 
+def test_nccl_plan_docstring_examples() -> None:
+    """The worked examples in the launch-plan module (chunks, channels, p2p groups) hold."""
+    import doctest
+
+    from commwall.collectives import nccl
+
+    assert doctest.testmod(nccl).failed == 0
+
+
+def test_peers_of_one_schedule_group_share_a_channel_block_across_nodes() -> None:
+    """Across nodes the 8 rounds of a schedule group share one channel base (channel.h
+    ncclP2pChannelBaseForRound), so each peer's send gets one warp of the block's twenty
+    (sendrecv.h): an all-to-all's copies, not only its NIC, bound it. One node gives every
+    round its own channels and the same 32 MiB all-to-all keeps half a block per send."""
+    from commwall.collectives.cost import sm_channel_bw
+    from commwall.collectives.direct import _p2p_hops
+    from commwall.collectives.nccl import p2p_group_size, p2p_side_share
+
+    assert p2p_group_size(8, 2) == 8 and p2p_group_size(8, 1) == 1
+    assert p2p_side_share(8) == pytest.approx(1 / 20) and p2p_side_share(1) == 0.5
+    a100_net = 23.7e9  # DGX A100: one HDR NIC per GPU, 2 p2p channels per network peer
+    f = CommFabric(
+        2, 8, 240e9, Hw.NVLINK, a100_net, Gen.AMPERE, channels=16, p2p_channels=16,
+        nvlink_links=12, nic_gbps=25.0,
+    )  # fmt: skip
+    hops, _, _, nc = _p2p_hops(
+        f, Proto.SIMPLE, 16 * 2**20, network=True, peers=8, link_bw=a100_net, works=8
+    )
+    copy = hops[0]
+    assert copy.rate == pytest.approx(sm_channel_bw(f, Proto.SIMPLE) / 20)
+    # eight peers x nc channels x one warp each fall short of the NIC: the copies bind
+    assert 8 * nc * copy.rate < a100_net
+    big = evaluate(Op.ALLTOALL, 2**30, f, "direct", Proto.SIMPLE)
+    assert big.time > (2**30 / 2) / (8 * nc * copy.rate)  # half of it leaves the node
+    # one node: a round per channel base, half a block per send as before
+    one = CommFabric(1, 8, 240e9, Hw.NVLINK, a100_net, Gen.AMPERE, channels=16, nvlink_links=12)
+    hops1, _, _, _ = _p2p_hops(one, Proto.SIMPLE, 4 * 2**20, network=False, peers=7, link_bw=240e9)
+    assert hops1[1].rate == pytest.approx(sm_channel_bw(one, Proto.SIMPLE) / 2)  # copy out
+
+
+def test_multi_node_p2p_channels_follow_the_communicators_step() -> None:
+    """In a communicator that spans nodes every p2p send, NVLink peers included, moves in the
+    network step (128 KiB, in parts of at most one step: init.cc computeBuffSizes, enqueue.cc
+    addP2pToPlan), not in the 512 KiB NVLink step with parts up to 16 MiB."""
+    from commwall.collectives.direct import _p2p_plan
+
+    chunk_multi, nc_multi = _p2p_plan(h100(n_domains=2), 2**19, network=False)
+    chunk_single, _ = _p2p_plan(h100(n_domains=1), 2**19, network=False)
+    assert (chunk_multi, chunk_single) == (128 * 1024, 512 * 1024)
+    assert 2**19 / nc_multi <= 128 * 1024
+
+
 def test_hierarchical_is_sum_of_three_rings() -> None:
     f = h100(n_domains=8)
     s = 2**30
