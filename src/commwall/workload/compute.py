@@ -25,8 +25,8 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
   runs used: batched ``QKᵀ`` and ``softmax·V`` GEMMs with the full ``s²`` (no causal saving)
   plus the scale-mask-softmax and dropout passes over the ``s²`` scores in HBM.
 * **Memory-bound kernels** — norms, residual adds, the MLP activation, rotary embedding, bias
-  and dropout (GPT), the FP8 casts of every GEMM input (Transformer Engine) and the LM head's
-  cross-entropy, priced by the bytes they move at the achieved HBM bandwidth
+  and dropout (GPT), the FP8 casts of every GEMM input and output gradient (Transformer
+  Engine writes a row-wise and a transposed copy of each) and the LM head's cross-entropy, priced by the bytes they move at the achieved HBM bandwidth
   (:data:`HBM_SHARE`); backward moves twice the forward's bytes.
 
 Recomputation is charged as what is recomputed: ``full`` runs every forward kernel of the layer
@@ -316,7 +316,10 @@ def layer_work(
     fwd: list[Kernel] = []
     bwd: list[Kernel] = []
 
-    def gemm(name: str, m: int, n: int, k: int, count: int = 1) -> None:
+    gathered_input = sequence_parallel and t > 1
+
+    def gemm(name: str, m: int, n: int, k: int, count: int = 1, gathered: bool = False) -> None:
+        """``gathered``: a column-parallel GEMM whose input sequence parallelism all-gathers."""
         flops = 2.0 * m * n * k * count
         f = gemm_seconds(m, n, k, dev, g_bytes, count)
         grads = gemm_seconds(m, k, n, dev, g_bytes, count) + gemm_seconds(
@@ -324,11 +327,22 @@ def layer_work(
         )
         fwd.append(Kernel(name, "gemm", flops, 0.0, f))
         bwd.append(Kernel(f"{name} dgrad+wgrad", "gemm", 2 * flops, 0.0, grads))
-        if low:  # cast the input activation (forward) and the output gradient (backward)
-            fwd.append(_memory(f"{name} fp8 cast", 3.0 * m * k * count, dev))
-            bwd.append(_memory(f"{name} grad fp8 cast", 3.0 * m * n * count, dev))
+        if low:
+            # Transformer Engine keeps a row-wise copy of each FP8 GEMM operand for one GEMM
+            # and a transposed one for the other (fp8_cast_transpose_fused; a quantizer's
+            # rowwise and columnwise usages in TE 2.x): an input the weight gradient needs is
+            # cast and transposed in one pass (read 2 bytes, write 1 + 1), the output gradient
+            # likewise (grad_output_preprocess). With sequence parallelism the input is cast
+            # before its all-gather (1/t of the rows) and the gathered copy transposed in the
+            # backward (tex.fp8_transpose: read 1, write 1).
+            if gathered:
+                fwd.append(_memory(f"{name} fp8 cast", 3.0 * m * k * count / t, dev))
+                bwd.append(_memory(f"{name} fp8 transpose", 2.0 * m * k * count, dev))
+            else:
+                fwd.append(_memory(f"{name} fp8 cast+transpose", 4.0 * m * k * count, dev))
+            bwd.append(_memory(f"{name} grad fp8 cast+transpose", 4.0 * m * n * count, dev))
 
-    gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h)
+    gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h, gathered=gathered_input)
     gemm("attention out", tokens, h, model.q_dim // t)
     mlp_in = 2 if model.gated_mlp else 1
     if model.is_moe:
@@ -339,11 +353,14 @@ def layer_work(
         gemm("experts up", per_expert, mlp_in * width, h, local)
         gemm("experts down", per_expert, h, width, local)
         if model.shared_ffn_hidden:
-            gemm("shared expert up", tokens, mlp_in * model.shared_ffn_hidden // t, h)
+            gemm(
+                "shared expert up", tokens, mlp_in * model.shared_ffn_hidden // t, h,
+                gathered=gathered_input,
+            )  # fmt: skip
             gemm("shared expert down", tokens, h, model.shared_ffn_hidden // t)
         active_ffn = model.top_k * model.expert_ffn + model.shared_ffn_hidden
     else:
-        gemm("mlp up", tokens, mlp_in * model.ffn_hidden // t, h)
+        gemm("mlp up", tokens, mlp_in * model.ffn_hidden // t, h, gathered=gathered_input)
         gemm("mlp down", tokens, h, model.ffn_hidden // t)
         active_ffn = model.ffn_hidden
     attn_fwd, attn_bwd = _attention(

@@ -149,3 +149,23 @@ def test_a_gpu_without_kernel_data_is_a_clear_error() -> None:
     assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
     with pytest.raises(WorkloadError, match="no fp4 GEMM data for h100-sxm"):
         device_for("h100-sxm", 1e15, 1e15, 3e12, "fp4")
+
+
+def test_fp8_operands_are_cast_with_their_transposes() -> None:
+    """Transformer Engine writes a row-wise and a transposed FP8 copy of each GEMM input and
+    output gradient (fp8_cast_transpose_fused): read 2 bytes, write 2 per element; with sequence
+    parallelism a column-parallel input is cast before its all-gather (1/t of the rows, 3
+    bytes) and the gathered copy transposed in the backward (2 bytes)."""
+    model = get_model("llama3-8b")
+    tokens = 4096
+    plain = layer_work(model, H100_FP8, micro_batch=1, seq_len=tokens, tp=1)
+    by_name = {k.name: k for k in (*plain.forward, *plain.backward)}
+    assert by_name["qkv fp8 cast+transpose"].nbytes == 4.0 * tokens * model.hidden
+    qkv_out = model.q_dim + 2 * model.kv_dim
+    assert by_name["qkv grad fp8 cast+transpose"].nbytes == 4.0 * tokens * qkv_out
+    sp = layer_work(model, H100_FP8, micro_batch=1, seq_len=tokens, tp=4, sequence_parallel=True)
+    by_name = {k.name: k for k in (*sp.forward, *sp.backward)}
+    assert by_name["qkv fp8 cast"].nbytes == 3.0 * tokens * model.hidden / 4
+    assert by_name["qkv fp8 transpose"].nbytes == 2.0 * tokens * model.hidden
+    # the row-parallel attention output GEMM's input is local: cast and transposed at once
+    assert by_name["attention out fp8 cast+transpose"].nbytes == 4.0 * tokens * model.q_dim / 4
