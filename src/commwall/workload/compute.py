@@ -26,8 +26,10 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
   plus the scale-mask-softmax and dropout passes over the ``s²`` scores in HBM.
 * **Memory-bound kernels** — norms, residual adds, the MLP activation, rotary embedding, bias
   and dropout (GPT), the FP8 casts of every GEMM input and output gradient (Transformer
-  Engine writes a row-wise and a transposed copy of each) and the LM head's cross-entropy, priced by the bytes they move at the achieved HBM bandwidth
-  (:data:`HBM_SHARE`); backward moves twice the forward's bytes.
+  Engine writes a row-wise and a transposed copy of each), the merges of a context-parallel
+  ring attention's partial results (:func:`_ring_merges`) and the LM head's cross-entropy,
+  priced by the bytes they move at the achieved HBM bandwidth (:data:`HBM_SHARE`); backward
+  moves twice the forward's element-wise bytes.
 
 Recomputation is charged as what is recomputed: ``full`` runs every forward kernel of the layer
 again in backward, ``selective`` only the attention core (Korthikanti et al. 2022 §5).
@@ -297,6 +299,7 @@ def layer_work(
     elem_bytes: int = 2,
     context_parallel: int = 1,
     context_a2a: int = 1,
+    context_ring: bool = True,
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
@@ -306,7 +309,9 @@ def layer_work(
     over ``s/(2·cp)``-long query blocks. An all-to-all over ``context_a2a`` of them (Ulysses:
     all ``cp``) first trades the sequence split for a head split: each rank then holds
     ``s·a/cp`` tokens of ``1/a`` of the heads and the ring runs over ``cp/a`` ranks, in blocks of
-    ``s·a/(2·cp)`` (the whole sequence when ``a = cp``).
+    ``s·a/(2·cp)`` (the whole sequence when ``a = cp``). ``context_ring``: K and V travel in a
+    ring (``cp_comm`` p2p or a2a+p2p), so the partial results of its steps are merged
+    (:func:`_ring_merges`); the all-gather variant computes each block in one kernel.
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -367,6 +372,14 @@ def layer_work(
         model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel,
         context_a2a,
     )  # fmt: skip
+    if context_ring and attention in ("flash", "flash2"):
+        ring = max(1, context_parallel // max(1, context_a2a))
+        merges = _ring_merges(
+            model, dev, micro_batch * seq_len, t, elem_bytes, context_parallel, ring
+        )
+        if merges is not None:
+            attn_fwd.append(merges[0])
+            attn_bwd.append(merges[1])
     fwd += attn_fwd
     bwd += attn_bwd
     fwd_bytes, launches = _elementwise_bytes(model, t, sequence_parallel and t > 1, active_ffn)
@@ -415,6 +428,33 @@ def _elementwise_bytes(
         per_token += 2 * (model.q_dim + model.kv_dim) / t
         launches += 1
     return per_token, launches
+
+
+def _ring_merges(
+    model: ModelSpec, dev: Device, tokens: int, t: int, elem_bytes: int, cp: int, ring: int
+) -> tuple[Kernel, Kernel] | None:
+    """The merges of a ring attention's partial results (Transformer Engine
+    ``AttnFuncWithCPAndKVP2P``, ``context_parallel.py`` @d0067d0), forward and backward, or
+    ``None`` without a ring.
+
+    Forward: the first step's output is rescaled into the result (read, write) and every later
+    step's is added in by its log-sum-exp correction (``flash_attn_fwd_out_correction``: read
+    the result and the step's output, write the result), plus the log-sum-exp update. Backward:
+    every step adds its dQ into the local gradient and its dK/dV into the ring's partial ones
+    (``add_``: two reads, a write; the first step copies). With the causal load-balanced split a
+    later step covers all of a rank's queries or half of them, 3/4 on average over the ranks,
+    and likewise for K and V. Elements per rank: ``tokens·q_dim/(cp·t)`` of the output and dQ,
+    ``2·tokens·kv_dim/(cp·t)`` of dK and dV (an all-to-all first trades tokens for heads, which
+    leaves the count as it is).
+    """
+    if ring <= 1:
+        return None
+    q = tokens * model.q_dim / (cp * t)
+    kv = 2.0 * tokens * model.kv_dim / (cp * t)
+    passes = 2.0 + 3.0 * 0.75 * (ring - 1)  # bytes per element / elem_bytes over the steps
+    fwd = _memory("ring attention merges", elem_bytes * q * passes, dev, 2 * ring)
+    bwd = _memory("ring attention merges (grad)", elem_bytes * (q + kv) * passes, dev, 2 * ring)
+    return fwd, bwd
 
 
 def _memory(name: str, nbytes: float, dev: Device, launches: int = 1) -> Kernel:

@@ -170,6 +170,7 @@ def unit_times(job: Job) -> UnitTimes:
             elem_bytes=job.element_bytes,
             context_parallel=job.cp,
             context_a2a=job.cp_a2a,
+            context_ring=spec.cp_comm in ("p2p", "a2a+p2p"),
         )
         times = UnitTimes(
             work.layer_forward(),

@@ -169,3 +169,21 @@ def test_fp8_operands_are_cast_with_their_transposes() -> None:
     assert by_name["qkv fp8 transpose"].nbytes == 2.0 * tokens * model.hidden
     # the row-parallel attention output GEMM's input is local: cast and transposed at once
     assert by_name["attention out fp8 cast+transpose"].nbytes == 4.0 * tokens * model.q_dim / 4
+
+
+def test_a_ring_attention_merges_its_steps_partial_results() -> None:
+    """Ring attention (TE AttnFuncWithCPAndKVP2P) adds each step's partial output into the
+    result and each step's dQ, dK, dV into the gradients: 2 + 3 * 3/4 * (ring - 1) passes over
+    the rank's elements; the all-gather variant computes each block at once and merges nothing."""
+    model = get_model("llama3-8b")
+    kw = {"micro_batch": 1, "seq_len": 8192, "tp": 1, "context_parallel": 4}
+    ring = layer_work(model, H100, **kw)  # type: ignore[arg-type]
+    gathered = layer_work(model, H100, **kw, context_ring=False)  # type: ignore[arg-type]
+    merges = {k.name: k for k in (*ring.forward, *ring.backward)}
+    q = 8192 * model.q_dim / 4
+    kv = 2 * 8192 * model.kv_dim / 4
+    passes = 2 + 3 * 0.75 * 3
+    assert merges["ring attention merges"].nbytes == pytest.approx(2 * q * passes)
+    assert merges["ring attention merges (grad)"].nbytes == pytest.approx(2 * (q + kv) * passes)
+    assert not any("merges" in k.name for k in (*gathered.forward, *gathered.backward))
+    assert ring.layer_forward() > gathered.layer_forward()

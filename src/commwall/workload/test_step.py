@@ -733,8 +733,9 @@ def test_context_parallelism_splits_the_sequence_and_reduces_over_dp_times_cp() 
     one, four = run(1), run(4)
     assert one.job["dp"] == 16 and four.job["dp"] == 4 and four.job["cp"] == 4
     assert four.memory.activations == pytest.approx(one.memory.activations / 4, rel=0.05)
-    # the same FLOPs on the same GPUs: compute within the attention-block efficiency change
-    assert four.breakdown["compute"] == pytest.approx(one.breakdown["compute"], rel=0.05)
+    # the same FLOPs on the same GPUs: compute within the attention-block efficiency change,
+    # plus the ring's merges of its steps' partial results (TE out and dQ/dK/dV corrections)
+    assert one.breakdown["compute"] < four.breakdown["compute"] < 1.1 * one.breakdown["compute"]
     assert sum(four.breakdown.values()) == pytest.approx(four.step_time, rel=1e-9)
     names = {c.name for c in four.collectives}
     assert any("CP K/V all-gather" in n for n in names), names
@@ -785,7 +786,13 @@ def test_an_exposed_context_exchange_is_reported_as_context_parallel_waiting() -
         assert sum(report.breakdown.values()) == pytest.approx(report.step_time, rel=1e-9)
         assert report.comm_wait_share > ring.comm_wait_share
     assert ring.breakdown["cp"] == pytest.approx(0.0, abs=1e-9)
-    assert gather.step_time == pytest.approx(ring.step_time + gather.breakdown["cp"], rel=1e-3)
+    # the all-gather adds its exposed exchange; the ring's own merges of its steps' partial
+    # results (compute the all-gather variant does not run) come off
+    merges = ring.breakdown["compute"] - gather.breakdown["compute"]
+    assert merges > 0
+    assert gather.step_time == pytest.approx(
+        ring.step_time - merges + gather.breakdown["cp"], rel=1e-3
+    )
     # Ulysses runs attention on whole sequences of 1/cp of the heads: the same FLOPs in longer
     # kernels, never slower than the ring's s/(2·cp) blocks
     assert ulysses.breakdown["compute"] <= ring.breakdown["compute"]
