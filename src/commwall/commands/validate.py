@@ -135,7 +135,7 @@ def _print(data: dict[str, Any], rows: bool) -> None:
 def _training(as_json: bool, markdown: bool) -> None:
     from rich.table import Table
 
-    from commwall.validation.training import training_markdown, training_report
+    from commwall.validation.training import TRAINING_GROUPS, training_markdown, training_report
 
     data = training_report()
     if as_json:
@@ -157,7 +157,7 @@ def _training(as_json: bool, markdown: bool) -> None:
     for col in ("group", "model", "flat 0.5"):
         summary.add_column(col, justify="left" if col == "group" else "right")
     summary.add_row("all", _cell(data["overall"]["model"]), _cell(data["overall"]["flat"]))
-    for section in ("by_gpu", "by_precision", "by_size", "by_source"):
+    for section in TRAINING_GROUPS:
         for key, per in data[section].items():
             summary.add_row(f"{section[3:]} {key}", _cell(per["model"]), _cell(per["flat"]))
     out.print(summary)

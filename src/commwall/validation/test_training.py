@@ -14,7 +14,9 @@ from commwall.cli import app
 from commwall.errors import CommwallError
 from commwall.scenario import parse_scenario
 from commwall.validation.training import (
+    TRAINING_GROUPS,
     ValidationDataError,
+    _group_key,
     load_training_runs,
     training_comparisons,
     training_markdown,
@@ -68,6 +70,9 @@ def test_a_cheap_subset_is_predicted_closer_than_the_flat_constant() -> None:
     for c in compared:  # docs/validation-training.md: -7%, -14%, -5%, -3%
         assert -0.2 < c.error < 0.05, (c.run.id, c.error)
     assert sum(abs(c.error) for c in compared) < sum(abs(c.flat_error) for c in compared)
+    # the reports summarise dev runs (seen while the model was built) apart from held-out ones
+    assert TRAINING_GROUPS[0] == "by_role"
+    assert {_group_key(c, "role") for c in compared} == {"dev"}
 
 
 def test_a_run_the_model_cannot_build_is_listed_not_raised() -> None:

@@ -225,6 +225,7 @@ def training_report() -> dict[str, Any]:
             "model": summary([c.error for c in compared]),
             "flat": summary([c.flat_error for c in compared]),
         },
+        "by_role": group("role"),
         "by_gpu": group("gpu"),
         "by_precision": group("precision"),
         "by_source": group("source"),
@@ -251,6 +252,8 @@ def training_report() -> dict[str, Any]:
 
 def _group_key(c: TrainingComparison, key: str) -> str:
     run = c.run
+    if key == "role":
+        return run.role
     if key == "gpu":
         return run.preset
     if key == "precision":
@@ -259,6 +262,11 @@ def _group_key(c: TrainingComparison, key: str) -> str:
         return run.id.split("-")[0]
     params = run.spec.total_params()
     return "< 20B" if params < 20e9 else ("20-200B" if params < 200e9 else ">= 200B")
+
+
+#: The summary groups of :func:`training_report`, in the order the reports print them: dev runs
+#: (seen while the compute model was built) apart from held-out ones first.
+TRAINING_GROUPS: Final = ("by_role", "by_gpu", "by_precision", "by_size", "by_source")
 
 
 def training_markdown(data: dict[str, Any]) -> str:
@@ -287,7 +295,7 @@ def training_markdown(data: dict[str, Any]) -> str:
         "|---|---:|---:|",
         f"| all | {cell(data['overall']['model'])} | {cell(data['overall']['flat'])} |",
     ]
-    for section in ("by_gpu", "by_precision", "by_size", "by_source"):
+    for section in TRAINING_GROUPS:
         for key, per in data[section].items():
             lines.append(f"| {section[3:]} {key} | {cell(per['model'])} | {cell(per['flat'])} |")
     lines += [

@@ -451,7 +451,7 @@ def _ring_merges(
         return None
     q = tokens * model.q_dim / (cp * t)
     kv = 2.0 * tokens * model.kv_dim / (cp * t)
-    passes = 2.0 + 3.0 * 0.75 * (ring - 1)  # bytes per element / elem_bytes over the steps
+    passes = 2.0 + 3.0 * 0.75 * (ring - 1)  # reads and writes of each element, all steps
     fwd = _memory("ring attention merges", elem_bytes * q * passes, dev, 2 * ring)
     bwd = _memory("ring attention merges (grad)", elem_bytes * (q + kv) * passes, dev, 2 * ring)
     return fwd, bwd
