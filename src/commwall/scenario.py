@@ -479,6 +479,13 @@ class JobSpec(_Strict):
         "on A100, cuDNN via Transformer Engine on Hopper/Blackwell), flash2 (FlashAttention-2) "
         "or unfused (2021 Megatron: s² scores in HBM, softmax and dropout kernels).",
     )
+    cross_entropy: Literal["unfused", "fused", "te"] = Field(
+        default="unfused",
+        description="The loss's vocabulary-parallel cross-entropy: unfused (Megatron-Core's "
+        "default: fp32 copy of the logits and one kernel per step), fused (Megatron's "
+        "--cross-entropy-loss-fusion, the default of NeMo 2 and Megatron-Bridge) or te "
+        "(--cross-entropy-fusion-impl te: Transformer Engine's single-pass Triton kernels).",
+    )
     ddp_bucket: Bytes = Field(
         default=25 * 2**20,
         gt=0,

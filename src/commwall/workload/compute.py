@@ -25,9 +25,11 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
   runs used: batched ``QKᵀ`` and ``softmax·V`` GEMMs with the full ``s²`` (no causal saving)
   plus the scale-mask-softmax and dropout passes over the ``s²`` scores in HBM.
 * **Memory-bound kernels** — norms, residual adds, the MLP activation, rotary embedding, bias
-  and dropout (GPT), the FP8 casts of every GEMM input and output gradient (Transformer
+  and dropout (GPT), a MoE layer's token permutations around its all-to-alls
+  (:func:`_token_permutation`), the FP8 casts of every GEMM input and output gradient (Transformer
   Engine writes a row-wise and a transposed copy of each), the merges of a context-parallel
-  ring attention's partial results (:func:`_ring_merges`) and the LM head's cross-entropy,
+  ring attention's partial results (:func:`_ring_merges`) and the LM head's cross-entropy
+  (the passes of the implementation ``job.cross_entropy`` names, :data:`CROSS_ENTROPY_PASSES`),
   priced by the bytes they move at the achieved HBM bandwidth (:data:`HBM_SHARE`); backward
   moves twice the forward's element-wise bytes.
 
@@ -300,6 +302,7 @@ def layer_work(
     context_parallel: int = 1,
     context_a2a: int = 1,
     context_ring: bool = True,
+    cross_entropy: str = "unfused",
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
@@ -312,6 +315,7 @@ def layer_work(
     ``s·a/(2·cp)`` (the whole sequence when ``a = cp``). ``context_ring``: K and V travel in a
     ring (``cp_comm`` p2p or a2a+p2p), so the partial results of its steps are merged
     (:func:`_ring_merges`); the all-gather variant computes each block in one kernel.
+    ``cross_entropy``: the loss's implementation (:data:`CROSS_ENTROPY_PASSES`).
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -357,6 +361,9 @@ def layer_work(
         width = model.expert_ffn // t
         gemm("experts up", per_expert, mlp_in * width, h, local)
         gemm("experts down", per_expert, h, width, local)
+        routed = _token_permutation(model, dev, tokens, t, local, elem_bytes)
+        fwd.append(routed[0])
+        bwd.append(routed[1])
         if model.shared_ffn_hidden:
             gemm(
                 "shared expert up", tokens, mlp_in * model.shared_ffn_hidden // t, h,
@@ -397,17 +404,92 @@ def layer_work(
     head_grads = gemm_seconds(tokens, h, vocab, dev, g_bytes) + gemm_seconds(
         h, vocab, tokens, dev, g_bytes
     )
-    # vocabulary-parallel cross-entropy in fp32 (Megatron): write the logits, read them back
-    logits = 4.0 * tokens * vocab
+    loss_fwd, loss_bwd = _cross_entropy(tokens * vocab, dev, cross_entropy)
     head_fwd = (
         Kernel("lm head", "gemm", flops, 0.0, gemm_seconds(tokens, vocab, h, dev, g_bytes)),
-        _memory("cross-entropy", 2 * logits, dev, 3),
+        loss_fwd,
     )
     head_bwd = (
         Kernel("lm head dgrad+wgrad", "gemm", 2 * flops, 0.0, head_grads),
-        _memory("cross-entropy (grad)", 2 * logits, dev, 2),
+        loss_bwd,
     )
     return LayerWork(tuple(fwd), tuple(bwd), redo, head_fwd, head_bwd)
+
+
+#: Bytes moved per logit and kernels launched by the vocabulary-parallel cross-entropy
+#: (forward, backward) of each implementation, with 16-bit logits from the LM head:
+#:
+#: * ``unfused``: Megatron's ``_VocabParallelCrossEntropy`` (Megatron-Core's default,
+#:   ``cross_entropy_loss_fusion=False``; ``megatron/core/tensor_parallel/cross_entropy.py``
+#:   @core_v0.8.0, and the same steps in 2021 Megatron-LM after ``output.float()``). Forward:
+#:   the fp32 copy (read 2, write 4), the max (read 4), the in-place subtraction and ``exp``
+#:   (read 4, write 4 each), the sum (read 4) and the in-place division into the softmax (read
+#:   4, write 4): 38 bytes, 6 kernels. Backward: ``grad_input.mul_(grad_output)`` (read 4,
+#:   write 4) and the cast back to 16 bits for the LM head's GEMMs (read 4, write 2): 14 bytes,
+#:   2 kernels.
+#: * ``fused``: ``--cross-entropy-loss-fusion`` with the native implementation
+#:   (``megatron/core/fusions/fused_cross_entropy.py``; the default of NeMo 2's ``GPTConfig``
+#:   and Megatron-Bridge's ``GPTModelProvider``): each ``jit_fuser`` function one kernel —
+#:   cast and max (read 2, write 4), subtraction, ``exp`` and sum (read 4, write 4), division
+#:   (read 4, write 4): 22 bytes, 3 kernels; backward the gradient and its cast (read 4, write
+#:   2): 6 bytes, 1 kernel.
+#: * ``te``: ``--cross-entropy-fusion-impl te``, Transformer Engine's Triton kernels
+#:   (``transformer_engine/pytorch/triton/cross_entropy.py`` @d0067d0): an online softmax over
+#:   the 16-bit logits (read 2), then the loss with the gradient written in place (read 2,
+#:   write 2): 6 bytes, 2 kernels; backward ``element_mul_kernel`` scales it by the per-token
+#:   loss gradient (read 2, write 2): 4 bytes, 1 kernel.
+CROSS_ENTROPY_PASSES: Final[dict[str, tuple[tuple[float, int], tuple[float, int]]]] = {
+    "unfused": ((38.0, 6), (14.0, 2)),
+    "fused": ((22.0, 3), (6.0, 1)),
+    "te": ((6.0, 2), (4.0, 1)),
+}
+
+
+def _cross_entropy(logits: float, dev: Device, kind: str) -> tuple[Kernel, Kernel]:
+    """The cross-entropy's forward and backward kernels over ``logits`` logits of one GPU
+    (:data:`CROSS_ENTROPY_PASSES`; the byte counts assume 16-bit logits, as mixed-precision
+    training writes them).
+
+    >>> h100 = device_for("h100-sxm", 989.4e12, 989.4e12, 3.35e12, "bf16")
+    >>> f, b = _cross_entropy(1e9, h100, "unfused")
+    >>> round(f.nbytes / 1e9), round(b.nbytes / 1e9)
+    (38, 14)
+    """
+    (fwd, fwd_launches), (bwd, bwd_launches) = CROSS_ENTROPY_PASSES[kind]
+    return (
+        _memory("cross-entropy", fwd * logits, dev, fwd_launches),
+        _memory("cross-entropy (grad)", bwd * logits, dev, bwd_launches),
+    )
+
+
+def _token_permutation(
+    model: ModelSpec, dev: Device, tokens: int, t: int, local: int, elem_bytes: int
+) -> tuple[Kernel, Kernel]:
+    """The MoE layer's token permutations around its all-to-alls, forward and backward
+    (Megatron-Core's ``MoEAlltoAllTokenDispatcher`` and ``moe_utils`` @core_v0.12.0), priced at
+    the traffic of the fused kernels (``--moe-permute-fusion``, Transformer Engine's
+    ``fused_permute``/``fused_unpermute``/``fused_sort_chunks_by_index``), a lower bound for
+    the unfused PyTorch path, which moves more (an fp32 product with the routing weights,
+    ``scatter_add_`` into a zeroed buffer).
+
+    With ``k`` experts per token, ``h`` the hidden size, ``T`` the GPU's tokens and ``Tₛ`` its
+    sequence-parallel share (``T/t`` with tensor parallelism), in elements: the forward
+    permutes each token into ``k`` copies grouped by expert (read ``k·Tₛ·h``, write ``k·Tₛ·h``),
+    sorts the received chunks by local expert when the GPU holds more than one (read and write
+    ``k·T·h``) and unsorts them after the experts (again), and unpermutes, weighting each copy
+    by its routing probability (read ``k·Tₛ·h``, write ``Tₛ·h``). The backward mirrors each
+    step and reads the expert outputs once more for the probabilities' gradient (``k·Tₛ·h``).
+    """
+    k, h = model.top_k, model.hidden
+    shard = tokens / t
+    sorts = 4.0 * k * tokens if local > 1 else 0.0
+    launches = 4 if local > 1 else 2
+    forward = (3.0 * k * shard + shard + sorts) * h * elem_bytes
+    backward = (4.0 * k * shard + shard + sorts) * h * elem_bytes
+    return (
+        _memory("moe token permutation", forward, dev, launches),
+        _memory("moe token permutation (grad)", backward, dev, launches),
+    )
 
 
 def _elementwise_bytes(

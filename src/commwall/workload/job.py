@@ -165,6 +165,7 @@ class Job:
             "compute_efficiency": self.spec.compute_efficiency,
             "compute_model": "flat" if self.device is None else "kernels",
             "attention": self.spec.attention,
+            "cross_entropy": self.spec.cross_entropy,
         }
 
 

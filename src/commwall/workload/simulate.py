@@ -316,7 +316,8 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
         dp_wait, cp_wait, tp_wait = (w * idle / side for w in (dp_wait, cp_wait, tp_wait))
     elif pipe_wait == 0.0:
         dp_wait = idle
-    idle_pipeline = idle - dp_wait - cp_wait - tp_wait
+    # (never below zero: the scaled waits can exceed the idle time by a rounding error)
+    idle_pipeline = max(0.0, idle - dp_wait - cp_wait - tp_wait)
     # Pipeline idle is split three ways: the transfers themselves (a wait that ends with a
     # pipeline send, for as long as that send took), the schedule's fill and drain (1F1B:
     # (pp − 1) slots, interleaving v chunks shrinks that v-fold), and the rest — the critical

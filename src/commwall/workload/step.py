@@ -171,6 +171,7 @@ def unit_times(job: Job) -> UnitTimes:
             context_parallel=job.cp,
             context_a2a=job.cp_a2a,
             context_ring=spec.cp_comm in ("p2p", "a2a+p2p"),
+            cross_entropy=spec.cross_entropy,
         )
         times = UnitTimes(
             work.layer_forward(),

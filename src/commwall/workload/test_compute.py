@@ -187,3 +187,73 @@ def test_a_ring_attention_merges_its_steps_partial_results() -> None:
     assert merges["ring attention merges (grad)"].nbytes == pytest.approx(2 * (q + kv) * passes)
     assert not any("merges" in k.name for k in (*gathered.forward, *gathered.backward))
     assert ring.layer_forward() > gathered.layer_forward()
+
+
+@pytest.mark.parametrize(
+    ("kind", "fwd", "bwd"), [("unfused", 38.0, 14.0), ("fused", 22.0, 6.0), ("te", 6.0, 4.0)]
+)
+def test_the_cross_entropy_moves_what_its_implementation_moves(
+    kind: str, fwd: float, bwd: float
+) -> None:
+    """Bytes per logit of the vocabulary-parallel cross-entropy: Megatron's unfused steps (an
+    fp32 copy, then max, subtract, exp, sum and divide; backward scale and cast back), the
+    fused native kernels, or Transformer Engine's two reads and one in-place write — over the
+    ``tokens · V/t`` logits of one GPU, at the achieved HBM bandwidth plus launches."""
+    model = get_model("llama3-8b")
+    work = layer_work(model, H100, micro_batch=2, seq_len=4096, tp=2, cross_entropy=kind)
+    logits = 2 * 4096 * model.vocab / 2
+    loss, grad = work.head_forward[-1], work.head_backward[-1]
+    assert (loss.name, grad.name) == ("cross-entropy", "cross-entropy (grad)")
+    assert loss.nbytes == pytest.approx(fwd * logits)
+    assert grad.nbytes == pytest.approx(bwd * logits)
+    hbm = 3.35e12 * HBM_SHARE["h100-sxm"]
+    launches = {"unfused": (6, 2), "fused": (3, 1), "te": (2, 1)}[kind]
+    assert loss.seconds == pytest.approx(fwd * logits / hbm + launches[0] * KERNEL_LAUNCH)
+    assert grad.seconds == pytest.approx(bwd * logits / hbm + launches[1] * KERNEL_LAUNCH)
+    # the layers do not depend on the loss's implementation
+    assert work.forward == layer_work(model, H100, micro_batch=2, seq_len=4096, tp=2).forward
+
+
+def test_the_cross_entropy_is_a_job_field_with_megatrons_default() -> None:
+    base = {"cluster": {"preset": "dgx-h100", "nodes": 1},
+            "job": {"model": "llama3-8b", "tp": 1, "global_batch": 8, "seq_len": 4096,
+                    "recompute": "none"}}  # fmt: skip
+    steps = {
+        kind: simulate({**base, "job": {**base["job"], "cross_entropy": kind}}).step_time
+        for kind in ("unfused", "fused", "te")
+    }
+    assert simulate(base).step_time == steps["unfused"]
+    assert steps["unfused"] > steps["fused"] > steps["te"]
+    with pytest.raises(CommwallError, match=r"job\.cross_entropy.*'fused'"):
+        simulate({**base, "job": {**base["job"], "cross_entropy": "liger"}})
+
+
+def test_a_moe_layer_permutes_its_tokens_around_the_all_to_alls() -> None:
+    """The fused dispatcher's traffic in elements: permute (k·Tₛ·h read and written), sort and
+    unsort by local expert (k·T·h each way, only with more than one local expert), unpermute
+    (k·Tₛ·h read, Tₛ·h written); the backward mirrors it and reads the expert outputs once more
+    for the routing probabilities' gradient."""
+    model = get_model("mixtral-8x7b")
+    k, h, tokens = model.top_k, model.hidden, 4096
+
+    def permutation(ep: int, tp: int) -> tuple[float, float]:
+        work = layer_work(model, H100, micro_batch=1, seq_len=tokens, tp=tp, ep=ep)
+        by_name = {x.name: x for x in (*work.forward, *work.backward)}
+        return (
+            by_name["moe token permutation"].nbytes,
+            by_name["moe token permutation (grad)"].nbytes,
+        )
+
+    # eight experts over eight GPUs: one local expert, no sorting
+    assert permutation(8, 1) == (
+        pytest.approx(2 * h * (3 * k * tokens + tokens)),
+        pytest.approx(2 * h * (4 * k * tokens + tokens)),
+    )
+    # two local experts and TP 2: the permutes see half the tokens, the sorts all of them
+    shard = tokens / 2
+    assert permutation(4, 2) == (
+        pytest.approx(2 * h * (3 * k * shard + shard + 4 * k * tokens)),
+        pytest.approx(2 * h * (4 * k * shard + shard + 4 * k * tokens)),
+    )
+    dense = layer_work(get_model("llama3-8b"), H100, micro_batch=1, seq_len=tokens, tp=1)
+    assert not any("permutation" in x.name for x in (*dense.forward, *dense.backward))
