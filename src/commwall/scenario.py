@@ -479,6 +479,12 @@ class JobSpec(_Strict):
         "on A100, cuDNN via Transformer Engine on Hopper/Blackwell), flash2 (FlashAttention-2) "
         "or unfused (2021 Megatron: s² scores in HBM, softmax and dropout kernels).",
     )
+    fp8_recipe: Literal["delayed", "tensorwise", "mxfp8", "blockwise"] = Field(
+        default="delayed",
+        description="Megatron-Core's --fp8-recipe for precision fp8: delayed (default: scales "
+        "from the amax history), tensorwise (current scaling, 'FP8-CS': an amax pass before each "
+        "cast), mxfp8 (Blackwell block scaling) or blockwise.",
+    )
     cross_entropy: Literal["unfused", "fused", "te"] = Field(
         default="unfused",
         description="The loss's vocabulary-parallel cross-entropy: unfused (Megatron-Core's "

@@ -9,7 +9,8 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
   GEMM of the same FLOPs. Time = ``2MNK / (peak × ceiling × waves(M, N))``, and never less than
   the operands' HBM traffic at the achieved bandwidth (roofline, Williams et al. 2009):
 
-  - ``peak`` is the catalog's dense tensor peak of the precision (FP8 runs GEMMs at the FP8 peak);
+  - ``peak`` is the catalog's dense tensor peak of the precision (FP8 runs the decoder layers'
+    GEMMs at the FP8 peak; the LM head stays 16-bit, as Megatron-Core builds it outside TE);
   - ``ceiling`` is the measured *maximum achievable* matmul throughput of that GPU and
     precision as a share of the peak (:data:`GEMM_CEILING`, sources there) — no GPU reaches its
     datasheet peak even on the best shape;
@@ -303,6 +304,7 @@ def layer_work(
     context_a2a: int = 1,
     context_ring: bool = True,
     cross_entropy: str = "unfused",
+    fp8_recipe: str = "delayed",
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
@@ -315,7 +317,8 @@ def layer_work(
     ``s·a/(2·cp)`` (the whole sequence when ``a = cp``). ``context_ring``: K and V travel in a
     ring (``cp_comm`` p2p or a2a+p2p), so the partial results of its steps are merged
     (:func:`_ring_merges`); the all-gather variant computes each block in one kernel.
-    ``cross_entropy``: the loss's implementation (:data:`CROSS_ENTROPY_PASSES`).
+    ``cross_entropy``: the loss's implementation (:data:`CROSS_ENTROPY_PASSES`);
+    ``fp8_recipe``: how FP8 operands are scaled (:data:`FP8_QUANTIZE`; FP8 jobs only).
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -344,12 +347,24 @@ def layer_work(
             # likewise (grad_output_preprocess). With sequence parallelism the input is cast
             # before its all-gather (1/t of the rows) and the gathered copy transposed in the
             # backward (tex.fp8_transpose: read 1, write 1).
+            # The recipe adds what its quantizer does first (FP8_QUANTIZE).
+            extra, launches = FP8_QUANTIZE[fp8_recipe]
             if gathered:
-                fwd.append(_memory(f"{name} fp8 cast", 3.0 * m * k * count / t, dev))
+                fwd.append(
+                    _memory(f"{name} fp8 cast", (3.0 + extra) * m * k * count / t, dev, launches)
+                )
                 bwd.append(_memory(f"{name} fp8 transpose", 2.0 * m * k * count, dev))
             else:
-                fwd.append(_memory(f"{name} fp8 cast+transpose", 4.0 * m * k * count, dev))
-            bwd.append(_memory(f"{name} grad fp8 cast+transpose", 4.0 * m * n * count, dev))
+                fwd.append(
+                    _memory(
+                        f"{name} fp8 cast+transpose", (4.0 + extra) * m * k * count, dev, launches
+                    )
+                )
+            bwd.append(
+                _memory(
+                    f"{name} grad fp8 cast+transpose", (4.0 + extra) * m * n * count, dev, launches
+                )
+            )
 
     gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h, gathered=gathered_input)
     gemm("attention out", tokens, h, model.q_dim // t)
@@ -401,12 +416,18 @@ def layer_work(
         redo = ()
     vocab = model.vocab // t
     flops = 2.0 * tokens * vocab * h
-    head_grads = gemm_seconds(tokens, h, vocab, dev, g_bytes) + gemm_seconds(
-        h, vocab, tokens, dev, g_bytes
+    # The LM head stays in 16 bits under FP8: Megatron-Core builds it as its own
+    # ColumnParallelLinear, outside Transformer Engine's FP8 autocast of the decoder layers
+    # (gpt_model.py @core_v0.12.0; from 2026 a TE layer only with the opt-in fp8_output_proj
+    # and the MXFP8 recipe, transformer_config.py @d98e8a6), as do llm-foundry's and Llama 3's.
+    head = _sixteen_bit(dev) if low else dev
+    head_bytes = 2.0 if low else g_bytes
+    head_grads = gemm_seconds(tokens, h, vocab, head, head_bytes) + gemm_seconds(
+        h, vocab, tokens, head, head_bytes
     )
     loss_fwd, loss_bwd = _cross_entropy(tokens * vocab, dev, cross_entropy)
     head_fwd = (
-        Kernel("lm head", "gemm", flops, 0.0, gemm_seconds(tokens, vocab, h, dev, g_bytes)),
+        Kernel("lm head", "gemm", flops, 0.0, gemm_seconds(tokens, vocab, h, head, head_bytes)),
         loss_fwd,
     )
     head_bwd = (
@@ -415,6 +436,26 @@ def layer_work(
     )
     return LayerWork(tuple(fwd), tuple(bwd), redo, head_fwd, head_bwd)
 
+
+#: What each FP8 recipe (Megatron-Core ``--fp8-recipe``; Transformer Engine's quantizers,
+#: ``transformer_engine/pytorch/csrc/quantizer.cpp`` @d0067d0) adds to the cast of one GEMM
+#: operand beyond delayed scaling's fused cast-and-transpose (read 2 bytes, write 1 + 1): bytes
+#: per element, and kernels launched in all.
+#:
+#: * ``delayed`` (Megatron-Core's default): the scale comes from the amax history; the cast
+#:   kernel records the new amax as it goes — nothing more, one kernel.
+#: * ``tensorwise`` (current scaling, "FP8-CS"): ``Float8CurrentScalingQuantizer`` first
+#:   computes the tensor's amax (``nvte_compute_amax``: one more read of the 2-byte input), then
+#:   the scale from it (``nvte_compute_scale_from_amax``), then casts — 2 bytes, three kernels.
+#: * ``mxfp8`` (Blackwell) and ``blockwise``: one quantize kernel finds each block's scale as it
+#:   casts (``MXFP8Quantizer``, ``Float8BlockQuantizer``) and writes the scales too — an E8M0
+#:   byte per 32 elements each way (2/32), or an fp32 per 128 (8/128) — one kernel.
+FP8_QUANTIZE: Final[dict[str, tuple[float, int]]] = {
+    "delayed": (0.0, 1),
+    "tensorwise": (2.0, 3),
+    "mxfp8": (2.0 / 32.0, 1),
+    "blockwise": (8.0 / 128.0, 1),
+}
 
 #: Bytes moved per logit and kernels launched by the vocabulary-parallel cross-entropy
 #: (forward, backward) of each implementation, with 16-bit logits from the LM head:
@@ -443,6 +484,11 @@ CROSS_ENTROPY_PASSES: Final[dict[str, tuple[tuple[float, int], tuple[float, int]
     "fused": ((22.0, 3), (6.0, 1)),
     "te": ((6.0, 2), (4.0, 1)),
 }
+
+
+def _sixteen_bit(dev: Device) -> Device:
+    """``dev`` running 16-bit GEMMs: the BF16 dense peak at the BF16 ceiling."""
+    return replace(dev, peak=dev.half_peak, gemm_ceiling=GEMM_CEILING[dev.name]["bf16"])
 
 
 def _cross_entropy(logits: float, dev: Device, kind: str) -> tuple[Kernel, Kernel]:
@@ -574,7 +620,7 @@ def _attention(
         )  # fmt: skip
     # unfused (Megatron 2021): batched QKᵀ (s×s×d) and softmax·V (s×d×s) over b·heads, a fused
     # scale-mask-softmax (read + write the scores) and dropout (read, write, 1-byte mask)
-    half = replace(dev, peak=dev.half_peak, gemm_ceiling=GEMM_CEILING[dev.name]["bf16"])
+    half = _sixteen_bit(dev)
     e, count = elem_bytes, b * heads
     scores = float(count) * s * s
     forward = gemm_seconds(s, s, d, half, e, count) + gemm_seconds(s, d, s, half, e, count)

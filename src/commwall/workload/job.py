@@ -166,6 +166,7 @@ class Job:
             "compute_model": "flat" if self.device is None else "kernels",
             "attention": self.spec.attention,
             "cross_entropy": self.spec.cross_entropy,
+            "fp8_recipe": self.spec.fp8_recipe,
         }
 
 
@@ -303,6 +304,16 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
                     f"{len(layout) // spec.pp} or give {spec.pp * v} stages"
                 )
                 layout = ()
+    if spec.fp8_recipe != "delayed" and spec.precision != "fp8":
+        errors.append(
+            f"job.fp8_recipe: {spec.fp8_recipe} scales FP8 operands, but precision is "
+            f"{spec.precision}; set precision: fp8 or leave fp8_recipe at delayed"
+        )
+    if spec.fp8_recipe == "mxfp8" and cluster.gpu.sm < 100:
+        errors.append(
+            f"job.fp8_recipe: mxfp8 needs Blackwell (sm 100+); {cluster.gpu.name} is sm "
+            f"{cluster.gpu.sm}; allowed there: delayed, tensorwise, blockwise"
+        )
     if spec.seq_len > model.max_seq_len:
         errors.append(
             f"job.seq_len: {spec.seq_len} exceeds {model.name}'s context of {model.max_seq_len} tokens"

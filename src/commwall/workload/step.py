@@ -172,6 +172,7 @@ def unit_times(job: Job) -> UnitTimes:
             context_a2a=job.cp_a2a,
             context_ring=spec.cp_comm in ("p2p", "a2a+p2p"),
             cross_entropy=spec.cross_entropy,
+            fp8_recipe=spec.fp8_recipe,
         )
         times = UnitTimes(
             work.layer_forward(),

@@ -257,3 +257,44 @@ def test_a_moe_layer_permutes_its_tokens_around_the_all_to_alls() -> None:
     )
     dense = layer_work(get_model("llama3-8b"), H100, micro_batch=1, seq_len=tokens, tp=1)
     assert not any("permutation" in x.name for x in (*dense.forward, *dense.backward))
+
+
+def test_the_lm_head_stays_sixteen_bit_under_fp8() -> None:
+    """Megatron-Core's output layer is its own ColumnParallelLinear, outside Transformer
+    Engine's FP8 autocast: an FP8 job's LM head GEMMs run at the BF16 rate, its layers' at FP8."""
+    model = get_model("llama3-8b")
+    kw = {"micro_batch": 1, "seq_len": 8192, "tp": 1}
+    fp8 = layer_work(model, H100_FP8, **kw)  # type: ignore[arg-type]
+    bf16 = layer_work(model, H100, **kw)  # type: ignore[arg-type]
+    assert fp8.head_forward[0].seconds == pytest.approx(bf16.head_forward[0].seconds)
+    assert fp8.head_backward[0].seconds == pytest.approx(bf16.head_backward[0].seconds)
+    assert fp8.forward[0].name == "qkv" and fp8.forward[0].seconds < 0.7 * bf16.forward[0].seconds
+
+
+@pytest.mark.parametrize(("recipe", "extra", "launches"), [
+    ("delayed", 0.0, 1), ("tensorwise", 2.0, 3), ("mxfp8", 2 / 32, 1), ("blockwise", 8 / 128, 1),
+])  # fmt: skip
+def test_an_fp8_recipe_adds_what_its_quantizer_does(
+    recipe: str, extra: float, launches: int
+) -> None:
+    """Current scaling reads each operand once more for its amax and launches the amax and
+    scale kernels; block scaling writes its scales; delayed scaling adds nothing."""
+    model = get_model("llama3-8b")
+    work = layer_work(model, H100_FP8, micro_batch=1, seq_len=4096, tp=1, fp8_recipe=recipe)
+    cast = {k.name: k for k in work.forward}["qkv fp8 cast+transpose"]
+    assert cast.nbytes == pytest.approx((4.0 + extra) * 4096 * model.hidden)
+    hbm = 3.35e12 * HBM_SHARE["h100-sxm"]
+    assert cast.seconds == pytest.approx(cast.nbytes / hbm + launches * KERNEL_LAUNCH)
+
+
+def test_an_fp8_recipe_needs_fp8_and_mxfp8_needs_blackwell() -> None:
+    base = {"cluster": {"preset": "dgx-h100", "nodes": 1},
+            "job": {"model": "llama3-8b", "tp": 1, "global_batch": 8, "seq_len": 4096}}  # fmt: skip
+    with pytest.raises(CommwallError, match=r"job\.fp8_recipe: tensorwise .* precision is bf16"):
+        simulate({**base, "job": {**base["job"], "fp8_recipe": "tensorwise"}})
+    with pytest.raises(CommwallError, match=r"job\.fp8_recipe: mxfp8 needs Blackwell"):
+        simulate({**base, "job": {**base["job"], "precision": "fp8", "fp8_recipe": "mxfp8"}})
+    fp8 = {**base["job"], "precision": "fp8"}
+    delayed = simulate({**base, "job": fp8}).step_time
+    current = simulate({**base, "job": {**fp8, "fp8_recipe": "tensorwise"}}).step_time
+    assert current > delayed
