@@ -273,6 +273,9 @@ class LayerWork:
     recompute: tuple[Kernel, ...]
     head_forward: tuple[Kernel, ...]
     head_backward: tuple[Kernel, ...]
+    #: The embedding's lookup and its gradient, on the stage that holds the embedding.
+    embed_forward: tuple[Kernel, ...] = ()
+    embed_backward: tuple[Kernel, ...] = ()
 
     @staticmethod
     def seconds(kernels: Iterable[Kernel]) -> float:
@@ -434,7 +437,34 @@ def layer_work(
         Kernel("lm head dgrad+wgrad", "gemm", 2 * flops, 0.0, head_grads),
         loss_bwd,
     )
-    return LayerWork(tuple(fwd), tuple(bwd), redo, head_fwd, head_bwd)
+    embed = _embedding(model, dev, tokens, t, elem_bytes)
+    return LayerWork(tuple(fwd), tuple(bwd), redo, head_fwd, head_bwd, embed[:1], embed[1:])
+
+
+def _embedding(
+    model: ModelSpec, dev: Device, tokens: int, t: int, elem_bytes: int
+) -> tuple[Kernel, Kernel]:
+    """The embedding's forward and backward on one GPU of a tensor-parallel group of ``t``
+    (Megatron-Core's ``VocabParallelEmbedding`` over ``V/t`` rows), in elements of
+    ``elem_bytes``: the lookup reads and writes ``T·h`` (with ``t > 1`` the rows of other
+    ranks' vocabulary are zeroed in one more pass), learned positions (GPT) look up and add
+    ``T·h`` more. The backward is PyTorch's ``embedding_dense_backward`` (a zeroed ``V/t × h``
+    gradient, the ``T`` rows read and accumulated) and Megatron-Core's DDP hook adding it into
+    the parameter's main gradient every micro-batch (``param.main_grad.add_(param.grad)``,
+    ``distributed_data_parallel.py`` @core_v0.12.0: read both, write one), positions likewise."""
+    h, e = model.hidden, elem_bytes
+    rows = model.vocab / t
+    forward = (2.0 + (2.0 if t > 1 else 0.0)) * tokens * h
+    backward = 4.0 * rows * h + 3.0 * tokens * h
+    launches = (2 if t > 1 else 1, 2)
+    if model.learned_pos_emb:
+        forward += 4.0 * tokens * h
+        backward += 4.0 * model.max_seq_len * h + 3.0 * tokens * h
+        launches = (launches[0] + 2, 4)
+    return (
+        _memory("embedding", forward * e, dev, launches[0]),
+        _memory("embedding (grad)", backward * e, dev, launches[1]),
+    )
 
 
 #: What each FP8 recipe (Megatron-Core ``--fp8-recipe``; Transformer Engine's quantizers,

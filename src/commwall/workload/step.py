@@ -6,12 +6,13 @@ replica (all replicas behave alike on an ideal fabric):
 
 * **Compute** per micro-batch and model chunk: the kernels of the chunk's layers, and of the
   final norm, LM head and loss where the pipeline layout puts them (the last stage by default,
-  as Megatron does; :mod:`commwall.workload.pipeline_layout`), priced one by one
+  as Megatron does; :mod:`commwall.workload.pipeline_layout`) and of the embedding where it
+  puts that (the first), priced one by one
   (:mod:`commwall.workload.compute`: GEMMs by shape and precision, fused attention,
   memory-bound kernels, recomputation as what is recomputed). With the flat override
   ``compute_efficiency``: the layers' and the LM head's FLOPs at the GPU's dense peak × that
   share, split 1:2 forward:backward (Narayanan et al. SC'21), full recomputation adding the
-  layers' forward to their backward. The embedding lookup is not priced.
+  layers' forward to their backward; there the embedding's lookup and gradient are not priced.
 * **Tensor parallel** (Megatron-LM; Korthikanti et al. 2022 §4.2): per layer two all-gathers and
   two reduce-scatters of ``b·s·h`` half-precision values in forward and again in backward with
   sequence parallelism, or two all-reduces each way without. They block the compute stream.
@@ -148,6 +149,9 @@ class UnitTimes:
     #: column-parallel wgrads (half of each GEMM's dgrad+wgrad). A MoE layer: attention only.
     beside_forward: tuple[float, ...] = ()
     beside_backward: tuple[float, ...] = ()
+    #: The embedding's lookup and gradient (kernel model only; the flat model prices FLOPs).
+    embed_forward: float = 0.0
+    embed_backward: float = 0.0
 
 
 def unit_times(job: Job) -> UnitTimes:
@@ -179,6 +183,8 @@ def unit_times(job: Job) -> UnitTimes:
             work.layer_backward(),
             work.seconds(work.head_forward),
             work.seconds(work.head_backward),
+            embed_forward=work.seconds(work.embed_forward),
+            embed_backward=work.seconds(work.embed_backward),
         )
         if spec.tp_comm_overlap:
             sms = job.device.sms
@@ -196,6 +202,8 @@ def _scaled(u: UnitTimes, scale: float) -> UnitTimes:
         u.head_backward * scale,
         tuple(x * scale for x in u.beside_forward),
         tuple(x * scale for x in u.beside_backward),
+        u.embed_forward * scale,
+        u.embed_backward * scale,
     )
 
 
@@ -234,8 +242,8 @@ def micro_batch_times(job: Job) -> tuple[float, float]:
 
 def _stage_average(job: Job, u: UnitTimes) -> tuple[float, float]:
     layers = job.model.n_layers
-    forward = (layers * u.layer_forward + u.head_forward) / job.pp
-    backward = (layers * u.layer_backward + u.head_backward) / job.pp
+    forward = (layers * u.layer_forward + u.head_forward + u.embed_forward) / job.pp
+    backward = (layers * u.layer_backward + u.head_backward + u.embed_backward) / job.pp
     return forward, backward
 
 
@@ -568,12 +576,17 @@ class _Builder:
         return u.layer_forward if kind == "F" else u.layer_backward
 
     def head_seconds(self, kind: str, stage: int, chunk: int) -> float:
-        """Seconds of the loss unit (final norm, LM head, cross-entropy) in this chunk, if the
-        pipeline layout puts it here; 0 otherwise."""
-        if not self.job.virtual_stage(stage, chunk).loss:
-            return 0.0
+        """Seconds of the units outside the layers in this chunk, where the pipeline layout
+        puts them: the loss unit (final norm, LM head, cross-entropy) and the embedding (its
+        lookup and gradient; its gradient buckets still wait for the end of the backward)."""
+        where = self.job.virtual_stage(stage, chunk)
         u = self.units
-        return u.head_forward if kind == "F" else u.head_backward
+        seconds = 0.0
+        if where.loss:
+            seconds += u.head_forward if kind == "F" else u.head_backward
+        if where.embedding:
+            seconds += u.embed_forward if kind == "F" else u.embed_backward
+        return seconds
 
     def chunk_seconds(self, kind: str, stage: int, chunk: int) -> float:
         """One micro-batch's compute of a model chunk: its layers and, where it holds it, the

@@ -298,3 +298,19 @@ def test_an_fp8_recipe_needs_fp8_and_mxfp8_needs_blackwell() -> None:
     delayed = simulate({**base, "job": fp8}).step_time
     current = simulate({**base, "job": {**fp8, "fp8_recipe": "tensorwise"}}).step_time
     assert current > delayed
+
+
+def test_the_embedding_pays_for_its_dense_gradient_every_micro_batch() -> None:
+    """Lookup: read and write T·h (with TP one more pass zeroes other ranks' rows); backward:
+    embedding_dense_backward zeroes V/t × h and accumulates the T rows, then Megatron's DDP hook
+    adds it into the main gradient (read both, write one) — 4·V/t·h + 3·T·h elements."""
+    model = get_model("llama3-8b")
+    tokens, h = 4096, model.hidden
+    for tp in (1, 4):
+        work = layer_work(model, H100, micro_batch=1, seq_len=tokens, tp=tp)
+        (lookup,), (grad,) = work.embed_forward, work.embed_backward
+        assert lookup.nbytes == pytest.approx(2 * (2 + (2 if tp > 1 else 0)) * tokens * h)
+        assert grad.nbytes == pytest.approx(2 * (4 * model.vocab / tp * h + 3 * tokens * h))
+    gpt = get_model("gpt3-175b")  # learned positions: their lookup, add and gradient too
+    work = layer_work(gpt, H100, micro_batch=1, seq_len=2048, tp=8)
+    assert work.embed_forward[0].nbytes == pytest.approx(2 * (4 + 4) * 2048 * gpt.hidden)
