@@ -433,7 +433,18 @@ class JobSpec(_Strict):
         default=None, ge=1, description="Data-parallel degree. Default: GPUs / (tp × cp × pp)."
     )
     ep: int = Field(
-        default=1, ge=1, le=1024, description="Expert-parallel degree (MoE; divides dp × cp)."
+        default=1,
+        ge=1,
+        le=1024,
+        description="Expert-parallel degree (MoE): ep × expert_tp divides tp × cp × dp "
+        "(Megatron-Core's MoE parallel folding).",
+    )
+    expert_tp: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="Expert tensor parallelism (Megatron-Core --expert-tensor-parallel-size; "
+        "default: tp). 1 with tp > 1 folds the attention's TP ranks into expert parallelism.",
     )
     virtual_stages: int = Field(
         default=1,

@@ -273,7 +273,9 @@ CASES: list[tuple[str, str, list[str]]] = [
     (
         "ep-not-dividing",
         "cluster:\n  preset: hgx-h200\njob:\n  model: mixtral-8x7b\n  tp: 2\n  ep: 3\n  global_batch: 8\n",
-        ["job.ep: 3 must divide both the 8 experts and dp × cp = 4"],
+        [
+            "job.ep: 3 must divide the 8 experts, and ep × expert_tp = 3 × 2 must divide tp × cp × dp = 2 × 1 × 4"
+        ],
     ),
     (
         "fp8-on-a100",

@@ -308,6 +308,7 @@ def layer_work(
     context_ring: bool = True,
     cross_entropy: str = "unfused",
     fp8_recipe: str = "delayed",
+    expert_tp: int | None = None,
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
@@ -321,7 +322,8 @@ def layer_work(
     ring (``cp_comm`` p2p or a2a+p2p), so the partial results of its steps are merged
     (:func:`_ring_merges`); the all-gather variant computes each block in one kernel.
     ``cross_entropy``: the loss's implementation (:data:`CROSS_ENTROPY_PASSES`);
-    ``fp8_recipe``: how FP8 operands are scaled (:data:`FP8_QUANTIZE`; FP8 jobs only).
+    ``fp8_recipe``: how FP8 operands are scaled (:data:`FP8_QUANTIZE`; FP8 jobs only);
+    ``expert_tp``: the ranks that split each expert's GEMMs (default ``tp``).
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -374,12 +376,16 @@ def layer_work(
     mlp_in = 2 if model.gated_mlp else 1
     if model.is_moe:
         gemm("router", tokens, model.n_experts, h)
+        # expert TP e (Megatron-Core's MoE parallel folding; e = t by default): the tokens of
+        # e sequence-parallel shards (T·e/t) reach each rank's experts, each GEMM 1/e wide
+        e = expert_tp or t
         local = max(1, model.n_experts // ep)
-        per_expert = max(1, round(tokens * model.top_k * ep / model.n_experts))
-        width = model.expert_ffn // t
+        gathered_tokens = tokens * e / t
+        per_expert = max(1, round(gathered_tokens * model.top_k * ep / model.n_experts))
+        width = model.expert_ffn // e
         gemm("experts up", per_expert, mlp_in * width, h, local)
         gemm("experts down", per_expert, h, width, local)
-        routed = _token_permutation(model, dev, tokens, t, local, elem_bytes)
+        routed = _token_permutation(model, dev, tokens, t, e, local, elem_bytes)
         fwd.append(routed[0])
         bwd.append(routed[1])
         if model.shared_ffn_hidden:
@@ -539,7 +545,7 @@ def _cross_entropy(logits: float, dev: Device, kind: str) -> tuple[Kernel, Kerne
 
 
 def _token_permutation(
-    model: ModelSpec, dev: Device, tokens: int, t: int, local: int, elem_bytes: int
+    model: ModelSpec, dev: Device, tokens: int, t: int, e: int, local: int, elem_bytes: int
 ) -> tuple[Kernel, Kernel]:
     """The MoE layer's token permutations around its all-to-alls, forward and backward
     (Megatron-Core's ``MoEAlltoAllTokenDispatcher`` and ``moe_utils`` @core_v0.12.0), priced at
@@ -552,13 +558,14 @@ def _token_permutation(
     sequence-parallel share (``T/t`` with tensor parallelism), in elements: the forward
     permutes each token into ``k`` copies grouped by expert (read ``k·Tₛ·h``, write ``k·Tₛ·h``),
     sorts the received chunks by local expert when the GPU holds more than one (read and write
-    ``k·T·h``) and unsorts them after the experts (again), and unpermutes, weighting each copy
+    ``k·Tₑ·h``, ``Tₑ = T·e/t`` the tokens of the ``e`` expert-TP ranks' shards) and unsorts them
+    after the experts (again), and unpermutes, weighting each copy
     by its routing probability (read ``k·Tₛ·h``, write ``Tₛ·h``). The backward mirrors each
     step and reads the expert outputs once more for the probabilities' gradient (``k·Tₛ·h``).
     """
     k, h = model.top_k, model.hidden
     shard = tokens / t
-    sorts = 4.0 * k * tokens if local > 1 else 0.0
+    sorts = 4.0 * k * shard * e if local > 1 else 0.0
     launches = 4 if local > 1 else 2
     forward = (3.0 * k * shard + shard + sorts) * h * elem_bytes
     backward = (4.0 * k * shard + shard + sorts) * h * elem_bytes

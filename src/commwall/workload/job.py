@@ -53,9 +53,21 @@ class Job:
     virtual_stages: int = 1
     device: Device | None = None
     cp: int = 1
+    etp: int = 0
+    """Expert tensor parallelism (``job.expert_tp``; 0: the same as ``tp``)."""
     layout: tuple[VirtualStage, ...] = ()
     """What each virtual stage ``chunk·pp + stage`` holds (:mod:`~commwall.workload.pipeline_layout`);
     empty: Megatron's default (:func:`~commwall.workload.pipeline_layout.even_layout`)."""
+
+    @property
+    def expert_tp(self) -> int:
+        """Ranks that split each expert's GEMMs (Megatron-Core's expert TP; ``tp`` by default)."""
+        return self.etp or self.tp
+
+    @property
+    def expert_dp(self) -> int:
+        """Ranks that hold the same experts: ``tp·cp·dp / (expert_tp·ep)``."""
+        return self.tp * self.grad_dp // (self.expert_tp * self.ep)
 
     @property
     def n_chunks(self) -> int:
@@ -156,6 +168,7 @@ class Job:
             "virtual_stages": self.virtual_stages,
             "dp": self.dp,
             "ep": self.ep,
+            "expert_tp": self.expert_tp,
             "global_batch": self.spec.global_batch,
             "micro_batch": self.spec.micro_batch,
             "micro_batches": self.micro_batches,
@@ -262,16 +275,29 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"Megatron-Core asserts); tp is {spec.tp}, sequence_parallel is "
             f"{str(spec.sequence_parallel).lower()}"
         )
+    etp = spec.expert_tp or spec.tp
     if spec.ep > 1:
         if model.n_experts <= 1:
             errors.append(
                 f"job.ep: {spec.ep} needs a mixture-of-experts model; {model.name} is dense"
             )
-        elif model.n_experts % spec.ep or (dp * spec.cp) % spec.ep:
-            # Megatron-Core: tp·cp·dp = etp·ep·edp with the expert TP = tp
+        elif model.n_experts % spec.ep or (spec.tp * dp * spec.cp) % (spec.ep * etp):
+            # Megatron-Core's MoE parallel folding: tp·cp·dp = etp·ep·edp
             errors.append(
-                f"job.ep: {spec.ep} must divide both the {model.n_experts} experts and "
-                f"dp × cp = {dp * spec.cp}"
+                f"job.ep: {spec.ep} must divide the {model.n_experts} experts, and ep × "
+                f"expert_tp = {spec.ep} × {etp} must divide tp × cp × dp = "
+                f"{spec.tp} × {spec.cp} × {dp}"
+            )
+    if spec.expert_tp is not None:
+        if model.n_experts <= 1:
+            errors.append(
+                f"job.expert_tp: {spec.expert_tp} needs a mixture-of-experts model; "
+                f"{model.name} is dense"
+            )
+        elif model.expert_ffn % spec.expert_tp:
+            errors.append(
+                f"job.expert_tp: {spec.expert_tp} must divide {model.name}'s expert FFN width "
+                f"{model.expert_ffn}"
             )
     if spec.global_batch % (dp * spec.micro_batch):
         errors.append(
@@ -344,6 +370,7 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         pp=spec.pp,
         dp=dp,
         ep=spec.ep,
+        etp=spec.expert_tp or 0,
         micro_batches=spec.global_batch // (dp * spec.micro_batch),
         peak_flops=peak,
         virtual_stages=spec.virtual_stages,

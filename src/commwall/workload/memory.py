@@ -128,10 +128,12 @@ def model_state_bytes(
 @dataclass(frozen=True)
 class _StageParams:
     dense: float  # parameters replicated over the whole data-parallel group
-    expert: float  # MoE expert parameters, replicated over dp // ep ranks only
+    expert: float  # MoE expert parameters, replicated over the expert-DP ranks only
 
 
-def _stage_params(model: ModelSpec, *, tp: int, pp: int, ep: int, first: bool) -> _StageParams:
+def _stage_params(
+    model: ModelSpec, *, tp: int, pp: int, ep: int, first: bool, etp: int | None = None
+) -> _StageParams:
     """Parameters held by one GPU of the first (``first``) or last pipeline stage.
 
     Megatron-LM layout (Shoeybi et al. 2019; Narayanan et al. SC'21): linear layers and the
@@ -150,7 +152,8 @@ def _stage_params(model: ModelSpec, *, tp: int, pp: int, ep: int, first: bool) -
     replicated = 2 * model.norm_params() + model.router_params_per_layer()
     if model.is_moe:
         dense_layer = attn + replicated + model.shared_mlp_params_per_layer() / tp
-        expert_layer = (model.n_experts // ep) * model.mlp_params_per_layer() / tp
+        # experts over ep, each expert's GEMMs over the expert TP (tp unless folded)
+        expert_layer = (model.n_experts // ep) * model.mlp_params_per_layer() / (etp or tp)
     else:
         dense_layer = attn + replicated + model.mlp_params_per_layer() / tp
         expert_layer = 0.0
@@ -367,12 +370,16 @@ def _validate_split(model: ModelSpec, *, tp: int, pp: int, ep: int) -> None:
         )
 
 
-def _validate_parallelism(model: ModelSpec, *, tp: int, pp: int, dp: int, ep: int) -> None:
+def _validate_parallelism(
+    model: ModelSpec, *, tp: int, pp: int, dp: int, ep: int, etp: int | None = None
+) -> None:
     _validate_split(model, tp=tp, pp=pp, ep=ep)
     whole("dp", dp, 1, error=MemoryModelError)
-    if dp % ep:
+    e = etp or tp
+    if (tp * dp) % (ep * e):
         raise MemoryModelError(
-            f"ep={ep} is invalid: must divide dp={dp} (experts shard the DP group)"
+            f"ep={ep} is invalid: ep x expert_tp = {ep} x {e} must divide tp x dp = {tp} x {dp} "
+            f"(the expert grid folds over the same ranks)"
         )
 
 
@@ -395,6 +402,7 @@ def memory_per_gpu(
     inflight_microbatches: int | None = None,
     flash_attention: bool = False,
     fp8: bool = False,
+    expert_tp: int | None = None,
 ) -> MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage of a TP x PP x DP (x EP) job.
 
@@ -403,8 +411,9 @@ def memory_per_gpu(
       ``pp`` does not divide ``n_layers`` the stage holds ``ceil(L/pp)`` layers (worst stage).
     - Gradients ``grad_bytes``/param and optimizer :func:`optimizer_bytes_per_param`/param,
       sharded by ZeRO ``zero_stage`` (:func:`model_state_bytes`) over ``dp`` for dense
-      parameters and over ``dp // ep`` (the expert-data-parallel group, Megatron-Core
-      convention: ``ep`` divides ``dp``) for expert parameters; ``dp`` is the group that reduces
+      parameters and over ``tp·dp / (ep·expert_tp)`` (the expert-data-parallel group of
+      Megatron-Core's expert grid; ``dp // ep`` when ``expert_tp`` is ``tp``, the default) for
+      expert parameters, whose GEMMs split over ``expert_tp``; ``dp`` is the group that reduces
       gradients (``dp × cp`` with context parallelism).
     - Activations: :func:`activation_bytes_per_layer` for the model's own layer
       (:class:`LayerShape`; saved GEMM inputs in FP8 with ``fp8``) x layers x in-flight micro-batches
@@ -414,7 +423,7 @@ def memory_per_gpu(
     The reported stage is whichever of the first and last stages needs more in total.
     ``MemoryModelError`` names the bad argument, its value and what is allowed.
     """
-    _validate_parallelism(model, tp=tp, pp=pp, dp=dp, ep=ep)
+    _validate_parallelism(model, tp=tp, pp=pp, dp=dp, ep=ep, etp=expert_tp)
     stage = whole("zero_stage", zero_stage, 0, 3, error=MemoryModelError)
     whole("micro_batch", micro_batch, 1, error=MemoryModelError)
     whole("seq_len", seq_len, 1, error=MemoryModelError)
@@ -427,7 +436,7 @@ def memory_per_gpu(
 
     best: MemoryBreakdown | None = None
     for first in (True, False):
-        params = _stage_params(model, tp=tp, pp=pp, ep=ep, first=first)
+        params = _stage_params(model, tp=tp, pp=pp, ep=ep, first=first, etp=expert_tp)
         states = [
             model_state_bytes(
                 n,
@@ -437,7 +446,10 @@ def memory_per_gpu(
                 grad_bytes=grad_bytes,
                 optimizer_bytes=k,
             )
-            for n, group in ((params.dense, dp), (params.expert, dp // ep))
+            for n, group in (
+                (params.dense, dp),
+                (params.expert, tp * dp // (ep * (expert_tp or tp))),
+            )
         ]
         weights, grads, optim = (sum(s[i] for s in states) for i in range(3))
         acts = _stage_activation_bytes(

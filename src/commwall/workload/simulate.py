@@ -520,6 +520,7 @@ def simulate(
         pp=job.pp,
         dp=job.grad_dp,
         ep=job.ep,
+        expert_tp=job.expert_tp,
         zero_stage=spec.zero_stage,
         micro_batch=spec.micro_batch,
         seq_len=spec.seq_len // job.cp,  # each context-parallel rank holds s/cp tokens

@@ -85,6 +85,9 @@ class Groups:
     #: across them (``cp / cp_a2a`` ranks at stride ``tp·cp_a2a``)
     cpa: Group
     cpr: Group
+    #: the experts' tensor-parallel group (``expert_tp`` ranks at stride 1; the TP group when
+    #: ``expert_tp`` = ``tp``, Megatron-Core's default)
+    etp: Group
 
 
 @dataclass
@@ -125,12 +128,15 @@ def _groups(job: Job, d: int) -> Groups:
     return Groups(
         tp=group_shape("tp", job.tp, 1, d),
         dp=group_shape("dp", job.grad_dp, job.tp, d),
-        ep=group_shape("ep", job.ep, job.tp, d),
+        # the expert grid (Megatron-Core's MoE parallel folding, order etp-ep-edp over the
+        # same tp·cp·dp ranks): EP at stride expert_tp, expert-DP at stride expert_tp·ep
+        ep=group_shape("ep", job.ep, job.expert_tp, d),
         pp=pipeline_peer_group(job.tp, job.grad_dp, d),
-        edp=group_shape("edp", job.grad_dp // job.ep, job.tp * job.ep, d),
+        edp=group_shape("edp", job.expert_dp, job.expert_tp * job.ep, d),
         cp=group_shape("cp", job.cp, job.tp, d),
         cpa=group_shape("cpa", job.cp_a2a, job.tp, d),
         cpr=group_shape("cpr", job.cp // job.cp_a2a, job.tp * job.cp_a2a, d),
+        etp=group_shape("etp", job.expert_tp, 1, d),
     )
 
 
@@ -177,6 +183,7 @@ def unit_times(job: Job) -> UnitTimes:
             context_ring=spec.cp_comm in ("p2p", "a2a+p2p"),
             cross_entropy=spec.cross_entropy,
             fp8_recipe=spec.fp8_recipe,
+            expert_tp=job.expert_tp,
         )
         times = UnitTimes(
             work.layer_forward(),
@@ -302,8 +309,8 @@ def _stage_tensors(job: Job, stage: int, chunk: int | None = None) -> list[tuple
         elif not last:  # final norm, LM head
             continue
         split = 1 if replicated else job.tp
-        if expert:
-            split *= job.ep
+        if expert:  # the expert grid splits experts over ep and their GEMMs over expert_tp
+            split = job.expert_tp * job.ep
         out.append((name, layer, count / split * job.element_bytes))
     return out
 
@@ -462,8 +469,9 @@ class _Builder:
             "cpa": (job.cp_a2a, job.tp),
             "cpr": (job.cp // job.cp_a2a, job.tp * job.cp_a2a),
             "dp": (job.grad_dp, job.tp),
-            "ep": (job.ep, job.tp),
-            "edp": (job.grad_dp // job.ep, job.tp * job.ep),
+            "ep": (job.ep, job.expert_tp),
+            "edp": (job.expert_dp, job.expert_tp * job.ep),
+            "etp": (job.expert_tp, 1),
         }[group.name]
         return replace(group, placement=megatron_placement(size, stride, span, stage * span))
 
@@ -471,25 +479,39 @@ class _Builder:
         return f"{kind}{j}" if self.v == 1 else f"{kind}{j}c{chunk}"
 
     def blocking_comm(self, stage: int, tag: str, layers: int, after: tuple[int, ...]) -> int:
-        """TP (and EP) collectives of ``layers`` layers on the compute stream; last index."""
+        """TP (and EP) collectives of ``layers`` layers on the compute stream; last index.
+
+        Per layer: the attention block's TP pair, and the MLP's — for a MoE layer the experts'
+        pair over the expert-TP group (none with ``expert_tp`` 1) — then, with expert
+        parallelism, the dispatch and combine all-to-alls. With ``tp_comm_overlap`` the
+        attention and dense MLP pairs run beside their GEMMs instead; the experts' pair and the
+        all-to-alls run without Userbuffers and stay here."""
         job, stream, last = self.job, f"s{stage}.compute", -1
-        calls = 2 * layers
-        if self.spec.tp_comm_overlap:
-            # a MoE layer's experts run without Userbuffers: their TP pair stays blocking
-            calls = layers if job.model.is_moe else 0
-        if job.tp > 1 and calls:
-            ops: tuple[tuple[Op, str], ...] = (
-                ((Op.ALL_GATHER, "all-gather"), (Op.REDUCE_SCATTER, "reduce-scatter"))
-                if self.sp
-                else ((Op.ALL_REDUCE, "all-reduce"),)
-            )
-            for op, label in ops:
-                task = CollectiveTask(op, self.tp_bytes, self.groups.tp)
-                last = self.add(f"s{stage} {tag} TP {label}", task, "tp", stream, after, calls)
-                after = ()
+        moe = job.model.is_moe
+        overlap = self.spec.tp_comm_overlap
+        tp_calls = 0 if overlap else (layers if moe else 2 * layers)
+        expert_calls = layers if moe else 0
+        if moe and job.expert_tp == job.tp:  # the experts' pair runs over the TP group itself
+            tp_calls, expert_calls = tp_calls + expert_calls, 0
+        ops: tuple[tuple[Op, str], ...] = (
+            ((Op.ALL_GATHER, "all-gather"), (Op.REDUCE_SCATTER, "reduce-scatter"))
+            if self.sp
+            else ((Op.ALL_REDUCE, "all-reduce"),)
+        )
+        for size, calls, group, kind in (
+            (job.tp, tp_calls, self.groups.tp, "TP"),
+            (job.expert_tp, expert_calls, self.groups.etp, "expert TP"),
+        ):
+            if size > 1 and calls:
+                for op, label in ops:
+                    task = CollectiveTask(op, self.tp_bytes, group)
+                    last = self.add(
+                        f"s{stage} {tag} {kind} {label}", task, "tp", stream, after, calls
+                    )
+                    after = ()
         if job.ep > 1 and job.model.n_experts > 1:
             task = CollectiveTask(Op.ALLTOALL, self.a2a_bytes, self.groups.ep)
-            last = self.add(f"s{stage} {tag} EP all-to-all", task, "ep", stream, after, calls)
+            last = self.add(f"s{stage} {tag} EP all-to-all", task, "ep", stream, after, 2 * layers)
         return last
 
     def compute_with_tp(

@@ -231,9 +231,19 @@ def test_bad_arguments_name_argument_value_and_allowed(
         assert needle in str(info.value)
 
 
-def test_ep_must_divide_dp() -> None:
-    with pytest.raises(ValueError, match="ep=4 is invalid: must divide dp=2"):
-        memory_per_gpu(get_model("mixtral-8x7b"), **{**BASE, "dp": 2, "ep": 4})
+def test_ep_times_expert_tp_must_divide_tp_times_dp() -> None:
+    """Megatron-Core's expert grid folds over the attention's tp x dp ranks."""
+    with pytest.raises(ValueError, match=r"ep=4 is invalid: ep x expert_tp = 4 x 1 must divide"):
+        memory_per_gpu(get_model("mixtral-8x7b"), **{**BASE, "tp": 1, "dp": 2, "ep": 4})
+    mixtral = get_model("mixtral-8x7b")
+    # on tp 2 x dp 2: ep 4 of whole experts (expert_tp 1) holds 2 experts a GPU, as ep 2 of
+    # half experts (expert_tp 2, the default) does; ep 2 of whole experts holds twice that
+    grid = {**BASE, "tp": 2, "dp": 2}
+    folded = memory_per_gpu(mixtral, **{**grid, "ep": 4, "expert_tp": 1})
+    halves = memory_per_gpu(mixtral, **{**grid, "ep": 2})
+    wholes = memory_per_gpu(mixtral, **{**grid, "ep": 2, "expert_tp": 1})
+    assert folded.weights == pytest.approx(halves.weights)
+    assert wholes.weights > folded.weights
 
 
 def test_breakdown_is_frozen() -> None:

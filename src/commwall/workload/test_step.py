@@ -17,6 +17,7 @@ from commwall.collectives.schedule import CollectiveTask, Group
 from commwall.engines import AnalyticEngine
 from commwall.scenario import ScenarioError, parse_scenario
 from commwall.workload import step as step_module
+from commwall.workload.compute import layer_work
 from commwall.workload.job import HALF_BYTES, Job, resolve_job
 from commwall.workload.memory import memory_per_gpu, params_per_gpu
 from commwall.workload.simulate import CATEGORIES, StepReport, simulate
@@ -126,8 +127,37 @@ def test_expert_parallelism_spans_dp_times_cp_with_context_parallelism() -> None
     assert a2a[0].nbytes == 4096 / 2 * job.model.top_k * job.model.hidden * HALF_BYTES
     groups = step_module.job_groups(job, cluster)
     assert groups.edp.nranks == 1 and groups.dp.nranks == 8
-    with pytest.raises(ScenarioError, match=re.escape("dp × cp = 8")):
+    with pytest.raises(ScenarioError, match=re.escape("must divide tp × cp × dp = 1 × 2 × 4")):
         resolved({**spec, "ep": 16}, nodes=1)
+
+
+def test_expert_tensor_parallelism_folds_the_attention_tp_ranks_into_expert_parallelism() -> None:
+    """Megatron-Core's MoE parallel folding: with tp 2 and expert_tp 1 the expert grid is
+    ep x edp over the same tp·dp ranks, EP at stride 1; each expert's GEMMs are whole, the
+    experts' TP pair disappears, and the same expert FLOPs run per GPU."""
+    spec = {"model": "mixtral-8x7b", "tp": 2, "ep": 8, "global_batch": 32, "seq_len": 4096}
+    with pytest.raises(ScenarioError, match=re.escape("ep × expert_tp = 8 × 2")):
+        resolved(spec, nodes=1)  # dp 4 × tp 2 = 8 ranks cannot hold ep 8 × expert_tp 2
+    job, cluster = resolved({**spec, "expert_tp": 1}, nodes=1)
+    assert (job.tp, job.dp, job.ep, job.expert_tp, job.expert_dp) == (2, 4, 8, 1, 1)
+    groups = step_module.job_groups(job, cluster)
+    assert groups.ep.nranks == 8 and groups.etp.nranks == 1
+    r = run({**spec, "expert_tp": 1}, nodes=1)
+    names = {c.name for c in r.collectives}
+    assert not any("expert TP" in n for n in names)
+    a2a = [c for c in r.collectives if c.op == "alltoall"]
+    assert a2a and all(c.nranks == 8 for c in a2a)
+    # expert FLOPs per GPU do not depend on how the expert grid is folded
+    work = {
+        e: layer_work(job.model, job.device, micro_batch=1, seq_len=4096, tp=2, ep=ep,
+                      expert_tp=e)
+        for e, ep in ((1, 8), (2, 4))
+    }  # fmt: skip
+    flops = {e: sum(k.flops for k in w.forward if k.name.startswith("experts")) for e, w in
+             work.items()}  # fmt: skip
+    assert flops[1] == pytest.approx(flops[2], rel=1e-3)
+    with pytest.raises(ScenarioError, match=r"job\.expert_tp: 2 needs a mixture-of-experts"):
+        resolved({"model": "llama3-8b", "tp": 2, "expert_tp": 2, "global_batch": 32}, nodes=1)
 
 
 # ---------------------------------------------------------------- compute (6N-style closed form)
