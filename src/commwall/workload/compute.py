@@ -354,21 +354,16 @@ def layer_work(
             # backward (tex.fp8_transpose: read 1, write 1).
             # The recipe adds what its quantizer does first (FP8_QUANTIZE).
             extra, launches = FP8_QUANTIZE[fp8_recipe]
+            inputs, grads = m * k * count, m * n * count
             if gathered:
-                fwd.append(
-                    _memory(f"{name} fp8 cast", (3.0 + extra) * m * k * count / t, dev, launches)
-                )
-                bwd.append(_memory(f"{name} fp8 transpose", 2.0 * m * k * count, dev))
+                fwd.append(_memory(f"{name} fp8 cast", (3.0 + extra) * inputs / t, dev, launches))
+                bwd.append(_memory(f"{name} fp8 transpose", 2.0 * inputs, dev))
             else:
                 fwd.append(
-                    _memory(
-                        f"{name} fp8 cast+transpose", (4.0 + extra) * m * k * count, dev, launches
-                    )
+                    _memory(f"{name} fp8 cast+transpose", (4.0 + extra) * inputs, dev, launches)
                 )
             bwd.append(
-                _memory(
-                    f"{name} grad fp8 cast+transpose", (4.0 + extra) * m * n * count, dev, launches
-                )
+                _memory(f"{name} grad fp8 cast+transpose", (4.0 + extra) * grads, dev, launches)
             )
 
     gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h, gathered=gathered_input)

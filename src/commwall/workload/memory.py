@@ -434,6 +434,7 @@ def memory_per_gpu(
     inflight = pp if inflight_microbatches is None else inflight_microbatches
     whole("inflight_microbatches", inflight, 1, error=MemoryModelError)
 
+    expert_dp = tp * dp // (ep * (expert_tp or tp))  # the expert grid's data-parallel ranks
     best: MemoryBreakdown | None = None
     for first in (True, False):
         params = _stage_params(model, tp=tp, pp=pp, ep=ep, first=first, etp=expert_tp)
@@ -448,7 +449,7 @@ def memory_per_gpu(
             )
             for n, group in (
                 (params.dense, dp),
-                (params.expert, tp * dp // (ep * (expert_tp or tp))),
+                (params.expert, expert_dp),
             )
         ]
         weights, grads, optim = (sum(s[i] for s in states) for i in range(3))

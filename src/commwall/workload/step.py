@@ -597,7 +597,7 @@ class _Builder:
         u = self.units
         return u.layer_forward if kind == "F" else u.layer_backward
 
-    def head_seconds(self, kind: str, stage: int, chunk: int) -> float:
+    def outer_seconds(self, kind: str, stage: int, chunk: int) -> float:
         """Seconds of the units outside the layers in this chunk, where the pipeline layout
         puts them: the loss unit (final norm, LM head, cross-entropy) and the embedding (its
         lookup and gradient; its gradient buckets still wait for the end of the backward)."""
@@ -614,7 +614,7 @@ class _Builder:
         """One micro-batch's compute of a model chunk: its layers and, where it holds it, the
         loss unit."""
         layers = len(self.job.chunk_layers(stage, chunk))
-        return layers * self.layer_seconds(kind) + self.head_seconds(kind, stage, chunk)
+        return layers * self.layer_seconds(kind) + self.outer_seconds(kind, stage, chunk)
 
     def ready(self, stage: int, after: tuple[int, ...]) -> tuple[int, ...]:
         """``after`` plus any gradient buckets the stage must finish first (no overlap)."""
@@ -724,7 +724,7 @@ class _Builder:
         after = self.ready(stage, after)
         layers = len(job.chunk_layers(stage, chunk))
         seconds = self.layer_seconds(kind)
-        head = self.head_seconds(kind, stage, chunk)
+        head = self.outer_seconds(kind, stage, chunk)
         compute_stream, dp_stream = f"s{stage}.compute", f"s{stage}.dp"
         sharded = self.groups.dp.nranks > 1  # a one-rank DP group has nothing to gather
         root = self.root_param_bytes(stage, chunk) if sharded else 0.0
@@ -892,8 +892,9 @@ class _Builder:
         done_after: dict[int, int] = {}
         last = -1
         head_done = -1
-        head = self.head_seconds("B", stage, chunk)
-        if head > 0:  # the loss unit's backward comes first; its gradients are ready after it
+        head = self.outer_seconds("B", stage, chunk)
+        if head > 0:  # the non-layer units' backward comes first (the loss unit's gradients
+            # are ready after it; the embedding's buckets wait for the end, done_after[-1])
             name = f"s{stage} B-last head compute"
             last = head_done = self.add(
                 name, ComputeTask(head), "compute", f"s{stage}.compute", after
