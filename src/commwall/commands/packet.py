@@ -731,7 +731,11 @@ def _print(
         f"; {c} ({', '.join(r.fabric for r in results if c in r.invariants)})" for c in extra
     )
     out.print(f"invariants checked: {'; '.join(every)}{note}")
-    loops = sorted({"compiled" if r.kernel == "numba" else "Python" for r in results})
+    from commwall.engines.packet import fast
+
+    kind = fast.compiled_kind()
+    compiled = "compiled" + {"aot": " (ahead-of-time)", "jit": " (numba JIT)"}.get(kind or "", "")
+    loops = sorted({compiled if r.kernel == "numba" else "Python" for r in results})
     out.print(
         f"{events:,} events in {wall:.2f} s ({events / max(wall, 1e-9):,.0f} events/s, "
         f"{' and '.join(loops)} event loop); "

@@ -31,24 +31,31 @@ event, in :mod:`commwall.engines.packet.fast_kernel` (numba, ``cache=True``) for
 tasks added, not yet run) into flat arrays, runs the kernel and writes every figure back into
 the network's objects — flows, counters, ports, nodes, tasks, the queue series, the clock and
 the event count — so :meth:`Network.check` and :func:`~commwall.engines.packet.result.summarise`
-work unchanged and report bit-identical results. numba is imported only when this kernel is
-asked for or ``kernel="auto"`` checks for it.
+work unchanged and report bit-identical results.
+
+The loop runs as an extension module numba built ahead of time (:mod:`commwall.engines.packet.aot`:
+built once per kernel version into the user's cache, then loaded without numba or LLVM in the
+process), or, where that cannot be built, under numba's JIT. numba is imported only for the
+JIT loop or the build, and only when the compiled loop is asked for.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import logging
 import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from commwall.engines.base import InvariantError
+from commwall.engines.packet import aot
 from commwall.engines.packet.components import (
     FC_PFC,
     PAUSE_FRAME,
@@ -75,19 +82,18 @@ __all__ = [
 
 
 IntArray = npt.NDArray[np.int64]
+_T = TypeVar("_T")
+_LOG = logging.getLogger("commwall.packet")
 _MODULE = "commwall.engines.packet.fast_kernel"
 _available: bool | None = None
 
 
 def numba_available() -> bool:
-    """Whether numba imports (checked once: the import takes a moment)."""
+    """Whether numba is installed (looked up, not imported: the import costs ~65 MiB and a
+    moment, and the ahead-of-time loop does not need it)."""
     global _available
     if _available is None:
-        try:
-            importlib.import_module(_MODULE)
-            _available = True
-        except ImportError:
-            _available = False
+        _available = importlib.util.find_spec("numba") is not None
     return _available
 
 
@@ -143,13 +149,14 @@ def pick_kernel(net: Network, requested: str) -> str:
             )
         return "numba"
     if why is not None or estimated_events(net) < AUTO_MIN_EVENTS:
-        return "python"  # (the import of numba alone costs more than a small run)
+        return "python"  # (loading the compiled loop costs more than a small run)
     return "numba" if numba_available() else "python"
 
 
 #: ``kernel="auto"`` compiles only runs estimated at this many events or more (a few seconds of
-#: the Python loop): below it, importing numba and loading its cache (~0.4 s; about a minute on
-#: the first run after an install, while it compiles) costs more than it saves.
+#: the Python loop): below it, packing the arrays and loading the loop (a few ms ahead of time,
+#: ~0.4 s under numba's JIT; about a minute on the first run after an install, while it is
+#: built) costs more than it saves.
 AUTO_MIN_EVENTS = 1_000_000
 
 
@@ -229,6 +236,11 @@ def _pools(net: Network) -> _Pools:
         timers=min(acks, 4 * flows) + 1024,
         credits=loops + 64,
     )
+
+
+def pack_state(net: Network) -> tuple[Any, ...]:
+    """The compiled loop's state tuple for a fresh ``net``, with first-guess pools."""
+    return _pack(net, _pools(net))
 
 
 def _ports(net: Network, k: Any, sched: dict[int, int]) -> IntArray:
@@ -561,28 +573,81 @@ def _user() -> str:
 COMPILE_LOCK: Final = Path(tempfile.gettempdir()) / f"commwall-packet-kernel-{_user()}.lock"
 
 
-def _ensure_compiled(run: Any, st: tuple[Any, ...]) -> None:
-    """Compile ``run`` for ``st``'s types, or load it from the cache, under
-    :data:`COMPILE_LOCK` (a no-op once this process holds a compiled kernel). Where file locks
-    do not exist (Windows) numba's own behaviour is kept."""
-    if run.signatures:
-        return
-    import numba
-
-    signature = (numba.typeof(st),)  # type: ignore[no-untyped-call]
+def _locked(action: Callable[[], _T]) -> _T:
+    """``action()`` while holding :data:`COMPILE_LOCK` (unlocked where file locks do not exist,
+    Windows, or the temporary directory is not writable)."""
     try:
         import fcntl
 
         handle = open(COMPILE_LOCK, "a+b")  # noqa: SIM115 - closed below
-    except (ImportError, OSError):  # no POSIX locks, or no writable temporary directory
-        run.compile(signature)
-        return
+    except (ImportError, OSError):
+        return action()
     with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            run.compile(signature)
+            return action()
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+#: The loop this process runs, once chosen: (``run_kernel``, ``"aot"`` or ``"jit"``).
+_runner: tuple[Callable[[tuple[Any, ...]], int], str] | None = None
+
+
+def compiled_loop(st: tuple[Any, ...]) -> tuple[Callable[[tuple[Any, ...]], int], str]:
+    """The compiled loop for states like ``st``, and which it is: the ahead-of-time module
+    (built under :data:`COMPILE_LOCK` on first use; :mod:`~commwall.engines.packet.aot`), or
+    numba's JIT where it cannot be built or ``COMMWALL_PACKET_AOT=0``."""
+    global _runner
+    if _runner is None:
+        run = _aot_loop()
+        _runner = (run, "aot") if run is not None else (_jit_loop(st), "jit")
+    return _runner
+
+
+def compiled_kind() -> str | None:
+    """Which compiled loop this process has run: ``"aot"``, ``"jit"`` or None (none yet)."""
+    return None if _runner is None else _runner[1]
+
+
+def _aot_loop() -> Callable[[tuple[Any, ...]], int] | None:
+    if not aot.enabled():
+        return None
+    run = aot.load()
+    if run is None and aot.failure() is None:
+
+        def build() -> Callable[[tuple[Any, ...]], int] | None:
+            if aot.load() is None and aot.failure() is None:  # (or another process built it)
+                _LOG.warning(
+                    "commwall: building the packet engine's compiled event loop, once per "
+                    "install (about a minute), into %s",
+                    aot.build_dir(),
+                )
+                aot.build()
+            return aot.load()
+
+        run = _locked(build)
+    if run is None:
+        _LOG.warning(
+            "commwall: the packet engine's ahead-of-time event loop is not available (%s); "
+            "running numba's JIT loop (the same events, ~130 MiB more memory). Delete %s to "
+            "try the build again.",
+            aot.failure() or "it did not load",
+            aot.build_dir(),
+        )
+    return run
+
+
+def _jit_loop(st: tuple[Any, ...]) -> Callable[[tuple[Any, ...]], int]:
+    """numba's JIT loop, compiled for ``st``'s types or loaded from numba's cache under
+    :data:`COMPILE_LOCK` (numba writes that cache without a lock)."""
+    run: Any = _kernel().jit_all()
+    if not run.signatures:
+        import numba
+
+        signature = (numba.typeof(st),)  # type: ignore[no-untyped-call]
+        _locked(lambda: run.compile(signature))
+    return cast(Callable[[tuple[Any, ...]], int], run)
 
 
 # ---- running and writing back ----------------------------------------------------------------
@@ -594,13 +659,12 @@ def run_fast(net: Network) -> None:
     if why is not None:
         raise TransportError(f"kernel='numba': {why}")
     k = _kernel()
-    run: Callable[[tuple[Any, ...]], int] = k.run_kernel
     pools = _pools(net)
     grow = {k.ERR_HEAP: "heap", k.ERR_PACKETS: "packets", k.ERR_TIMERS: "timers"}
     grow[k.ERR_CREDITS] = "credits"
     while True:
         st = _pack(net, pools)
-        _ensure_compiled(run, st)
+        run, _ = compiled_loop(st)
         err = run(st)
         while err == k.ERR_ROOM:  # grow the pools that ran low and go on
             st = _grow(st, k)
@@ -625,10 +689,21 @@ def run_fast(net: Network) -> None:
             f"{MAX_FRUITLESS_TIMEOUTS} retransmission timeouts in a row: the timeout is shorter "
             "than a round trip, or the path cannot carry a packet"
         )
-    _write_back(net, k, dict(zip(k.STATE, st, strict=True)))
+    # only what the write-back reads: the pools (heap, packets, timers, entropies, candidate
+    # tables) are let go first, so the objects it fills do not add to the run's peak memory
+    arrays = {name: st[i] for i, name in enumerate(k.STATE) if name in _WRITTEN_BACK}
+    del st
+    _write_back(net, k, arrays)
     if err == k.ERR_OVERFLOW:
         net.overflow(net.nodes[int(G[k.G_ERRARG])], None)  # type: ignore[arg-type]
     net.finish(net.config.max_events)
+
+
+#: The state arrays :func:`_write_back` reads.
+_WRITTEN_BACK: Final = frozenset(
+    ("G", "P", "N", "F", "CH", "FD", "FN", "FQ", "FR", "MT", "RQ", "SM", "SQ", "ST", "TK", "TM",
+     "XO")
+)  # fmt: skip
 
 
 def _write_back(net: Network, k: Any, a: dict[str, Any]) -> None:

@@ -15,7 +15,11 @@ index instead of Python objects. ``fast.py`` packs a built network into these ar
 
 Every function takes the state as one tuple ``st`` (see :data:`STATE`) and unpacks what it
 needs. Pools (heap, packets, timer queue, credit updates) have fixed capacities: running out sets
-an error code and stops the run, and ``fast.py`` runs it again with larger pools.
+an error code and stops the run, and ``fast.py`` grows them (or runs it again with larger pools).
+
+Importing this module does not import numba: the functions are plain Python until
+:func:`jit_all` makes them numba functions (the JIT loop), or :mod:`commwall.engines.packet.aot`
+compiles them ahead of time into an extension module that runs without numba.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numpy as np
-from numba import njit
 
 # the order of the arrays in the state tuple ``st``
 STATE = (
@@ -168,13 +171,22 @@ MAX_SAMPLES = 1024
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
+#: Every kernel function and its numba options, in definition order. The decorators below only
+#: record them: importing this module does not import numba (~65 MiB resident, and the cached
+#: kernel's LLVM objects another ~64 MiB), so ``fast.py`` reads the layout above for free and a
+#: process that runs the ahead-of-time build of the loop (:mod:`commwall.engines.packet.aot`)
+#: never loads numba at all. :func:`jit_all` turns them into numba functions.
+_KERNEL_FUNCTIONS: list[tuple[str, dict[str, Any]]] = []
+_jitted = False
+
 
 def _jit(fn: _F) -> _F:
-    """Compile ``fn`` once and cache it on disk (``__pycache__``). The kernel allocates
-    nothing, so it runs without numba's reference counting (``_nrt=False``): the atomic
-    increments it would add on every array access cost half the run time."""
-    options: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
-    return cast(_F, njit(**options)(fn))
+    """Compile ``fn`` with numba once :func:`jit_all` runs, cached on disk (``__pycache__``).
+    The kernel allocates nothing, so it runs without numba's reference counting
+    (``_nrt=False``): the atomic increments it would add on every array access cost half the
+    run time."""
+    _KERNEL_FUNCTIONS.append((fn.__name__, {"cache": True, "nogil": True, "_nrt": False}))
+    return fn
 
 
 def _jit_inline(fn: _F) -> _F:
@@ -185,8 +197,25 @@ def _jit_inline(fn: _F) -> _F:
     ``_pick``, ``_random``, ``_error_p``; ``_start``'s own callees (``_pull``, ``_next_packet``)
     and the many-caller ``_control``, ``_arm`` and ``_wake`` stay calls: inlining them too took
     the first compile from ~1 to 2-6 minutes and 1.5-5 GB (benchmarks/README.md)."""
-    options: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False, "inline": "always"}
-    return cast(_F, njit(**options)(fn))
+    options = {"cache": True, "nogil": True, "_nrt": False, "inline": "always"}
+    _KERNEL_FUNCTIONS.append((fn.__name__, options))
+    return fn
+
+
+def jit_all() -> Callable[[tuple[Any, ...]], int]:
+    """Import numba and replace every kernel function of this module by its numba function
+    (once; numba compiles each on its first call, or loads it from its cache); returns
+    :func:`run_kernel`. A kernel function calls the others through this module's globals, so
+    after this every call inside the loop is compiled code."""
+    global _jitted
+    if not _jitted:
+        from numba import njit
+
+        names = globals()
+        for name, options in _KERNEL_FUNCTIONS:
+            names[name] = njit(**options)(names[name])
+        _jitted = True
+    return cast(Callable[[tuple[Any, ...]], int], globals()["run_kernel"])
 
 
 # ---- the heap ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from commwall.engines.base import InvariantError
-from commwall.engines.packet import fast, run_packet_traffic
+from commwall.engines.packet import aot, fast, run_packet_traffic
 from commwall.engines.packet.config import PacketConfig
 from commwall.engines.packet.network import Network, Task, graph_from_topology, route_maps
 from commwall.engines.packet.result import summarise
@@ -350,10 +350,12 @@ def test_pool_dry_mid_event_reruns(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(packs) >= 2 and packs[-1].heap > packs[0].heap
 
 
-def test_kernel_compiles_under_a_file_lock(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """numba writes its cache unlocked (numba#4807): the first compile or cache load in a
-    process holds :data:`fast.COMPILE_LOCK`, so a sweep's workers on a cold cache take turns;
-    a process that holds a compiled kernel takes no lock."""
+def test_jit_loop_compiles_under_a_file_lock(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """numba writes its cache unlocked (numba#4807): the JIT loop's first compile or cache load
+    in a process holds :data:`fast.COMPILE_LOCK`, so a sweep's workers on a cold cache take
+    turns; a loop compiled already takes no lock."""
     import fcntl
 
     lock = tmp_path / "kernel.lock"
@@ -372,17 +374,99 @@ def test_kernel_compiles_under_a_file_lock(tmp_path: Any, monkeypatch: pytest.Mo
             self.signatures = [signature]
 
     run = Dispatcher()
+
+    class Kernel:
+        def jit_all(self) -> Dispatcher:
+            return run
+
+    monkeypatch.setattr(fast, "_kernel", Kernel)
     st = (np.zeros((2, 3), dtype=np.int64), np.zeros(4))
-    fast._ensure_compiled(run, st)
+    assert fast._jit_loop(st) is run
     assert len(held) == 1 and lock.exists()
     with open(lock, "a+b") as after:  # released
         fcntl.flock(after, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    fast._ensure_compiled(run, st)  # compiled already: nothing to do
+    fast._jit_loop(st)  # compiled already: nothing to do
     assert len(held) == 1
 
 
-def test_run_fast_uses_the_signature_it_compiled() -> None:
-    """The lock is only worth it if the run then needs no other compile."""
-    k = fast._kernel()
-    _both(_fat_tree(4), src=list(range(1, 16)), dst=[0] * 15, nbytes=64 * KIB, seed=1)
-    assert len(k.run_kernel.signatures) == 1
+def test_the_jit_loop_runs_where_the_module_cannot_be_built(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed build is remembered with its reason and the JIT loop runs; no second build is
+    tried in later runs."""
+    monkeypatch.setenv("COMMWALL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fast, "_runner", None)
+    builds = []
+
+    def fail(directory: Any = None) -> str:
+        builds.append(directory)
+        where = aot.build_dir()
+        where.mkdir(parents=True)
+        (where / aot.FAILED).write_text("no C compiler\n")
+        return "no C compiler"
+
+    monkeypatch.setattr(aot, "build", fail)
+    jit = object()
+    monkeypatch.setattr(fast, "_jit_loop", lambda st: jit)
+    assert fast.compiled_loop(()) == (jit, "jit")
+    assert aot.failure() == "no C compiler"
+    monkeypatch.setattr(fast, "_runner", None)  # a later process
+    assert fast.compiled_loop(()) == (jit, "jit") and len(builds) == 1
+    monkeypatch.setattr(fast, "_runner", None)
+    monkeypatch.setenv("COMMWALL_PACKET_AOT", "0")  # asked for
+    monkeypatch.setattr(aot, "load", lambda: pytest.fail("the module was looked for"))
+    assert fast.compiled_loop(()) == (jit, "jit")
+
+
+def test_a_failed_build_leaves_its_reason(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    def child(*args: Any, **kw: Any) -> Any:
+        return subprocess.CompletedProcess(args, 1, "", "error: command 'gcc' failed\n")
+
+    monkeypatch.setattr(aot.subprocess, "run", child)
+    why = aot.build(tmp_path)
+    assert why is not None and "exited with 1" in why and "gcc" in why
+    assert aot.failure(tmp_path) == why and aot.load(tmp_path) is None
+
+
+def test_cache_directory_and_key(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COMMWALL_CACHE_DIR", str(tmp_path / "c"))
+    assert aot.build_dir().parent == tmp_path / "c" / "packet-kernel"
+    monkeypatch.delenv("COMMWALL_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert aot.cache_root() == tmp_path / "x" / "commwall"
+    key = aot.cache_key()
+    assert key == aot.cache_key() and len(key) == 24
+    monkeypatch.setattr(aot, "_version", lambda dist: "9.9" if dist == "numba" else "1")
+    aot.cache_key.cache_clear()
+    try:
+        assert aot.cache_key() != key  # another numba: another module
+    finally:
+        aot.cache_key.cache_clear()
+
+
+def test_the_built_loop_runs_without_numba() -> None:
+    """Where the module builds (a C compiler and Python's headers), a compiled run in a fresh
+    process loads it and never imports numba, with the Python loop's results; the build (once
+    per kernel version, ~1 minute) happens here if no earlier test made it."""
+    import subprocess
+    import sys
+
+    if fast._locked(lambda: aot.failure() or aot.build()) is not None:
+        pytest.skip(f"the ahead-of-time module cannot be built here: {aot.failure()}")
+    code = (
+        "import sys\n"
+        "from commwall.engines.packet import PacketConfig, fast, run_packet_traffic\n"
+        "from commwall.engines.packet.traffic import with_cable_latency\n"
+        "from commwall.topology import fat_tree\n"
+        "net = with_cable_latency(fat_tree(4, link_rate=12.5e9), 1e-6)\n"
+        "kw = dict(src=list(range(1, 16)), dst=[0] * 15, nbytes=65536, fabric='uec', seed=1)\n"
+        "a = run_packet_traffic(net, config=PacketConfig(kernel='numba'), **kw)\n"
+        "b = run_packet_traffic(net, config=PacketConfig(kernel='python'), **kw)\n"
+        "assert a.kernel == 'numba' and a.events == b.events and list(a.fct) == list(b.fct)\n"
+        "print(fast._runner[1], 'numba' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["aot", "False"]

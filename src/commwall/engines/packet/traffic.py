@@ -116,6 +116,33 @@ def run_packet_traffic(
     ``rto_s`` replace the fabric's marking thresholds and retransmission timeout; ``progress``
     hears how far the run is (:meth:`~commwall.engines.packet.network.Network.run`)."""
     cfg = config or PacketConfig()
+    net = build_traffic_network(
+        topology, src, dst, nbytes, fabric, routing=routing, config=cfg, seed=seed, ecn=ecn,
+        rto_s=rto_s,
+    )  # fmt: skip
+    kernel = pick_kernel(net, cfg.kernel)  # "auto": the compiled loop where it applies
+    t0 = time.perf_counter()
+    run_network(net, kernel, progress)
+    wall = time.perf_counter() - t0
+    checked = net.check()
+    return summarise(net, wall_s=wall, invariants=checked, kernel=kernel)
+
+
+def build_traffic_network(
+    topology: Topology,
+    src: Sequence[int] | npt.NDArray[np.int64],
+    dst: Sequence[int] | npt.NDArray[np.int64],
+    nbytes: int | float | Sequence[float],
+    fabric: str,
+    *,
+    routing: str | None = None,
+    config: PacketConfig | None = None,
+    seed: int = 0,
+    ecn: EcnParams | None = None,
+    rto_s: float | None = None,
+) -> Network:
+    """The network :func:`run_packet_traffic` runs (the same arguments), built and not run."""
+    cfg = config or PacketConfig()
     if fabric not in FABRICS:
         raise TransportError(f"fabric={fabric!r}: unknown; allowed: {', '.join(FABRICS)}")
     pick = routing or default_routing(fabric)
@@ -151,9 +178,4 @@ def run_packet_traffic(
         rev = route_maps(rev_paths, net.ports)
         flows.append(net.add_flow(s[i], d[i], int(sizes[i]), fwd, rev))
     net.add_task(Task("traffic", 0, flows))
-    kernel = pick_kernel(net, cfg.kernel)  # "auto": the compiled loop where it applies
-    t0 = time.perf_counter()
-    run_network(net, kernel, progress)
-    wall = time.perf_counter() - t0
-    checked = net.check()
-    return summarise(net, wall_s=wall, invariants=checked, kernel=kernel)
+    return net
