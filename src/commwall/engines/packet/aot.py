@@ -30,6 +30,7 @@ import hashlib
 import importlib.machinery
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
 import shutil
@@ -55,6 +56,43 @@ _HERE = Path(__file__).resolve().parent
 _SOURCES: Final = ("fast_kernel.py", "fast.py", "aot.py")
 
 Runner = Callable[[tuple[Any, ...]], int]
+#: The arrays the module was built for, written beside it: (dtype, dimensions) of each.
+LAYOUT: Final = "layout.json"
+
+
+class LayoutError(RuntimeError):
+    """The state handed to the built loop is not the arrays it was built for."""
+
+
+def layout(st: tuple[Any, ...]) -> list[tuple[str, int]]:
+    """Each state array's dtype and number of dimensions (what the built loop's signature
+    fixes; numba's JIT would compile another version for others, the built module cannot)."""
+    return [(a.dtype.str, a.ndim) for a in st]
+
+
+class _Checked:
+    """The built ``run_kernel``, refusing a state of other arrays (or non-contiguous, read-only
+    ones), which it would read as the arrays it was built for."""
+
+    def __init__(self, native: Runner, expected: list[tuple[str, int]]) -> None:
+        self.native = native
+        self.expected = expected
+
+    def __call__(self, st: tuple[Any, ...]) -> int:
+        got = layout(st)
+        if got != self.expected:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(got, self.expected, strict=False)) if a != b),
+                min(len(got), len(self.expected)),
+            )
+            raise LayoutError(
+                f"state array {first}: {got[first] if first < len(got) else 'missing'}, where "
+                f"the built loop takes {self.expected[first] if first < len(self.expected) else 'none'}"
+            )
+        for i, a in enumerate(st):
+            if not (a.flags.c_contiguous and a.flags.writeable):
+                raise LayoutError(f"state array {i}: not a writeable C-contiguous array")
+        return self.native(st)
 
 
 def enabled() -> bool:
@@ -132,6 +170,10 @@ def load(directory: Path | None = None) -> Runner | None:
     path = _module_file(where)
     if path is None:
         return None
+    try:
+        expected = [(str(d), int(n)) for d, n in json.loads((where / LAYOUT).read_text("utf-8"))]
+    except (OSError, ValueError, TypeError):
+        return None
     spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
     if spec is None or spec.loader is None:
         return None
@@ -140,8 +182,7 @@ def load(directory: Path | None = None) -> Runner | None:
         spec.loader.exec_module(module)
     except ImportError:
         return None
-    runner: Runner = module.run_kernel
-    return runner
+    return _Checked(module.run_kernel, expected)
 
 
 def failure(directory: Path | None = None) -> str | None:
@@ -202,7 +243,8 @@ def _build_here(target: Path) -> None:
     from commwall.engines.packet import fast_kernel
 
     fast_kernel.jit_all()
-    signature = (numba.typeof(_sample_state()),)  # type: ignore[no-untyped-call]
+    sample = _sample_state()
+    signature = (numba.typeof(sample),)  # type: ignore[no-untyped-call]
     with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as scratch:
         cc = CC(MODULE_NAME)  # type: ignore[no-untyped-call]
         cc.output_dir = scratch
@@ -216,6 +258,9 @@ def _build_here(target: Path) -> None:
         built = _module_file(Path(scratch))
         if built is None:
             raise RuntimeError(f"numba.pycc wrote no {MODULE_NAME} module")
+        partial = Path(scratch) / LAYOUT
+        partial.write_text(json.dumps(layout(sample)), "utf-8")
+        os.replace(partial, target / LAYOUT)  # before the module: a module is never without it
         final = target / built.name
         shutil.move(str(built), str(final.with_suffix(".partial")))
         os.replace(final.with_suffix(".partial"), final)

@@ -500,7 +500,9 @@ def _pack(net: Network, pools: _Pools) -> tuple[Any, ...]:
         np.asarray([node.alpha for node in net.nodes] or [0.0], dtype=np.float64),
         FR,
         np.asarray(words[:-1], dtype=np.int64),
-        np.asarray([p.ecn.pmax if p.ecn is not None else 0.0 for p in net.ports] or [0.0]),
+        np.asarray(
+            [p.ecn.pmax if p.ecn is not None else 0.0 for p in net.ports] or [0.0], dtype=np.float64
+        ),
         NT,
         FN,
         _timers(net, k),
@@ -665,10 +667,16 @@ def run_fast(net: Network) -> None:
     while True:
         st = _pack(net, pools)
         run, _ = compiled_loop(st)
-        err = run(st)
-        while err == k.ERR_ROOM:  # grow the pools that ran low and go on
-            st = _grow(st, k)
+        try:
             err = run(st)
+            while err == k.ERR_ROOM:  # grow the pools that ran low and go on
+                st = _grow(st, k)
+                err = run(st)
+        except aot.LayoutError as e:  # a built module that does not match this packer
+            raise InvariantError(
+                f"the packet engine's built event loop does not fit this version's arrays ({e}); "
+                f"delete {aot.build_dir()} (or set COMMWALL_PACKET_AOT=0) and run again"
+            ) from e
         if err not in grow:
             break
         # An event ran a pool dry halfway (the run cannot go on): again from the start, with

@@ -470,3 +470,26 @@ def test_the_built_loop_runs_without_numba() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["aot", "False"]
+
+
+def test_the_built_loop_refuses_arrays_it_was_not_built_for() -> None:
+    """numba's JIT compiles another version for other array types; the built module cannot, and
+    would read them as the types it was built for: it refuses them (with what differs)."""
+    ran = []
+    checked = aot._Checked(lambda st: ran.append(st) or 0, [("<i8", 2), ("<f8", 1)])
+    ints, floats = np.zeros((3, 2), dtype=np.int64), np.zeros(4)
+    assert checked((ints, floats)) == 0 and len(ran) == 1
+    with pytest.raises(aot.LayoutError, match=r"state array 1: \('<i8', 1\).*\('<f8', 1\)"):
+        checked((ints, np.zeros(4, dtype=np.int64)))
+    with pytest.raises(aot.LayoutError, match="state array 1: missing"):
+        checked((ints,))
+    with pytest.raises(aot.LayoutError, match="state array 0: not a writeable C-contiguous"):
+        checked((np.zeros((2, 3), dtype=np.int64).T, floats))
+    assert len(ran) == 1
+
+
+def test_a_module_without_its_layout_is_not_loaded(tmp_path: Any) -> None:
+    import importlib.machinery
+
+    (tmp_path / f"{aot.MODULE_NAME}{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"")
+    assert aot.load(tmp_path) is None  # no layout.json beside it: rebuilt, never guessed
