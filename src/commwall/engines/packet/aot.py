@@ -8,7 +8,7 @@ compile the same functions ahead of time into an ordinary CPython extension modu
 that holds only Python, NumPy and the network. This module builds that extension once per
 kernel source, numba, NumPy and Python version, into a per-user cache directory, and loads it.
 
-* **Build**: in a child process (``python -m commwall.engines.packet.aot BUILD_DIR``), so the
+* **Build**: in a child process (``python -m commwall.engines.packet.aot_build BUILD_DIR``), so the
   ~750 MiB the compiler peaks at is not the caller's; under ``fast.COMPILE_LOCK``, so parallel
   sweep workers build it once; into a temporary name renamed into place, so a killed build
   leaves nothing half-written. It takes about 40 s on this project's 2-core machine, once.
@@ -33,11 +33,8 @@ import importlib.util
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -53,7 +50,7 @@ BUILD_TIMEOUT_S: Final = 1800.0
 
 _HERE = Path(__file__).resolve().parent
 #: Sources whose change changes the compiled loop or the arrays it is called with.
-_SOURCES: Final = ("fast_kernel.py", "fast.py", "aot.py")
+_SOURCES: Final = ("fast_kernel.py", "fast.py", "aot.py", "aot_build.py")
 
 Runner = Callable[[tuple[Any, ...]], int]
 #: The arrays the module was built for, written beside it: (dtype, dimensions) of each.
@@ -156,7 +153,7 @@ def build_dir() -> Path:
     return cache_root() / "packet-kernel" / cache_key()
 
 
-def _module_file(directory: Path) -> Path | None:
+def module_file(directory: Path) -> Path | None:
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         candidate = directory / f"{MODULE_NAME}{suffix}"
         if candidate.is_file():
@@ -167,7 +164,7 @@ def _module_file(directory: Path) -> Path | None:
 def load(directory: Path | None = None) -> Runner | None:
     """The built loop's ``run_kernel``, or None when it has not been built (or fails to load)."""
     where = build_dir() if directory is None else directory
-    path = _module_file(where)
+    path = module_file(where)
     if path is None:
         return None
     try:
@@ -198,13 +195,13 @@ def build(directory: Path | None = None) -> str | None:
     """Build the module into ``directory`` in a child process; None on success, else why not
     (also written to ``failed.txt`` there). The caller holds ``fast.COMPILE_LOCK``."""
     where = build_dir() if directory is None else directory
-    if _module_file(where) is not None:
+    if module_file(where) is not None:
         return None
     try:
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as e:
         return f"cannot create {where}: {e}"
-    command = [sys.executable, "-m", "commwall.engines.packet.aot", str(where)]
+    command = [sys.executable, "-m", "commwall.engines.packet.aot_build", str(where)]
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False
@@ -212,59 +209,10 @@ def build(directory: Path | None = None) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as e:
         why = f"the build did not finish: {e}"
     else:
-        if done.returncode == 0 and _module_file(where) is not None:
+        if done.returncode == 0 and module_file(where) is not None:
             return None
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         why = f"the build exited with {done.returncode}: " + " | ".join(tail)
     with contextlib.suppress(OSError):
         (where / FAILED).write_text(why + "\n", "utf-8")
     return why
-
-
-def _sample_state() -> tuple[Any, ...]:
-    """A packed state of a tiny network: the array types every run calls the loop with."""
-    from commwall.engines.packet import fast
-    from commwall.engines.packet.config import PacketConfig
-    from commwall.engines.packet.traffic import build_traffic_network
-    from commwall.topology import fat_tree
-
-    net = build_traffic_network(
-        fat_tree(4, link_rate=12.5e9), [1], [0], 10_000, "uec", seed=0,
-        config=PacketConfig(kernel="numba"), routing="spray",
-    )  # fmt: skip
-    return fast.pack_state(net)
-
-
-def _build_here(target: Path) -> None:
-    """Compile the loop into ``target`` (run in the child process)."""
-    import numba
-    from numba.pycc import CC  # type: ignore[attr-defined]
-
-    from commwall.engines.packet import fast_kernel
-
-    fast_kernel.jit_all()
-    sample = _sample_state()
-    signature = (numba.typeof(sample),)  # type: ignore[no-untyped-call]
-    with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as scratch:
-        cc = CC(MODULE_NAME)  # type: ignore[no-untyped-call]
-        cc.output_dir = scratch
-        cc.target_cpu = "host"  # as numba's JIT compiles
-        cc.use_nrt = False  # as the JIT loop (fast_kernel._jit): it allocates nothing
-        export = cc.export("run_kernel", signature)  # type: ignore[no-untyped-call]
-        export(fast_kernel.run_kernel.py_func)  # type: ignore[attr-defined]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # numba.pycc's pending-deprecation notice
-            cc.compile()
-        built = _module_file(Path(scratch))
-        if built is None:
-            raise RuntimeError(f"numba.pycc wrote no {MODULE_NAME} module")
-        partial = Path(scratch) / LAYOUT
-        partial.write_text(json.dumps(layout(sample)), "utf-8")
-        os.replace(partial, target / LAYOUT)  # before the module: a module is never without it
-        final = target / built.name
-        shutil.move(str(built), str(final.with_suffix(".partial")))
-        os.replace(final.with_suffix(".partial"), final)
-
-
-if __name__ == "__main__":  # pragma: no cover - runs in the build's child process
-    _build_here(Path(sys.argv[1]))
