@@ -25,6 +25,7 @@ from commwall.catalog import (
     Switch,
     load_catalog,
 )
+from commwall.collectives.constants import Gen, gen_for_sm
 
 GB = 1e9  # bytes
 Gbps = 1e9 / 8  # bytes/s per Gb/s
@@ -271,6 +272,25 @@ def test_blackwell_spot_values(cat: Catalog) -> None:
     assert gb200.tdp == 1200
 
 
+def test_blackwell_ultra_spot_values(cat: Catalog) -> None:
+    """B300 and GB300 (Blackwell Ultra, sm 10.3): Blackwell's BF16/FP8 peaks and NVLink5, more
+    dense FP4 and HBM; their presets take ConnectX-8 at 800G on Quantum-X800 XDR."""
+    b300, gb300 = cat.gpu("b300"), cat.gpu("gb300")
+    for gpu, base in ((b300, cat.gpu("b200")), (gb300, cat.gpu("gb200"))):
+        assert gpu.sm == 103 and gen_for_sm(gpu.sm) is Gen.BLACKWELL
+        assert gpu.peak_flops("bf16") == base.peak_flops("bf16")
+        assert gpu.peak_flops("fp8") == base.peak_flops("fp8")
+        assert gpu.peak_flops("fp4") > base.peak_flops("fp4")
+        assert gpu.hbm > 1.4 * base.hbm and gpu.hbm_bandwidth == base.hbm_bandwidth
+        assert cat.nccl_nvlink_bandwidth(gpu) == pytest.approx(721.8 * GB)
+    assert gb300.peak_flops("fp4") == pytest.approx(15000e12) and gb300.tdp == 1400
+    for name, gpu, domain in (("dgx-b300", "b300", 8), ("gb300-nvl72", "gb300", 72)):
+        parts = cat.resolve(name)
+        assert parts.gpu.name == gpu and parts.preset.scale_up_domain == domain
+        assert parts.nic.name == "connectx-8" and parts.nic.rate == pytest.approx(100e9)  # B/s
+        assert parts.switch.name == "quantum-x800-q3400"
+
+
 def test_dense_fp8_is_twice_bf16(cat: Catalog) -> None:
     for gpu in cat.parts("gpu"):
         assert isinstance(gpu, GPU)
@@ -397,7 +417,7 @@ def test_unknown_name_error(cat: Catalog) -> None:
     msg = str(err.value)
     assert "unknown gpu 'h100'" in msg
     assert "did you mean 'h100-sxm'" in msg
-    assert "a100-sxm, b200, gb200, h100-sxm, h200" in msg
+    assert "a100-sxm, b200, b300, gb200, gb300, h100-sxm, h200" in msg
     with pytest.raises(CatalogError, match=r"unknown preset 'dgx-h100-ib'.*'dgx-h100'"):
         cat.preset("dgx-h100-ib")
     with pytest.raises(CatalogError, match=r"unknown switch 'qm9700'.*quantum-2-qm9700"):

@@ -35,7 +35,7 @@ def test_every_run_is_sourced_and_either_skipped_with_a_reason_or_a_scenario() -
         if r.skip:
             continue
         parse_scenario(r.scenario(), r.id)  # a valid scenario
-        assert r.n_gpus == r.nodes * (4 if r.preset.startswith("gb200") else 8), r.id
+        assert r.n_gpus == r.nodes * (4 if r.preset.startswith("gb") else 8), r.id
         assert r.measured_step() > 0
 
 

@@ -74,9 +74,11 @@ __all__ = [
 #: Bekman, "Machine Learning Engineering", compute/accelerator/README.md @744d01e, "Maximum
 #: Achievable Matmul FLOPS comparison table": A100 SXM BF16 271.2 of 312; H100 SXM 794.5 of 989
 #: ("H200 is the same"), FP8 1402.6 of 1979; H200 FP8 1453.4; B200 1745.0 of 2250, FP8 3432.5
-#: of 4500; GB200 1822.0 of 2500, FP8 3615.6 of 5000. A100 TF32: ~130 of 156 TFLOP/s read off
-#: NVIDIA's "CUDA 11 features revealed" cuBLAS figure. Values marked ``*`` have no published
-#: measurement and take the nearest precision's share (docs/compute-model.md lists them).
+#: of 4500; B300 1769.0 of 2250, FP8 3353.3 of 4500; GB200 1822.0 of 2500, FP8 3615.6 of 5000.
+#: A100 TF32: ~130 of 156 TFLOP/s read off NVIDIA's "CUDA 11 features revealed" cuBLAS figure.
+#: Values marked ``*`` have no published measurement and take the nearest precision's share;
+#: GB300 has none at all and takes GB200's (the same peaks, package and power class; its die is
+#: B300's, whose shares are within 3 points of B200's) — docs/compute-model.md lists them.
 GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
     "a100-sxm": {"bf16": 271.2 / 312, "fp16": 271.2 / 312, "tf32": 130 / 156},
     "h100-sxm": {
@@ -98,6 +100,13 @@ GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
         "fp8": 3432.5 / 4500,
         "fp4": 3432.5 / 4500,
     },  # tf32*, fp4*
+    "b300": {
+        "bf16": 1769 / 2250,
+        "fp16": 1769 / 2250,
+        "tf32": 1769 / 2250,
+        "fp8": 3353.3 / 4500,
+        "fp4": 3353.3 / 4500,
+    },  # tf32*, fp4*
     "gb200": {
         "bf16": 1822 / 2500,
         "fp16": 1822 / 2500,
@@ -105,6 +114,13 @@ GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
         "fp8": 3615.6 / 5000,
         "fp4": 3615.6 / 5000,
     },  # tf32*, fp4*
+    "gb300": {
+        "bf16": 1822 / 2500,
+        "fp16": 1822 / 2500,
+        "tf32": 1822 / 2500,
+        "fp8": 3615.6 / 5000,
+        "fp4": 3615.6 / 5000,
+    },  # all * (GB200's)
 }
 #: Share of that best-shape ceiling GEMMs of transformer layers sustain back to back: NVIDIA
 #: Transformer Engine's GEMM profiling tutorial (docs/examples/gemm_profiling/gemm_profiling.rst
@@ -122,6 +138,11 @@ SUSTAINED_GEMM: Final = 1523.0 / 1769.0
 #: ``cudnn-h100``: cuDNN's fused attention on H100 SXM (Shah et al. 2024, FlashAttention-3,
 #: Fig. 5 causal forward; backward = its non-causal Fig. 6 values × the forward's causal /
 #: non-causal ratio at each length, derived) — what Transformer Engine runs in Megatron/NeMo.
+#: ``cudnn-gb200`` / ``cudnn-gb300``: cuDNN's fused attention on GB200 and GB300 (cuDNN 9.22,
+#: BF16, causal ``top_left`` mask, GQA 64/8 heads, batch 2, forward and non-deterministic
+#: backward timed apart; NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/
+#: llama3.1/{gb200,gb300}/*.csv @3929da2) — Blackwell Ultra's doubled exponential throughput
+#: shows in its faster forward.
 _ATTENTION_TFLOPS: Final[dict[str, dict[int, tuple[float, float]]]] = {
     "fa2-a100": {512: (99, 99), 1024: (133, 133), 2048: (155, 155), 4096: (173, 173),
                  8192: (182, 182), 16384: (189, 189)},
@@ -129,35 +150,49 @@ _ATTENTION_TFLOPS: Final[dict[str, dict[int, tuple[float, float]]]] = {
                  8192: (308, 308), 16384: (328, 328)},
     "cudnn-h100": {512: (315, 193), 1024: (410, 291), 2048: (484, 365), 4096: (518, 425),
                    8192: (529, 456), 16384: (539, 468)},
+    "cudnn-gb200": {2048: (1097, 885), 4096: (1408, 1148), 8192: (1574, 1332),
+                    16384: (1708, 1328), 32768: (1622, 1226)},
+    "cudnn-gb300": {2048: (1373, 967), 4096: (1703, 1248), 8192: (1856, 1435),
+                    16384: (1915, 1507), 32768: (1953, 1490)},
 }  # fmt: skip
-#: The BF16 peak those measurements ran against (A100 312, H100 989.4 TFLOP/s).
-_ATTENTION_PEAK: Final = {"fa2-a100": 312.0, "fa2-h100": 989.4, "cudnn-h100": 989.4}
-#: Which measured kernel ``attention: flash`` / ``flash2`` means on each GPU. Blackwell has no
-#: published causal attention curve here: it takes the H100 cuDNN shares of its own peak (*).
+#: The BF16 peak those measurements ran against (A100 312, H100 989.4, GB200/GB300 2500 TFLOP/s).
+_ATTENTION_PEAK: Final = {
+    "fa2-a100": 312.0, "fa2-h100": 989.4, "cudnn-h100": 989.4, "cudnn-gb200": 2500.0,
+    "cudnn-gb300": 2500.0,
+}  # fmt: skip
+#: Which measured kernel ``attention: flash`` / ``flash2`` means on each GPU: B200 takes the
+#: GB200 cuDNN shares of its own peak and B300 GB300's (the same silicon; *); FlashAttention-2
+#: has no Blackwell kernel of its own and takes its H100 shares (*).
 ATTENTION: Final[dict[str, dict[str, str]]] = {
     "a100-sxm": {"flash": "fa2-a100", "flash2": "fa2-a100"},
     "h100-sxm": {"flash": "cudnn-h100", "flash2": "fa2-h100"},
     "h200": {"flash": "cudnn-h100", "flash2": "fa2-h100"},
-    "b200": {"flash": "cudnn-h100", "flash2": "fa2-h100"},
-    "gb200": {"flash": "cudnn-h100", "flash2": "fa2-h100"},
+    "b200": {"flash": "cudnn-gb200", "flash2": "fa2-h100"},
+    "b300": {"flash": "cudnn-gb300", "flash2": "fa2-h100"},
+    "gb200": {"flash": "cudnn-gb200", "flash2": "fa2-h100"},
+    "gb300": {"flash": "cudnn-gb300", "flash2": "fa2-h100"},
 }
 #: Achieved share of the spec HBM bandwidth by streaming element-wise kernels: A100 80GB 1.80 of
 #: 2.04 TB/s (NVIDIA developer forum thread 339083, confirmed with Nsight Compute); H100 89.6%
-#: for torch.clone and 89.7% for a softmax (Dao-AILab/quack @c8ec317); B200-class 84% measured
+#: for torch.clone and 89.7% for a softmax (Dao-AILab/quack @c8ec317); Blackwell 84% measured
 #: on B300 (pytorch/ao torchao/testing/training/roofline_utils.py @36027d8).
 HBM_SHARE: Final[dict[str, float]] = {
-    "a100-sxm": 1.80 / 2.04, "h100-sxm": 0.896, "h200": 0.896, "b200": 0.84, "gb200": 0.84,
+    "a100-sxm": 1.80 / 2.04, "h100-sxm": 0.896, "h200": 0.896, "b200": 0.84, "b300": 0.84,
+    "gb200": 0.84, "gb300": 0.84,
 }  # fmt: skip
 #: GPU time of launching one kernel, seconds (torchao roofline_utils.py: a one-element Triton
 #: kernel traced on H100).
 KERNEL_LAUNCH: Final = 2e-6
-#: Streaming multiprocessors per GPU (NVIDIA architecture whitepapers; B200: 148).
+#: Streaming multiprocessors per GPU (NVIDIA architecture whitepapers; B200: 148; B300: 148 of
+#: the Blackwell Ultra die's 160, as its devices report — GB300 taken the same, no report found).
 SMS: Final[dict[str, int]] = {
     "a100-sxm": 108,
     "h100-sxm": 132,
     "h200": 132,
     "b200": 148,
+    "b300": 148,
     "gb200": 148,
+    "gb300": 148,
 }
 #: Thread-block output tiles cuBLAS commonly picks (NVIDIA Matrix Multiplication guide: 256×128
 #: and 128×256 the most efficient, 64×64 the least). The 64×64 tile is only considered for an
