@@ -184,7 +184,7 @@ CASES: list[tuple[str, str, list[str]]] = [
         "cluster:\n  gpu: h100\n",
         [
             "cluster.gpu: unknown gpu 'h100' (did you mean 'h100-sxm'",
-            "known gpu names: a100-sxm, b200, gb200, h100-sxm, h200",
+            "known gpu names: a100-sxm, b200, b300, gb200, gb300, h100-sxm, h200",
         ],
     ),
     (
