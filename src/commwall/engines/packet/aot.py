@@ -11,7 +11,7 @@ kernel source, numba, NumPy and Python version, into a per-user cache directory,
 * **Build**: in a child process (``python -m commwall.engines.packet.aot_build BUILD_DIR``), so the
   ~750 MiB the compiler peaks at is not the caller's; under ``fast.COMPILE_LOCK``, so parallel
   sweep workers build it once; into a temporary name renamed into place, so a killed build
-  leaves nothing half-written. It takes about 40 s on this project's 2-core machine, once.
+  leaves nothing half-written. It takes 40–70 s on this project's 2-core machine, once.
   The build uses the same options as the JIT loop (no reference counting, the host CPU's
   instructions), so the two run at the same speed and give identical results event for event.
 * **Where**: ``$COMMWALL_CACHE_DIR``, else ``$XDG_CACHE_HOME/commwall``, else
@@ -45,7 +45,7 @@ MODULE_NAME: Final = "commwall_packet_kernel"
 #: What the build leaves where it could not build the module: the reason, kept so later runs
 #: go straight to the JIT loop instead of retrying a build that fails.
 FAILED: Final = "failed.txt"
-#: Seconds a build may take before it is given up on (it takes ~40 s on 2 cores).
+#: Seconds a build may take before it is given up on (it takes 40–70 s on 2 cores).
 BUILD_TIMEOUT_S: Final = 1800.0
 
 _HERE = Path(__file__).resolve().parent
@@ -106,8 +106,8 @@ def _version(dist: str) -> str:
 
 @functools.cache
 def cache_key() -> str:
-    """Hash of everything the built module depends on: the kernel's, packer's and this
-    module's source, numba, llvmlite and NumPy versions, the Python build and the machine
+    """Hash of everything the built module depends on: the kernel's, the packer's and the
+    build's source, numba, llvmlite and NumPy versions, the Python build and the CPU
     (computed once per process, so its build and its load look in the same place)."""
     h = hashlib.sha256()
     for name in _SOURCES:
@@ -154,6 +154,7 @@ def build_dir() -> Path:
 
 
 def module_file(directory: Path) -> Path | None:
+    """The built module in ``directory`` under this Python's extension suffix, if there is one."""
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         candidate = directory / f"{MODULE_NAME}{suffix}"
         if candidate.is_file():

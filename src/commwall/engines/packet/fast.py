@@ -613,6 +613,8 @@ def compiled_kind() -> str | None:
 
 
 def _aot_loop() -> Callable[[tuple[Any, ...]], int] | None:
+    """The built module's loop, building it first (under :data:`COMPILE_LOCK`) where it has
+    not been built or failed before; None (with a logged reason) where it is not available."""
     if not aot.enabled():
         return None
     run = aot.load()
@@ -632,7 +634,7 @@ def _aot_loop() -> Callable[[tuple[Any, ...]], int] | None:
     if run is None:
         _LOG.warning(
             "commwall: the packet engine's ahead-of-time event loop is not available (%s); "
-            "running numba's JIT loop (the same events, ~130 MiB more memory). Delete %s to "
+            "running numba's JIT loop (the same events, ~120 MiB more memory). Delete %s to "
             "try the build again.",
             aot.failure() or "it did not load",
             aot.build_dir(),
