@@ -884,7 +884,8 @@ def _next_packet(st: Any, f: int) -> int:
         F[f, F_NEXT_SEQ] = seq + 1
     pkt = _new_packet(G, K, f, DATA, seq, size + F[f, F_HEADER], size)
     at = F[f, F_SQOFF] + seq
-    K[pkt, K_ENT] = st[I_EN][at]
+    EN = st[I_EN]  # one row when routes are fixed (ECMP): no packet's entropy is drawn then
+    K[pkt, K_ENT] = EN[at] if at < EN.shape[0] else 0
     K[pkt, K_SENT] = now
     if SQ[at, SQ_SENT]:
         G[G_RETX] += size

@@ -395,6 +395,7 @@ def test_the_jit_loop_runs_where_the_module_cannot_be_built(
     """A failed build is remembered with its reason and the JIT loop runs; no second build is
     tried in later runs."""
     monkeypatch.setenv("COMMWALL_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("COMMWALL_PACKET_AOT", raising=False)
     monkeypatch.setattr(fast, "_runner", None)
     builds = []
 
