@@ -79,6 +79,13 @@ __all__ = [
 #: Values marked ``*`` have no published measurement and take the nearest precision's share;
 #: GB300 has none at all and takes GB200's (the same peaks, package and power class; its die is
 #: B300's, whose shares are within 3 points of B200's) — docs/compute-model.md lists them.
+_GB200_CEILING: Final = {
+    "bf16": 1822 / 2500,
+    "fp16": 1822 / 2500,
+    "tf32": 1822 / 2500,
+    "fp8": 3615.6 / 5000,
+    "fp4": 3615.6 / 5000,
+}
 GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
     "a100-sxm": {"bf16": 271.2 / 312, "fp16": 271.2 / 312, "tf32": 130 / 156},
     "h100-sxm": {
@@ -107,20 +114,8 @@ GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
         "fp8": 3353.3 / 4500,
         "fp4": 3353.3 / 4500,
     },  # tf32*, fp4*
-    "gb200": {
-        "bf16": 1822 / 2500,
-        "fp16": 1822 / 2500,
-        "tf32": 1822 / 2500,
-        "fp8": 3615.6 / 5000,
-        "fp4": 3615.6 / 5000,
-    },  # tf32*, fp4*
-    "gb300": {
-        "bf16": 1822 / 2500,
-        "fp16": 1822 / 2500,
-        "tf32": 1822 / 2500,
-        "fp8": 3615.6 / 5000,
-        "fp4": 3615.6 / 5000,
-    },  # all * (GB200's)
+    "gb200": _GB200_CEILING,  # tf32*, fp4*
+    "gb300": _GB200_CEILING,  # all * (GB200's)
 }
 #: Share of that best-shape ceiling GEMMs of transformer layers sustain back to back: NVIDIA
 #: Transformer Engine's GEMM profiling tutorial (docs/examples/gemm_profiling/gemm_profiling.rst
