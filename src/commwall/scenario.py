@@ -545,6 +545,14 @@ class JobSpec(_Strict):
         "run beside its GEMMs (ring exchange, pipelined in 4 splits, bulk) instead of blocking; "
         "needs tp > 1 and sequence_parallel.",
     )
+    comm_sm_contention: bool = Field(
+        default=True,
+        description="Collective kernels running beside compute (DP buckets, FSDP gathers, "
+        "pipeline sends, the context-parallel ring) hold one SM per NCCL channel, so the GEMMs "
+        "and attention beside them run on the SMs left (docs/compute-model.md). false: "
+        "overlapped communication costs compute nothing. The flat compute_efficiency model "
+        "is never slowed (its share already holds whatever the measured step had).",
+    )
 
 
 class SimulationSpec(_Strict):

@@ -102,9 +102,20 @@ class CollectiveTask:
 
 @dataclass(frozen=True)
 class ComputeTask:
-    """Local work of known duration (seconds)."""
+    """Local work of known duration (seconds).
+
+    ``sm_bound`` marks a training step's compute that collective kernels beside it slow
+    (:mod:`commwall.workload.contention`): the share of ``seconds`` that scales with the SMs
+    it gets (GEMMs, attention), the rest being memory-bound. ``None``, the default, is work
+    nothing beside it slows.
+    """
 
     seconds: float
+    sm_bound: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.sm_bound is not None and not 0.0 <= self.sm_bound <= 1.0:
+            raise CollectiveError(f"compute task sm_bound={self.sm_bound!r}: need 0 to 1 or None")
 
 
 Task = CollectiveTask | ComputeTask

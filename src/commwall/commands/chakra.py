@@ -276,11 +276,15 @@ def export(
     ] = "all",
     prefix: Annotated[str, typer.Option(help="File name prefix: <prefix>.<rank>.et.")] = "step",
 ) -> None:
-    """Write commwall's own training step (as ``commwall run`` builds it) as Chakra traces."""
+    """Write commwall's own training step (as ``commwall run`` builds it) as Chakra traces,
+    the compute at the length it takes beside overlapped collectives (what a trace of the
+    run would record)."""
     from commwall.cluster import build_cluster
     from commwall.defaults import default_scenario
+    from commwall.engines import get_engine
     from commwall.scenario import ScenarioError, load_scenario
     from commwall.workload.chakra_step import write_schedule
+    from commwall.workload.contention import as_measured, run_contended
     from commwall.workload.job import resolve_job
     from commwall.workload.step import build_step
 
@@ -295,12 +299,23 @@ def export(
     except ScenarioError as e:
         raise ScenarioError(e.messages, str(scenario or "built-in default scenario")) from None
     plan = build_step(job, cl)
+    # the compute as the run would measure it: slowed beside overlapped collectives
+    _, contention = run_contended(
+        get_engine("analytic", policy=sc.simulation.policy),
+        plan.schedule,
+        cl,
+        sms=job.device.sms if job.device is not None else 1,
+        hbm=job.device.hbm if job.device is not None else 0.0,
+        policy=sc.simulation.policy,
+        routing=cl.routing,
+    )
+    schedule = as_measured(plan.schedule, contention.extra)
     chosen = _ranks(ranks, job.n_gpus, job.tp * job.grad_dp, job.pp)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        paths = write_schedule(str(out_dir / prefix), plan.schedule, world=job.n_gpus,
+        paths = write_schedule(str(out_dir / prefix), schedule, world=job.n_gpus,
                                ranks=chosen, scale_up_domain=cl.scale_up_domain)  # fmt: skip
     except OSError as e:
         fail(f"--out: cannot write {str(out_dir)!r}: {e.strerror or e}")
-    out.print(f"{len(paths):,} trace(s) of {escape(sc.name)} ({len(plan.schedule.phases):,} "
+    out.print(f"{len(paths):,} trace(s) of {escape(sc.name)} ({len(schedule.phases):,} "
               f"phases, {job.n_gpus:,} ranks) written to {escape(f'{out_dir}/{prefix}')}.<rank>.et")  # fmt: skip

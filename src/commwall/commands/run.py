@@ -241,6 +241,12 @@ def _print_report(report: Any) -> None:
         table.add_row(CATEGORY_LABELS[cat] + mark, show_seconds(v), f"{v / report.step_time:.1%}")
     table.add_row("[bold]step[/]", f"[bold]{show_seconds(report.step_time)}[/]", "100%")
     out.print(table)
+    if report.compute_slowed_by_comm > 0:
+        out.print(
+            f"compute  {show_seconds(report.compute_slowed_by_comm)} of it is the slowdown of "
+            "compute beside overlapped collectives (their SMs and HBM traffic; "
+            "job.comm_sm_contention)"
+        )
     out.print(
         f"waiting on communication: [bold]{report.comm_wait_share:.1%}[/] of the step   "
         f"MFU {report.mfu:.1%}   {report.tokens_per_second:,.0f} tokens/s   "

@@ -12,6 +12,7 @@ from commwall.cli import app
 from commwall.io.chakra import read_traces
 from commwall.io.chakra_sample import write_sample
 from commwall.workload.chakra_step import traces_to_schedule
+from commwall.workload.contention import as_measured, run_contended
 
 runner = CliRunner()
 FIXTURE = Path(__file__).resolve().parents[1] / "io" / "testdata" / "chakra" / "pytorch"
@@ -55,7 +56,13 @@ def test_export_then_replay_gives_the_simulated_step(tmp_path: Path) -> None:
 
     sc = load_scenario(scenario)
     cl = build_cluster(sc.cluster)
-    schedule = build_step(resolve_job(sc.job, cl), cl).schedule
+    job = resolve_job(sc.job, cl)
+    assert job.device is not None
+    built = build_step(job, cl).schedule
+    ran, contention = run_contended(get_engine("analytic"), built, cl, sms=job.device.sms,
+                                    hbm=job.device.hbm, policy="nccl", routing=cl.routing)  # fmt: skip
+    # the traces hold the compute as the run measures it, beside its overlapped collectives
+    schedule = as_measured(built, contention.extra)
     assert traces_to_schedule(read_traces([str(tmp_path)]), scale_up_domain=cl.scale_up_domain,
                               n_gpus=cl.n_gpus) == schedule  # fmt: skip
     replayed = runner.invoke(app, ["chakra", "replay", str(tmp_path / "step"), "--cluster",
@@ -63,6 +70,7 @@ def test_export_then_replay_gives_the_simulated_step(tmp_path: Path) -> None:
     assert replayed.exit_code == 0, replayed.output
     expected = get_engine("analytic").run(schedule, cl, cl.routing).makespan
     assert json.loads(replayed.stdout)["step_time_s"] == expected
+    assert expected == pytest.approx(ran.makespan, rel=1e-12)  # replay = the simulated step
 
 
 def test_export_default_by_stage(tmp_path: Path) -> None:

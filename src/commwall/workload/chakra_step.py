@@ -41,7 +41,8 @@ previous node of the same stream (Chakra has no streams). Written per node: ``is
 (false), ``duration_micros`` (compute), ``comm_type``/``comm_size``/``pg_name``/``pg_desc``,
 ``comm_src``/``comm_dst``/``comm_tag`` — the attribute names and value types ``et_feeder``
 reads. What Chakra cannot say (seconds and bytes below a µs or a byte, repeat, stream names,
-categories, the exact ``after`` list, group shape and placement, algorithm and protocol) goes in
+categories, the exact ``after`` list, group shape and placement, algorithm and protocol, the
+SM-bound share of compute that collectives beside it slow) goes in
 ``commwall_*`` attributes, which other tools ignore; a trace that carries them is read back
 exactly, from any set of ranks that covers every lane (one rank per pipeline stage).
 """
@@ -244,6 +245,8 @@ class _Writer:
         if isinstance(task, ComputeTask):
             if k == 0:
                 attrs.append(Attr.double("commwall_seconds", task.seconds))
+                if task.sm_bound is not None:
+                    attrs.append(Attr.double("commwall_sm_bound", task.sm_bound))
             micros = max(0, round(task.seconds * 1e6))
             return Node(node_id, phase.name, NodeType.COMP_NODE, (), data_deps, 0, micros,
                         attrs=tuple(attrs))  # fmt: skip
@@ -705,7 +708,10 @@ class _Reader:
             seconds = n.value("commwall_seconds")
             if not isinstance(seconds, float) or not seconds >= 0:
                 seconds = n.duration_micros * 1e-6
-            task: CollectiveTask | ComputeTask = ComputeTask(seconds)
+            share = n.value("commwall_sm_bound")
+            if share is not None and not (isinstance(share, float) and 0.0 <= share <= 1.0):
+                raise _err(head, "commwall_sm_bound must be a share from 0 to 1")
+            task: CollectiveTask | ComputeTask = ComputeTask(seconds, sm_bound=share)
         else:
             task = self._commwall_task(head)
         return Phase(n.name, task, category, stream, after, repeat), after

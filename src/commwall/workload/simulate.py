@@ -32,6 +32,7 @@ from commwall.engines import get_engine
 from commwall.engines.base import PhaseResult, Result
 from commwall.errors import CommwallError
 from commwall.scenario import Scenario
+from commwall.workload.contention import run_contended
 from commwall.workload.job import Job, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
 from commwall.workload.step import StepPlan, build_step
@@ -90,6 +91,10 @@ class StepReport:
     result: Result
     electricity_price: float = 0.0806
     pue: float = 1.56
+    #: Seconds the critical stage's compute took longer because collective kernels beside it
+    #: held SMs and HBM bandwidth (:mod:`commwall.workload.contention`); part of
+    #: ``breakdown["compute"]``.
+    compute_slowed_by_comm: float = 0.0
 
     @property
     def comm_wait(self) -> float:
@@ -223,6 +228,7 @@ class StepReport:
             "job": self.job,
             "step_time_s": self.step_time,
             "breakdown_s": self.breakdown,
+            "compute_slowed_by_comm_s": self.compute_slowed_by_comm,
             "comm_wait_s": self.comm_wait,
             "comm_wait_share": self.comm_wait_share,
             "mfu": self.mfu,
@@ -511,7 +517,16 @@ def simulate(
     if progress is not None and scenario.simulation.engine != "analytic":
         options["progress"] = progress
     engine = get_engine(scenario.simulation.engine, **options)
-    result = engine.run(plan.schedule, cl, cl.routing, seed=scenario.simulation.seed)
+    result, contention = run_contended(
+        engine,
+        plan.schedule,
+        cl,
+        sms=job.device.sms if job.device is not None else 1,
+        hbm=job.device.hbm if job.device is not None else 0.0,
+        policy=scenario.simulation.policy,
+        routing=cl.routing,
+        seed=scenario.simulation.seed,
+    )
     stage, step, breakdown = account(plan, result, job)
     spec = job.spec
     memory = memory_per_gpu(
@@ -550,6 +565,7 @@ def simulate(
         result=result,
         electricity_price=scenario.economics.electricity_price,
         pue=scenario.economics.pue,
+        compute_slowed_by_comm=contention.stage_seconds(plan.schedule, stage),
     )
 
 

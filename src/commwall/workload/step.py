@@ -33,6 +33,10 @@ replica (all replicas behave alike on an ideal fabric):
   final norm and LM head form one more unit treated alike.
 * **Optimizer**: Adam on the local shard, memory-bound: 28 bytes of HBM traffic per parameter
   (read fp32 master, m, v and the gradient; write them back and the half-precision copy; ours).
+* **Compute beside collectives**: every compute phase of the kernel model carries the share of
+  its time in GEMMs and attention (``ComputeTask.sm_bound``), so that
+  :mod:`commwall.workload.contention` can slow it by the SMs and HBM bandwidth of the
+  collectives that run beside it (``job.comm_sm_contention``).
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ from commwall.collectives.schedule import (
     Placement,
     Schedule,
 )
-from commwall.workload.compute import layer_work
+from commwall.workload.compute import LayerWork, layer_work
 from commwall.workload.job import Job
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
@@ -158,6 +162,10 @@ class UnitTimes:
     #: The embedding's lookup and gradient (kernel model only; the flat model prices FLOPs).
     embed_forward: float = 0.0
     embed_backward: float = 0.0
+    #: Share of the compute seconds in GEMMs and attention, the kernels that slow when
+    #: collective kernels beside them hold SMs (kernel model only; None for the flat model,
+    #: whose measured share already holds whatever overlap cost the run it came from).
+    sm_bound: float | None = None
 
 
 def unit_times(job: Job) -> UnitTimes:
@@ -192,6 +200,7 @@ def unit_times(job: Job) -> UnitTimes:
             work.seconds(work.head_backward),
             embed_forward=work.seconds(work.embed_forward),
             embed_backward=work.seconds(work.embed_backward),
+            sm_bound=_sm_bound_share(job, work),
         )
         if spec.tp_comm_overlap:
             sms = job.device.sms
@@ -201,16 +210,34 @@ def unit_times(job: Job) -> UnitTimes:
     return _scaled(_flat_times(job), scale)
 
 
+def _sm_bound_share(job: Job, work: LayerWork) -> float:
+    """Share of a micro-batch's compute seconds (all layers, the loss unit, the embedding) in
+    GEMMs and attention, the kernels whose speed follows the SMs they get; the memory-bound
+    rest follows the HBM bandwidth left to it (ours: a first-order split, by the kernel
+    model's own kinds)."""
+    layers = job.model.n_layers
+    groups = (
+        (layers, (*work.forward, *work.backward, *work.recompute)),
+        (1, (*work.head_forward, *work.head_backward, *work.embed_forward, *work.embed_backward)),
+    )
+    total = sum(n * k.seconds for n, kernels in groups for k in kernels)
+    bound = sum(
+        n * k.seconds for n, kernels in groups for k in kernels if k.kind in ("gemm", "attention")
+    )
+    return bound / total if total > 0 else 0.0
+
+
 def _scaled(u: UnitTimes, scale: float) -> UnitTimes:
-    return UnitTimes(
-        u.layer_forward * scale,
-        u.layer_backward * scale,
-        u.head_forward * scale,
-        u.head_backward * scale,
-        tuple(x * scale for x in u.beside_forward),
-        tuple(x * scale for x in u.beside_backward),
-        u.embed_forward * scale,
-        u.embed_backward * scale,
+    return replace(
+        u,
+        layer_forward=u.layer_forward * scale,
+        layer_backward=u.layer_backward * scale,
+        head_forward=u.head_forward * scale,
+        head_backward=u.head_backward * scale,
+        beside_forward=tuple(x * scale for x in u.beside_forward),
+        beside_backward=tuple(x * scale for x in u.beside_backward),
+        embed_forward=u.embed_forward * scale,
+        embed_backward=u.embed_backward * scale,
     )
 
 
@@ -412,6 +439,8 @@ class _Builder:
         # Per micro-batch: a chunk costs its layers, plus the loss unit where the layout puts it.
         self.units = unit_times(job)
         self.t_f, self.t_b = _stage_average(job, self.units)
+        # the compute collective kernels beside it slow (workload.contention)
+        self.sm_bound = self.units.sm_bound if self.spec.comm_sm_contention else None
         self.blocking: dict[int, tuple[int, ...]] = {}  # buckets the next compute must wait for
         self.sp = self.spec.sequence_parallel and job.tp > 1
         act = job.activation_bytes
@@ -447,6 +476,8 @@ class _Builder:
         after: tuple[int, ...] = (),
         repeat: int = 1,
     ) -> int:
+        if isinstance(task, ComputeTask) and category == "compute" and task.seconds > 0:
+            task = replace(task, sm_bound=self.sm_bound)  # None: nothing beside it slows it
         if isinstance(task, CollectiveTask) and task.group.placement is None:
             key = (task, stream)
             placed = self.placed_tasks.get(key)

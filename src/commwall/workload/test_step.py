@@ -204,7 +204,8 @@ def test_compute_per_micro_batch_closed_form(tp: int, pp: int, recompute: str) -
 
 
 def test_zero3_layers_split_the_same_compute() -> None:
-    spec = {"tp": 1, "zero_stage": 3, "global_batch": 64}
+    # the closed form of the compute alone: nothing beside it slows it (test_contention.py)
+    spec = {"tp": 1, "zero_stage": 3, "global_batch": 64, "comm_sm_contention": False}
     job, _ = resolved(spec)
     fwd, bwd = micro_batch_times(job)
     r = run(spec)
@@ -232,7 +233,8 @@ def test_optimizer_is_adam_bytes_over_hbm() -> None:
 @pytest.mark.parametrize(("pp", "m"), [(2, 4), (4, 8), (4, 32), (8, 8), (8, 16)])
 def test_bubble_share_is_1f1b_closed_form(pp: int, m: int) -> None:
     dp = 8 // pp
-    r = run({**BALANCED, "tp": 1, "pp": pp, "global_batch": m * dp}, nodes=1, **FAST)
+    job = {**BALANCED, "tp": 1, "pp": pp, "global_batch": m * dp, "comm_sm_contention": False}
+    r = run(job, nodes=1, **FAST)
     assert r.job["micro_batches"] == m
     share = r.breakdown["bubble"] / r.step_time
     assert share == pytest.approx((pp - 1) / (m + pp - 1), rel=0.01)
@@ -478,8 +480,9 @@ def test_faster_nic_never_slows_the_step(job: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("job", SANITY)
 def test_slower_scale_out_raises_comm_wait_share(job: dict[str, Any]) -> None:
-    fast = run({**job, "global_batch": 64})
-    slow = run({**job, "global_batch": 64}, nic={"rate": "40 Gb/s"})  # ConnectX-7 / 10
+    job = {**job, "global_batch": 64, "comm_sm_contention": False}  # compute stays as it is
+    fast = run(job)
+    slow = run(job, nic={"rate": "40 Gb/s"})  # ConnectX-7 / 10
     assert slow.comm_wait_share > fast.comm_wait_share
     assert slow.step_time > fast.step_time
     assert slow.breakdown["compute"] == pytest.approx(fast.breakdown["compute"], rel=1e-12)
@@ -582,6 +585,13 @@ def test_zero3_without_overlap_exposes_the_gathers() -> None:
     on, off = run({**base, "overlap": True}), run({**base, "overlap": False})
     assert off.step_time > on.step_time
     assert off.breakdown["dp"] > on.breakdown["dp"]
+    # the gathers beside the layers take SMs and HBM from them; exposed, they take less
+    assert off.compute_slowed_by_comm < on.compute_slowed_by_comm
+    assert on.breakdown["compute"] - on.compute_slowed_by_comm == pytest.approx(
+        off.breakdown["compute"] - off.compute_slowed_by_comm, rel=1e-9
+    )
+    free = {**base, "comm_sm_contention": False}
+    on, off = run({**free, "overlap": True}), run({**free, "overlap": False})
     assert off.breakdown["compute"] == pytest.approx(on.breakdown["compute"], rel=1e-12)
 
 

@@ -1,0 +1,288 @@
+"""Collective kernels beside compute: the SMs and HBM bandwidth they take from it.
+
+**SMs.** NCCL "will launch one CUDA block per communication channel" (NCCL environment
+variables, ``NCCL_NTHREADS``), and a block holds its SM until the kernel ends ("NCCL CTAs won't
+share an SM with compute kernels", a maintainer's reply as quoted in nccl#689); reducing the
+channels "reduces the number of CUDA blocks used for communication, hence the impact on GPU
+computing resources" (``NCCL_MAX_NCHANNELS``). A GEMM or attention kernel launched beside it
+on another stream gets the SMs left. That is why Transformer Engine's Userbuffers overlap
+hands cuBLAS an SM margin (``set_sm_margin``; priced in :mod:`commwall.workload.step`), why
+it offers one for every GEMM, ``NVTE_EXT_MARGIN_SM``, which "comes in handy when DP is
+overlapped with GEMMs" (``pytorch/csrc/extensions/gemm.cpp`` @3492dd1), and why DeepSeek-V3
+wrote all-to-all kernels that hold 20 of the H800's 132 SMs (DeepSeek-AI, *DeepSeek-V3
+Technical Report*, 2024, §3.2.2, §3.5.1).
+
+**HBM.** The collective's data also crosses HBM: "300GB/s needs to be multiplied by at least
+2x for memory bandwidth … it can be 3x" (sjeaugey, nccl#1428, where a GEMM beside an
+all-gather on A100 ran 1.76x longer), so a memory-bound kernel beside a collective moving
+``b`` bytes/s per GPU gets ``H − 2b`` of the GPU's achieved HBM bandwidth ``H``.
+
+**The rate.** A GPU has ``N`` SMs; the collectives beside a compute phase hold ``c(t)`` of them
+(the channels of every collective running on that pipeline stage at that moment,
+:attr:`Cost.channels <commwall.collectives.cost.Cost.channels>`, at most ``N − 1``) and move
+``b(t)`` (their busbw, the bytes/s each GPU's links carry). A share ``β`` of the phase's seconds
+is SM-bound (GEMMs, attention: :attr:`ComputeTask.sm_bound
+<commwall.collectives.schedule.ComputeTask.sm_bound>`) and the rest memory-bound, so a second
+of the phase's work takes ``σ = β·N / (N − c) + (1 − β)·H / (H − 2b)`` seconds beside them
+(``H − 2b`` at least ``H`` / 10), and the phase ends later by ``∫ (1 − 1/σ) dt`` over its
+overlap. On an H100 beside an NVLink all-gather on NCCL's 24 channels a GEMM runs 22 %
+longer, near the 18.9 % average slowdown of compute overlapped with communication measured on
+A100, H100, MI210 and MI250 (*Characterizing Compute-Communication Overlap in GPU-Accelerated
+Distributed Deep Learning: Performance and Power Implications*, arXiv 2507.03114, 2025;
+maximum 40 %).
+
+A lower bound, ours: an even share of SMs, and not the tail of a GEMM whose grid was sized for
+all ``N`` SMs (a 132-block GEMM beside a 24-block all-gather "nearly doubles" on H100, NVIDIA
+developer forum thread 337991). Collectives on the compute stream never overlap it (they block),
+and the Userbuffers TP collectives (category ``tp`` on a side stream) already took their margin.
+
+**The fixed point.** Given where the collectives ran, each compute phase ends where its work is
+done at the rate above (solved exactly, the overlap its own stretch adds included). Stretching
+phases moves later phases and what overlaps them, so :func:`run_contended` runs the schedule,
+stretches every compute phase, and runs it again until no stretch moves by more than
+:data:`TOLERANCE` of the step (at most :data:`MAX_PASSES` runs after the first). A stretch
+below that on every stage is not applied and costs no rerun. Every run is the same engine on
+the same seed: deterministic.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+
+from commwall.collectives.constants import Proto
+from commwall.collectives.cost import Unsupported
+from commwall.collectives.schedule import CollectiveTask, ComputeTask, Phase, Schedule
+from commwall.engines.analytic import AnalyticEngine
+
+if TYPE_CHECKING:
+    from commwall.cluster import Cluster
+    from commwall.engines.base import Engine, PhaseResult, Result
+
+#: Runs of the schedule at most after the first (module doc).
+MAX_PASSES: Final = 4
+#: A change of every stretch below this share of the step between two runs: settled.
+TOLERANCE: Final = 1e-3
+
+
+@dataclass(frozen=True)
+class Contention:
+    """What the collectives beside compute cost it: per phase index, the seconds added to a
+    compute phase (all its repeats), and the runs after the first it took to settle (0 and
+    nothing added when the largest stage's stretch is below :data:`TOLERANCE` of the step)."""
+
+    extra: dict[int, float]
+    passes: int
+
+    def stage_seconds(self, schedule: Schedule, stage: int) -> float:
+        """Seconds added to the compute of pipeline stage ``stage``."""
+        prefix = f"s{stage}."
+        return sum(s for i, s in self.extra.items() if schedule.phases[i].stream.startswith(prefix))
+
+
+def collective_sms(phase: Phase, res: PhaseResult, cluster: Cluster, policy: str, sms: int) -> int:
+    """SMs a collective phase held while it ran: the channels of the plan the engine ran (its
+    algorithm and protocol), at most ``sms − 1``."""
+    task = phase.task
+    assert isinstance(task, CollectiveTask)
+    analytic = AnalyticEngine(policy)
+    ran = replace(
+        task,
+        algo=res.algo or task.algo,
+        proto=Proto(res.proto) if res.proto else task.proto,
+    )
+    try:
+        cost = analytic.cost(ran, cluster)
+    except Unsupported:
+        cost = analytic.cost(task, cluster)
+    return max(0, min(cost.channels, sms - 1))
+
+
+#: HBM bytes per byte a collective's links carry (sjeaugey, nccl#1428: "at least 2x").
+HBM_PER_LINK_BYTE: Final = 2.0
+#: The least share of its HBM bandwidth a memory-bound kernel keeps beside collectives (ours).
+MIN_HBM_SHARE: Final = 0.1
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What :func:`stretch` needs of a schedule, found once for all its runs: the compute
+    phases collectives can slow and the collectives beside compute, each with its stage."""
+
+    compute: dict[int, list[int]]  # stage → phase indices
+    beside: dict[int, list[int]]
+    share: dict[int, float]  # phase index → sm_bound
+    work: dict[int, float]  # phase index → seconds on the whole GPU, all repeats
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> _Layout:
+        compute: dict[int, list[int]] = defaultdict(list)
+        beside: dict[int, list[int]] = defaultdict(list)
+        share: dict[int, float] = {}
+        work: dict[int, float] = {}
+        stages: dict[str, int] = {}
+        for i, phase in enumerate(schedule.phases):
+            task = phase.task
+            stage = stages.get(phase.stream)
+            if stage is None:
+                head = phase.stream.split(".", 1)[0]
+                stage = stages[phase.stream] = int(head[1:]) if head[1:].isdigit() else -1
+            if isinstance(task, ComputeTask):
+                if task.sm_bound is not None:
+                    compute[stage].append(i)
+                    share[i] = task.sm_bound
+                    work[i] = task.seconds * phase.repeat
+            elif phase.category != "tp" and not phase.stream.endswith(".compute"):
+                beside[stage].append(i)
+        return cls(dict(compute), dict(beside), share, work)
+
+
+def stretch(
+    schedule: Schedule,
+    result: Result,
+    cluster: Cluster,
+    *,
+    sms: int,
+    hbm: float,
+    policy: str,
+    layout: _Layout | None = None,
+) -> dict[int, float]:
+    """Seconds each compute phase of ``schedule`` ends later because of the collectives
+    beside it in ``result`` (module doc); phases that lose nothing are left out."""
+    layout = layout or _Layout.of(schedule)
+    phases = result.phases
+    held: dict[tuple[object, ...], int] = {}  # steps repeat the same calls
+    extra: dict[int, float] = {}
+    for stage, indices in layout.compute.items():
+        intervals: list[tuple[float, float, int, float]] = []
+        for j in layout.beside.get(stage, ()):
+            res = phases[j]
+            if res.end <= res.start:
+                continue
+            task = schedule.phases[j].task
+            assert isinstance(task, CollectiveTask)
+            g = task.group
+            key = (task.op, task.nbytes, g.n_domains, g.ranks_per_domain, res.algo, res.proto)
+            c = held.get(key)
+            if c is None:
+                c = held[key] = collective_sms(schedule.phases[j], res, cluster, policy, sms)
+            intervals.append((res.start, res.end, c, max(0.0, res.busbw)))
+        if not intervals:
+            continue
+        # c(t) SMs held and b(t) bytes/s moved by the stage's collectives: piecewise constant
+        times = np.array([t for s, e, _, _ in intervals for t in (s, e)], dtype=np.float64)
+        order = np.argsort(times, kind="stable")
+        times = times[order]
+        dc = np.array([d for _, _, c, _ in intervals for d in (c, -c)], dtype=np.float64)
+        db = np.array([d for _, _, _, b in intervals for d in (b, -b)], dtype=np.float64)
+        taken = np.clip(np.cumsum(dc[order])[:-1], 0.0, sms - 1.0)
+        moved = np.maximum(np.cumsum(db[order])[:-1], 0.0)
+        sm_slow = sms / (sms - taken)
+        hbm_slow = np.ones_like(taken)
+        if hbm > 0:
+            hbm_slow = hbm / np.maximum(hbm - HBM_PER_LINK_BYTE * moved, MIN_HBM_SHARE * hbm)
+        widths = np.diff(times)
+        lo, hi = times[0], times[-1]
+        by_share: dict[float, list[int]] = defaultdict(list)
+        for i in indices:
+            res = phases[i]
+            if res.end > lo and res.start < hi and res.end > res.start:
+                by_share[layout.share[i]].append(i)
+        for beta, members in by_share.items():
+            # G(t) = t − ∫ (1 − 1/σ): the work a phase has done by t, less its start's; it
+            # rises at 1/σ beside collectives and at 1 elsewhere, so each phase ends where G
+            # has risen by its work (the overlap found at the end, not guessed from before)
+            sigma = beta * sm_slow + (1.0 - beta) * hbm_slow
+            lost = np.concatenate(([0.0], np.cumsum((1.0 - 1.0 / sigma) * widths)))
+            done = times - lost
+            starts = np.array([phases[i].start for i in members])
+            work = np.array([layout.work[i] for i in members])
+            target = _along(starts, times, done) + work
+            ends = np.interp(target, done, times)
+            ends = np.where(target > done[-1], times[-1] + (target - done[-1]), ends)
+            ends = np.where(target < done[0], target - done[0] + times[0], ends)
+            for i, seconds in zip(members, (ends - starts - work).tolist(), strict=True):
+                if seconds > 1e-15:
+                    extra[i] = seconds
+    return extra
+
+
+def _along(t: np.ndarray, times: np.ndarray, done: np.ndarray) -> np.ndarray:
+    """G(t) for any ``t``: interpolated between the breakpoints, slope 1 outside them."""
+    inside = np.interp(t, times, done)
+    inside = np.where(t > times[-1], done[-1] + (t - times[-1]), inside)
+    out: np.ndarray = np.where(t < times[0], done[0] - (times[0] - t), inside)
+    return out
+
+
+def as_measured(schedule: Schedule, extra: dict[int, float]) -> Schedule:
+    """``schedule`` as a trace of the run would record it: every compute phase at the length
+    the collectives beside it gave it (``extra``), and marked as nothing left to slow
+    (``sm_bound`` None), so replaying it adds no second slowdown."""
+    phases = stretched(schedule, extra).phases
+    return Schedule(
+        [
+            replace(p, task=replace(p.task, sm_bound=None))
+            if isinstance(p.task, ComputeTask) and p.task.sm_bound is not None
+            else p
+            for p in phases
+        ]
+    )
+
+
+def stretched(schedule: Schedule, extra: dict[int, float]) -> Schedule:
+    """``schedule`` with each compute phase ``i`` longer by ``extra[i]`` seconds in all."""
+    phases = list(schedule.phases)
+    for i, seconds in extra.items():
+        phase = phases[i]
+        task = phase.task
+        assert isinstance(task, ComputeTask)
+        per = seconds / max(1, phase.repeat)
+        phases[i] = replace(phase, task=replace(task, seconds=task.seconds + per))
+    return Schedule(phases)
+
+
+def run_contended(
+    engine: Engine,
+    schedule: Schedule,
+    cluster: Cluster,
+    *,
+    sms: int,
+    hbm: float,
+    policy: str,
+    routing: str | None = None,
+    seed: int = 0,
+) -> tuple[Result, Contention]:
+    """Run ``schedule`` with the compute beside collectives slowed (module doc): the last run
+    and what the contention added. ``sms`` and ``hbm`` (achieved bytes/s) are one GPU's."""
+    result = engine.run(schedule, cluster, routing, seed=seed)
+    layout = _Layout.of(schedule)
+    if not layout.compute or not layout.beside:
+        return result, Contention({}, 0)
+    extra: dict[int, float] = {}
+    passes = 0
+    for passes in range(1, MAX_PASSES + 1):
+        found = stretch(schedule, result, cluster, sms=sms, hbm=hbm, policy=policy, layout=layout)
+        settled = TOLERANCE * max(result.makespan, 1e-12)
+        if passes == 1 and _largest_stage(found, layout) <= settled:
+            return result, Contention({}, 0)  # below a 1,000th of the step: not worth a rerun
+        moved = max(
+            (abs(found.get(i, 0.0) - extra.get(i, 0.0)) for i in found.keys() | extra.keys()),
+            default=0.0,
+        )
+        if passes > 1 and moved <= settled:
+            return result, Contention(extra, passes - 1)  # the last run holds these stretches
+        extra = found
+        result = engine.run(stretched(schedule, extra), cluster, routing, seed=seed)
+    return result, Contention(extra, passes)
+
+
+def _largest_stage(extra: dict[int, float], layout: _Layout) -> float:
+    """The most seconds ``extra`` adds to one stage's compute."""
+    return max(
+        (sum(extra.get(i, 0.0) for i in indices) for indices in layout.compute.values()),
+        default=0.0,
+    )
