@@ -289,6 +289,14 @@ def test_blackwell_ultra_spot_values(cat: Catalog) -> None:
         assert parts.gpu.name == gpu and parts.preset.scale_up_domain == domain
         assert parts.nic.name == "connectx-8" and parts.nic.rate == pytest.approx(100e9)  # B/s
         assert parts.switch.name == "quantum-x800-q3400"
+        # the Spectrum-X RoCE variants (Oracle's and Google's GB300 and B300 shapes)
+        roce = cat.resolve(f"{name}-roce")
+        assert roce.preset.fabric == "roce" and roce.switch.name == "spectrum-4-sn5600"
+        assert roce.gpu.name == gpu and roce.preset.scale_up_domain == domain
+        assert (
+            roce.nic.name == "connectx-8"
+            and roce.preset.nics_per_node == parts.preset.nics_per_node
+        )
 
 
 def test_dense_fp8_is_twice_bf16(cat: Catalog) -> None:

@@ -43,6 +43,10 @@ _PRESETS: Final = {
     ("b200", "roce"): "dgx-b200-roce",
     ("gb200", "ib"): "gb200-nvl72",
     ("gb200", "roce"): "gb200-nvl72-roce",
+    ("b300", "ib"): "dgx-b300",
+    ("b300", "roce"): "dgx-b300-roce",
+    ("gb300", "ib"): "gb300-nvl72",
+    ("gb300", "roce"): "gb300-nvl72-roce",
 }
 #: Catalog NIC for a port speed (Gb/s): ConnectX-6 runs HDR/200GbE (and 100G with the rate
 #: overridden), ConnectX-7 NDR/400GbE, ConnectX-8 XDR/800GbE.
@@ -185,7 +189,7 @@ def measurement_cluster(m: Measurement, *, sharp: bool = False) -> Cluster | Non
     elif m.cpu == "arm":
         spec["cpu"] = "other"
     n_gpus = m.nodes * (m.node_gpus or m.gpus_per_node)
-    if m.gpu == "gb200" and n_gpus % 72:
+    if m.gpu in ("gb200", "gb300") and n_gpus % 72:
         if multi:
             return None  # racks of unknown size
         spec["scale_up_domain"] = n_gpus  # one multi-node NVLink domain smaller than a rack
