@@ -284,7 +284,7 @@ def export(
     from commwall.engines import get_engine
     from commwall.scenario import ScenarioError, load_scenario
     from commwall.workload.chakra_step import write_schedule
-    from commwall.workload.contention import as_measured, run_contended
+    from commwall.workload.contention import as_measured, run_job
     from commwall.workload.job import resolve_job
     from commwall.workload.step import build_step
 
@@ -300,15 +300,8 @@ def export(
         raise ScenarioError(e.messages, str(scenario or "built-in default scenario")) from None
     plan = build_step(job, cl)
     # the compute as the run would measure it: slowed beside overlapped collectives
-    _, contention = run_contended(
-        get_engine("analytic", policy=sc.simulation.policy),
-        plan.schedule,
-        cl,
-        sms=job.device.sms if job.device is not None else 1,
-        hbm=job.device.hbm if job.device is not None else 0.0,
-        policy=sc.simulation.policy,
-        routing=cl.routing,
-    )
+    engine = get_engine("analytic", policy=sc.simulation.policy)
+    _, contention = run_job(engine, plan.schedule, cl, job, policy=sc.simulation.policy)
     schedule = as_measured(plan.schedule, contention.extra)
     chosen = _ranks(ranks, job.n_gpus, job.tp * job.grad_dp, job.pp)
     try:

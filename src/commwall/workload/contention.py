@@ -61,6 +61,7 @@ from commwall.engines.analytic import AnalyticEngine
 if TYPE_CHECKING:
     from commwall.cluster import Cluster
     from commwall.engines.base import Engine, PhaseResult, Result
+    from commwall.workload.job import Job
 
 #: Runs of the schedule at most after the first (module doc).
 MAX_PASSES: Final = 4
@@ -278,6 +279,30 @@ def run_contended(
         extra = found
         result = engine.run(stretched(schedule, extra), cluster, routing, seed=seed)
     return result, Contention(extra, passes)
+
+
+def run_job(
+    engine: Engine,
+    schedule: Schedule,
+    cluster: Cluster,
+    job: Job,
+    *,
+    policy: str,
+    seed: int = 0,
+) -> tuple[Result, Contention]:
+    """:func:`run_contended` on ``cluster``'s routing with the SMs and achieved HBM bandwidth
+    of ``job``'s GPU (none to slow for the flat compute model, which has no device)."""
+    dev = job.device
+    return run_contended(
+        engine,
+        schedule,
+        cluster,
+        sms=dev.sms if dev is not None else 1,
+        hbm=dev.hbm if dev is not None else 0.0,
+        policy=policy,
+        routing=cluster.routing,
+        seed=seed,
+    )
 
 
 def _largest_stage(extra: dict[int, float], layout: _Layout) -> float:

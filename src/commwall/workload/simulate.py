@@ -32,7 +32,7 @@ from commwall.engines import get_engine
 from commwall.engines.base import PhaseResult, Result
 from commwall.errors import CommwallError
 from commwall.scenario import Scenario
-from commwall.workload.contention import run_contended
+from commwall.workload.contention import run_job
 from commwall.workload.job import Job, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
 from commwall.workload.step import StepPlan, build_step
@@ -517,14 +517,12 @@ def simulate(
     if progress is not None and scenario.simulation.engine != "analytic":
         options["progress"] = progress
     engine = get_engine(scenario.simulation.engine, **options)
-    result, contention = run_contended(
+    result, contention = run_job(
         engine,
         plan.schedule,
         cl,
-        sms=job.device.sms if job.device is not None else 1,
-        hbm=job.device.hbm if job.device is not None else 0.0,
+        job,
         policy=scenario.simulation.policy,
-        routing=cl.routing,
         seed=scenario.simulation.seed,
     )
     stage, step, breakdown = account(plan, result, job)
