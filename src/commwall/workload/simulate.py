@@ -171,6 +171,7 @@ class StepReport:
             "step_time_s": self.step_time,
             "comm_wait_s": self.comm_wait,
             "comm_wait_share": self.comm_wait_share,
+            "compute_slowed_by_comm_s": self.compute_slowed_by_comm,
             "tokens_per_s": self.tokens_per_second,
             "mfu": self.mfu,
             "kwh_per_million_tokens": self.kwh_per_million_tokens,

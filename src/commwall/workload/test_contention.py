@@ -174,6 +174,7 @@ def test_fsdp_gathers_slow_the_layers_beside_them() -> None:
     )
     assert sum(on.breakdown.values()) == pytest.approx(on.step_time, rel=1e-12)
     assert on.to_dict()["compute_slowed_by_comm_s"] == on.compute_slowed_by_comm
+    assert on.metrics()["compute_slowed_by_comm_s"] == on.compute_slowed_by_comm  # sweeps
 
 
 def test_the_flat_model_is_never_slowed() -> None:
