@@ -548,8 +548,9 @@ class JobSpec(_Strict):
     comm_sm_contention: bool = Field(
         default=True,
         description="Collective kernels running beside compute (DP buckets, FSDP gathers, "
-        "pipeline sends, the context-parallel ring) hold one SM per NCCL channel, so the GEMMs "
-        "and attention beside them run on the SMs left (docs/compute-model.md). false: "
+        "pipeline sends, the context-parallel ring) hold one SM per NCCL channel and stream "
+        "their bytes through HBM, so the GEMMs and attention beside them run on the SMs left "
+        "and memory-bound kernels on the HBM bandwidth left (docs/compute-model.md). false: "
         "overlapped communication costs compute nothing. The flat compute_efficiency model "
         "is never slowed (its share already holds whatever the measured step had).",
     )
