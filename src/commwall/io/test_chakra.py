@@ -254,7 +254,8 @@ def schedules(draw: st.DrawFn) -> Schedule:
         lane = draw(st.sampled_from(["a", "b"]))
         repeat = draw(st.integers(0, 3))
         if draw(st.booleans()):
-            task: ComputeTask | CollectiveTask = ComputeTask(draw(st.floats(0, 1e-2)))
+            share = draw(st.none() | st.floats(0, 1))  # the SM-bound share, or none
+            task: ComputeTask | CollectiveTask = ComputeTask(draw(st.floats(0, 1e-2)), share)
             stream = f"{lane}.compute"
         else:
             op = draw(st.sampled_from(list(Op)))
@@ -371,6 +372,21 @@ def test_bad_traces_name_file_node_and_reason(rank: int, index: int,
     with pytest.raises(ChakraError, match=message) as info:
         traces_to_schedule(_mutate(rank, index, **changes), scale_up_domain=8)
     assert "node " in str(info.value) and str(info.value).startswith(("pytorch.", "rank "))
+
+
+@pytest.mark.parametrize("value", [Attr.double("commwall_sm_bound", 1.5),
+                                   Attr.string("commwall_sm_bound", "most")])  # fmt: skip
+def test_a_bad_sm_bound_is_named(value: Attr) -> None:
+    from dataclasses import replace
+
+    s = Schedule([Phase("c", ComputeTask(1e-3, sm_bound=0.5), "compute", "s0.compute")])
+    (trace,) = schedule_to_traces(s, world=1, scale_up_domain=1)
+    node = trace.nodes[0]
+    attrs = tuple(value if a.name == "commwall_sm_bound" else a for a in node.attrs)
+    assert attrs != node.attrs
+    bad = replace(trace, nodes=(replace(node, attrs=attrs), *trace.nodes[1:]))
+    with pytest.raises(ChakraError, match="commwall_sm_bound must be a share from 0 to 1"):
+        traces_to_schedule(_roundtrip([bad]), scale_up_domain=1)
 
 
 def test_more_ranks_than_gpus_and_odd_groups_are_refused() -> None:
