@@ -109,6 +109,15 @@ def test_a_stretch_below_the_tolerance_costs_no_rerun(cluster: Cluster) -> None:
     assert result.phases[0].end == pytest.approx(0.1, rel=1e-12)
 
 
+def test_collectives_running_together_add_their_sms(cluster: Cluster) -> None:
+    # two 1 GiB all-gathers on two side streams cover a 1 ms GEMM phase together
+    one = AnalyticEngine().cost(CollectiveTask(Op.ALL_GATHER, 2**30, NODE), cluster).channels
+    schedule = beside(1e-3, 1.0, 2**30)
+    schedule.add(Phase("gather2", CollectiveTask(Op.ALL_GATHER, 2**30, NODE), "dp", "s0.pp"))
+    result, _ = contended(schedule, cluster)
+    assert result.phases[0].end == pytest.approx(1e-3 * SMS / (SMS - 2 * one), rel=1e-9)
+
+
 @pytest.mark.parametrize(
     ("stream", "category", "beta"),
     [

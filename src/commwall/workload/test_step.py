@@ -479,6 +479,14 @@ def test_faster_nic_never_slows_the_step(job: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("job", SANITY)
+def test_collectives_beside_compute_never_shorten_the_step(job: dict[str, Any]) -> None:
+    on = run({**job, "global_batch": 64})
+    off = run({**job, "global_batch": 64, "comm_sm_contention": False})
+    assert on.step_time >= off.step_time * (1 - 1e-12)
+    assert on.compute_slowed_by_comm >= 0.0 == off.compute_slowed_by_comm
+
+
+@pytest.mark.parametrize("job", SANITY)
 def test_slower_scale_out_raises_comm_wait_share(job: dict[str, Any]) -> None:
     job = {**job, "global_batch": 64, "comm_sm_contention": False}  # compute stays as it is
     fast = run(job)
