@@ -198,25 +198,17 @@ def stretch(
             # has risen by its work (the overlap found at the end, not guessed from before)
             sigma = beta * sm_slow + (1.0 - beta) * hbm_slow
             lost = np.concatenate(([0.0], np.cumsum((1.0 - 1.0 / sigma) * widths)))
-            done = times - lost
             starts = np.array([phases[i].start for i in members])
             work = np.array([layout.work[i] for i in members])
-            target = _along(starts, times, done) + work
-            ends = np.interp(target, done, times)
-            ends = np.where(target > done[-1], times[-1] + (target - done[-1]), ends)
-            ends = np.where(target < done[0], target - done[0] + times[0], ends)
+            # G rises at slope 1 outside the collectives: one knot far out on each side
+            pad = 1.0 + (hi - lo) + float(work.max()) + max(0.0, lo - float(starts.min()))
+            knots = np.concatenate(([lo - pad], times, [hi + pad]))
+            done = np.concatenate(([lo - pad], times - lost, [hi - lost[-1] + pad]))
+            ends = np.interp(np.interp(starts, knots, done) + work, done, knots)
             for i, seconds in zip(members, (ends - starts - work).tolist(), strict=True):
                 if seconds > 1e-15:
                     extra[i] = seconds
     return extra
-
-
-def _along(t: np.ndarray, times: np.ndarray, done: np.ndarray) -> np.ndarray:
-    """G(t) for any ``t``: interpolated between the breakpoints, slope 1 outside them."""
-    inside = np.interp(t, times, done)
-    inside = np.where(t > times[-1], done[-1] + (t - times[-1]), inside)
-    out: np.ndarray = np.where(t < times[0], done[0] - (times[0] - t), inside)
-    return out
 
 
 def as_measured(schedule: Schedule, extra: dict[int, float]) -> Schedule:

@@ -457,6 +457,8 @@ class _Builder:
         self.sent: dict[tuple[str, int, int, int], int] = {}
         # the same call on the same stream is placed once (steps repeat it per layer/micro-batch)
         self.placed_tasks: dict[tuple[CollectiveTask, str], CollectiveTask] = {}
+        # compute tasks with the SM-bound share they carry (the same seconds recur, too)
+        self.marked_tasks: dict[ComputeTask, ComputeTask] = {}
         spec = self.spec
         self.grad_overlap = (
             spec.overlap if spec.overlap_grad_reduce is None else spec.overlap_grad_reduce
@@ -477,7 +479,10 @@ class _Builder:
         repeat: int = 1,
     ) -> int:
         if isinstance(task, ComputeTask) and category == "compute" and task.seconds > 0:
-            task = replace(task, sm_bound=self.sm_bound)  # None: nothing beside it slows it
+            marked = self.marked_tasks.get(task)  # None: nothing beside it slows it
+            if marked is None:
+                marked = self.marked_tasks[task] = replace(task, sm_bound=self.sm_bound)
+            task = marked
         if isinstance(task, CollectiveTask) and task.group.placement is None:
             key = (task, stream)
             placed = self.placed_tasks.get(key)
