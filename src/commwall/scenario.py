@@ -503,10 +503,22 @@ class JobSpec(_Strict):
         "--cross-entropy-loss-fusion, the default of NeMo 2 and Megatron-Bridge) or te "
         "(--cross-entropy-fusion-impl te: Transformer Engine's single-pass Triton kernels).",
     )
+    grad_reduce_in_fp32: bool | None = Field(
+        default=None,
+        description="Reduce gradients (DP buckets, ZeRO/FSDP reduce-scatters) in fp32, 4 bytes "
+        "an element, instead of the 16-bit training type. Default: as the frameworks do for the "
+        "precision — true for bf16 and fp8 (Megatron-LM reduces bf16 gradients in fp32 unless "
+        "--grad-reduce-in-bf16; Megatron-Bridge and NeMo recipes set grad_reduce_in_fp32; "
+        "Composer's DEFAULT FSDP mixed precision and Llama 3 do too), false for fp16 "
+        "(Megatron-LM's fp16 path reduces in fp16); tf32 reduces 4 bytes anyway. Parameter "
+        "all-gathers stay in the 16-bit type.",
+    )
     ddp_bucket: Bytes = Field(
         default=25 * 2**20,
         gt=0,
-        description="DDP gradient bucket cap (PyTorch default 25 MiB), bytes.",
+        description="DDP gradient bucket cap (PyTorch default 25 MiB), bytes of 16-bit "
+        "gradients (parameters x 2): the ZeRO all-gathers use the same buckets, and a bucket "
+        "reduced in fp32 (grad_reduce_in_fp32) moves twice its cap.",
     )
     ddp_first_bucket: Bytes = Field(
         default=2**20, gt=0, description="DDP first bucket (PyTorch default 1 MiB), bytes."

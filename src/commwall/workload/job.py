@@ -150,6 +150,17 @@ class Job:
         return ELEMENT_BYTES[self.spec.precision]
 
     @property
+    def grad_reduce_bytes(self) -> int:
+        """Bytes per gradient element a DP or ZeRO/FSDP reduction moves: 4 when gradients are
+        reduced in fp32 (``job.grad_reduce_in_fp32``; by default for bf16 and fp8, as
+        Megatron-LM's ``arguments.py`` sets ``accumulate_allreduce_grads_in_fp32`` for bf16
+        unless ``--grad-reduce-in-bf16``), else :attr:`element_bytes`."""
+        fp32 = self.spec.grad_reduce_in_fp32
+        if fp32 is None:
+            fp32 = self.spec.precision in ("bf16", "fp8")
+        return 4 if fp32 else self.element_bytes
+
+    @property
     def model_flops_per_step(self) -> float:
         """Model FLOPs of one step (forward + backward, no recomputation) — the MFU numerator."""
         return self.model.training_flops_per_token(self.spec.seq_len) * self.tokens_per_step

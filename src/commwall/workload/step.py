@@ -30,7 +30,14 @@ replica (all replicas behave alike on an ideal fabric):
   ZeRO-3/FSDP all-gathers each layer before its forward and backward (``fsdp_prefetch`` layers
   ahead, PyTorch FSDP's default 1; on demand without ``overlap_param_gather``) and
   reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023); the stage's embedding,
-  final norm and LM head form one more unit treated alike.
+  final norm and LM head form one more unit treated alike. Gradients are reduced in fp32 when
+  the job trains in bf16 or FP8 (``job.grad_reduce_in_fp32``, default as the frameworks:
+  Megatron-LM's ``arguments.py`` sets ``accumulate_allreduce_grads_in_fp32`` for bf16 unless
+  ``--grad-reduce-in-bf16``; Megatron-Bridge's ``bf16_mixed`` and its FP8 recipes keep
+  ``grad_reduce_in_fp32=True``; Composer's ``DEFAULT`` FSDP mixed precision reduces in fp32;
+  Llama 3 reduce-scatters gradients in FP32, Dubey et al. 2024), so those reductions move 4
+  bytes an element while parameter all-gathers move 2; fp16 jobs reduce in fp16, as
+  Megatron-LM's fp16 path does.
 * **Optimizer**: Adam on the local shard, memory-bound: 28 bytes of HBM traffic per parameter
   (read fp32 master, m, v and the gradient; write them back and the half-precision copy; ours).
 * **Compute beside collectives**: every compute phase of the kernel model carries the share of
@@ -757,6 +764,7 @@ class _Builder:
         on the stage's cp stream; the next chunk waits for them, as after :meth:`chunk_work`.
         """
         job, grads = self.job, self.layer_param_bytes()
+        wire = job.grad_reduce_bytes / job.element_bytes  # bytes reduced per byte gathered
         after = self.ready(stage, after)
         layers = len(job.chunk_layers(stage, chunk))
         seconds = self.layer_seconds(kind)
@@ -806,7 +814,7 @@ class _Builder:
             if kind == "B":
                 rs = self.add(
                     f"s{stage} {tag} FSDP reduce-scatter",
-                    CollectiveTask(Op.REDUCE_SCATTER, grads, self.groups.dp),
+                    CollectiveTask(Op.REDUCE_SCATTER, grads * wire, self.groups.dp),
                     "dp",
                     dp_stream,
                     (last,),
@@ -821,7 +829,7 @@ class _Builder:
                 after if layers == 0 else (),
             )
         if kind == "B" and root > 0:
-            root_task = CollectiveTask(Op.REDUCE_SCATTER, root, self.groups.dp)
+            root_task = CollectiveTask(Op.REDUCE_SCATTER, root * wire, self.groups.dp)
             self.add(
                 f"s{stage} {tag} FSDP root reduce-scatter", root_task, "dp", dp_stream, (last,)
             )
@@ -962,11 +970,16 @@ class _Builder:
         ``done_after`` maps a layer to the phase after which its gradients are ready (``-1``: the
         end of the backward). Without overlap every bucket waits for the whole backward. Each
         model chunk has its own buckets, as Megatron-LM keeps one DDP buffer per chunk.
+        Buckets are cut from the parameters' 16-bit bytes (the cap counts those, so the
+        ZeRO all-gathers get the same buckets, as Megatron-Core's buckets hold parameters); each
+        reduces :attr:`~commwall.workload.job.Job.grad_reduce_bytes` an element, fp32 by default
+        for bf16 and fp8.
         """
         spec, job = self.spec, self.job
         op = Op.ALL_REDUCE if spec.zero_stage == 0 else Op.REDUCE_SCATTER
         label = "all-reduce" if op is Op.ALL_REDUCE else "reduce-scatter"
         dense, expert = split_expert_gradients(job, stage, chunk)
+        wire = job.grad_reduce_bytes / job.element_bytes
         added: list[int] = []
         for grads, group, kind in (
             (dense, self.groups.dp, "DP"),
@@ -974,7 +987,8 @@ class _Builder:
         ):
             if not grads or group.nranks == 1:
                 continue
-            for nbytes, layer in ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket):
+            for size, layer in ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket):
+                nbytes = size * wire
                 dep = done_after.get(layer, done_after[-1]) if self.grad_overlap else done_after[-1]
                 added.append(
                     self.add(

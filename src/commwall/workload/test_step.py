@@ -348,8 +348,9 @@ def test_schedule_all_reduces_every_gradient_once() -> None:
     job, _ = resolved(spec)
     r = run(spec)
     buckets = [p for p in r.result.phases if p.name == "s0 DP bucket all-reduce"]
-    assert sum(p.nbytes for p in buckets) == job.model.total_params() * HALF_BYTES
-    assert buckets[0].nbytes == job.model.vocab * job.model.hidden * HALF_BYTES  # LM head first
+    assert job.grad_reduce_bytes == 4  # bf16 gradients reduce in fp32 by default
+    assert sum(p.nbytes for p in buckets) == job.model.total_params() * 4
+    assert buckets[0].nbytes == job.model.vocab * job.model.hidden * 4  # LM head first
 
 
 # ---------------------------------------------------------------- overlap
@@ -367,10 +368,11 @@ def test_exposed_dp_without_overlap_is_sum_of_bucket_calls(zero: int) -> None:
     job, cluster = resolved(spec)
     dp = job_groups(job, cluster).dp
     buckets = ddp_buckets(stage_gradient_bytes(job, 0), 25 * MIB, MIB)
-    rs = sum(cost(Op.REDUCE_SCATTER, b, dp, cluster) for b, _ in buckets)
+    wire = job.grad_reduce_bytes / HALF_BYTES  # gradients reduce in fp32, parameters gather in bf16
+    rs = sum(cost(Op.REDUCE_SCATTER, b * wire, dp, cluster) for b, _ in buckets)
     ag = sum(cost(Op.ALL_GATHER, b, dp, cluster) for b, _ in buckets)
     if zero == 0:
-        expected = sum(cost(Op.ALL_REDUCE, b, dp, cluster) for b, _ in buckets)
+        expected = sum(cost(Op.ALL_REDUCE, b * wire, dp, cluster) for b, _ in buckets)
     elif zero == 1:  # reduce-scatter the gradients once, then all-gather the updated parameters
         expected = rs + ag
     else:  # ZeRO-2 without overlap: every micro-batch waits for its reduce-scatter
@@ -396,7 +398,8 @@ def test_exposed_dp_with_overlap_at_least_the_last_bucket() -> None:
 @pytest.mark.parametrize("tp", [1, 8])
 def test_fsdp_moves_one_and_a_half_times_ddp(tp: int) -> None:
     """AG(fwd) + AG(bwd) + RS = 3·(W−1)/W·P vs all-reduce 2·(W−1)/W·P (Zhao et al. VLDB 2023)."""
-    base = {"tp": tp, "pp": 1, "global_batch": 32 // tp}  # one micro-batch
+    # one micro-batch; 16-bit gradients, so that every collective moves the same elements
+    base = {"tp": tp, "pp": 1, "global_batch": 32 // tp, "grad_reduce_in_fp32": False}
     z0, z1, z3 = (run({**base, "zero_stage": z}) for z in (0, 1, 3))
     assert z3.job["micro_batches"] == 1
     rel = 1e-12 if tp == 1 else 1e-3  # norms: replicated per tensor, split in per-layer units
@@ -674,7 +677,7 @@ def test_chunks_cover_every_layer_once_and_owner_inverts(layers: int, pp: int, v
 
 def test_tf32_exchanges_four_byte_elements() -> None:
     spec = {"tp": 8, "pp": 1, "global_batch": 64, "zero_stage": 0}
-    half = run({**spec, "precision": "bf16"}, preset="dgx-a100")
+    half = run({**spec, "precision": "bf16", "grad_reduce_in_fp32": False}, preset="dgx-a100")
     full = run({**spec, "precision": "tf32"}, preset="dgx-a100")
     assert full.result.counters["collective_bytes"] == pytest.approx(
         2 * half.result.counters["collective_bytes"], rel=1e-12
@@ -1099,3 +1102,45 @@ def test_fsdp_prefetch_depth_never_exposes_more() -> None:
     assert waits[0] >= waits[1] >= waits[2]
     assert waits[0] > waits[1]  # one layer ahead hides gathers that on demand expose
     assert run(base).step_time == run({**base, "fsdp_prefetch": 1}).step_time  # the default
+
+
+# ---------------------------------------------------------------- gradient reduction precision
+@pytest.mark.parametrize(
+    ("precision", "fp32", "expected"),
+    [("bf16", None, 4), ("fp8", None, 4), ("fp16", None, 2), ("tf32", None, 4),
+     ("bf16", False, 2), ("fp16", True, 4), ("fp8", False, 2)],
+)  # fmt: skip
+def test_gradients_reduce_at_the_frameworks_precision(
+    precision: str, fp32: bool | None, expected: int
+) -> None:
+    """Megatron-LM reduces bf16 (and FP8-run) gradients in fp32 unless --grad-reduce-in-bf16,
+    fp16 ones in fp16; tf32 runs exchange 4 bytes anyway."""
+    spec: dict[str, object] = {"tp": 1, "global_batch": 64, "precision": precision}
+    if fp32 is not None:
+        spec["grad_reduce_in_fp32"] = fp32
+    job, _ = resolved(spec)
+    assert job.grad_reduce_bytes == expected
+
+
+@pytest.mark.parametrize("zero", [0, 1, 3])
+def test_fp32_reduction_doubles_gradient_bytes_and_leaves_gathers(zero: int) -> None:
+    spec = {"tp": 8, "pp": 1, "global_batch": 64, "zero_stage": zero}
+    fp32, bf16 = run(spec), run({**spec, "grad_reduce_in_fp32": False})
+
+    def volume(report: StepReport, op: str) -> float:
+        return sum(
+            p.nbytes * p.repeat for p in report.result.phases if p.op == op and p.category == "dp"
+        )
+
+    reduce = "all_reduce" if zero == 0 else "reduce_scatter"
+    assert volume(bf16, reduce) > 0
+    assert volume(fp32, reduce) == pytest.approx(2 * volume(bf16, reduce), rel=1e-12)
+    assert volume(fp32, "all_gather") == pytest.approx(volume(bf16, "all_gather"), rel=1e-12)
+    if zero == 1:  # the same buckets: the gathers are not re-cut
+        calls = [
+            sum(p.repeat for p in r.result.phases if p.category == "dp" and p.op == op)
+            for r in (fp32, bf16)
+            for op in ("reduce_scatter", "all_gather")
+        ]
+        assert calls[0] == calls[2] and calls[1] == calls[3]
+    assert fp32.step_time >= bf16.step_time - 1e-12
