@@ -35,7 +35,8 @@ def test_every_run_is_sourced_and_either_skipped_with_a_reason_or_a_scenario() -
         if r.skip:
             continue
         parse_scenario(r.scenario(), r.id)  # a valid scenario
-        assert r.n_gpus == r.nodes * (4 if r.preset.startswith("gb") else 8), r.id
+        per_node = r.cluster.get("gpus_per_node", 4 if r.preset.startswith("gb") else 8)
+        assert r.n_gpus == r.nodes * per_node, r.id
         assert r.measured_step() > 0
 
 
