@@ -38,8 +38,9 @@ replica (all replicas behave alike on an ideal fabric):
   Llama 3 reduce-scatters gradients in FP32, Dubey et al. 2024), so those reductions move 4
   bytes an element while parameter all-gathers move 2; fp16 jobs reduce in fp16, as
   Megatron-LM's fp16 path does.
-* **Optimizer**: Adam on the local shard, memory-bound: 28 bytes of HBM traffic per parameter
-  (read fp32 master, m, v and the gradient; write them back and the half-precision copy; ours).
+* **Optimizer**: Megatron-Core's mixed-precision step on the local shard, memory-bound:
+  :data:`OPTIMIZER_BYTES_PER_PARAM` bytes of HBM traffic per parameter at the achieved
+  bandwidth of streaming kernels (``compute.HBM_SHARE``; the spec bandwidth for the flat model).
 * **Compute beside collectives**: every compute phase of the kernel model carries the share of
   its time in GEMMs and attention (``ComputeTask.sm_bound``), so that
   :mod:`commwall.workload.contention` can slow it by the SMs and HBM bandwidth of the
@@ -69,8 +70,17 @@ from commwall.workload.job import Job
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
 
-#: HBM bytes touched per parameter by a mixed-precision Adam step (ours, see module docstring).
-ADAM_BYTES_PER_PARAM = 28
+#: HBM bytes touched per parameter by Megatron-Core's mixed-precision optimizer step
+#: (``megatron/core/optimizer/optimizer.py`` ``MixedPrecisionOptimizer.step`` @d98e8a6): the
+#: gradient norm for clipping reads the fp32 gradients (``get_grad_norm_fp32``,
+#: ``multi_tensor_l2norm``: 4), fused Adam reads the fp32 main parameter, gradient, m and v and
+#: writes the parameter, m and v back (16 + 12 = 28), and the updated main parameters are copied
+#: to the 16-bit model parameters (``_copy_main_params_to_model_params``: read 4, write 2).
+#: Clipping's in-place scale (8 more) runs only when the norm exceeds the limit and is left
+#: out. Cross-check: Megatron-LM's timers on one B200 for a 6.86 B-parameter GPT
+#: (mit-orcd/orcd-benchmarks @bca7147, b200-nodes/output-megatron) read 59–63 ms for the
+#: optimizer; 38 bytes at 84 % of 8 TB/s give 39 ms — still a lower bound.
+OPTIMIZER_BYTES_PER_PARAM = 4 + 28 + 6
 #: Transformer Engine's Userbuffers defaults (``initialize_ub`` in
 #: ``transformer_engine/pytorch/module/base.py``, TE 2.x): the pipelined and bulk overlaps run
 #: their communication kernel on 16 SMs with ``set_sm_margin``, so the GEMM beside it gets the
@@ -459,7 +469,8 @@ class _Builder:
             moe_tokens * job.model.hidden * job.element_bytes / (job.tp if self.sp else 1)
         )
         self.marks = [StageMarks() for _ in range(job.pp)]
-        self.hbm_bandwidth = hbm_bandwidth
+        # the optimizer streams at the achieved bandwidth of the kernel model (compute.HBM_SHARE)
+        self.hbm_bandwidth = job.device.hbm if job.device is not None else hbm_bandwidth
         self.domain = scale_up_domain
         self.sent: dict[tuple[str, int, int, int], int] = {}
         # the same call on the same stream is placed once (steps repeat it per layer/micro-batch)
@@ -1041,7 +1052,9 @@ class _Builder:
             if spec.zero_stage >= 1:
                 dense_params /= self.groups.dp.nranks
                 expert_params /= self.groups.edp.nranks
-            seconds = (dense_params + expert_params) * ADAM_BYTES_PER_PARAM / self.hbm_bandwidth
+            seconds = (
+                (dense_params + expert_params) * OPTIMIZER_BYTES_PER_PARAM / self.hbm_bandwidth
+            )
             dp_phases = tuple(dp_streams.get(f"s{s}.dp", ()))
             after = (*dp_phases, self.marks[s].last_backward_end)
             self.marks[s].optimizer = self.add(
