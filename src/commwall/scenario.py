@@ -513,6 +513,13 @@ class JobSpec(_Strict):
         "(Megatron-LM's fp16 path reduces in fp16); tf32 reduces 4 bytes anyway. Parameter "
         "all-gathers stay in the 16-bit type.",
     )
+    fp8_param_gather: bool = Field(
+        default=False,
+        description="Megatron-Core's --fp8-param-gather (precision fp8): the compute weights are "
+        "kept in FP8, one byte each, so ZeRO's parameter all-gathers and FSDP's gathers move "
+        "1 byte an element and the weights take one byte a parameter. Off by default, as in "
+        "Megatron-Core; Megatron-Bridge's FP8 mixed-precision recipes turn it on.",
+    )
     ddp_bucket: Bytes = Field(
         default=25 * 2**20,
         gt=0,

@@ -161,6 +161,14 @@ class Job:
         return 4 if fp32 else self.element_bytes
 
     @property
+    def param_bytes(self) -> int:
+        """Bytes per weight element held and all-gathered: 1 with ``job.fp8_param_gather``
+        (Megatron-Core ``--fp8-param-gather``: "Keep the compute param in fp8 (do not use any
+        other intermediate dtype) and perform the param all-gather in fp8", arguments.py),
+        else :attr:`element_bytes`."""
+        return 1 if self.spec.fp8_param_gather else self.element_bytes
+
+    @property
     def model_flops_per_step(self) -> float:
         """Model FLOPs of one step (forward + backward, no recomputation) — the MFU numerator."""
         return self.model.training_flops_per_token(self.spec.seq_len) * self.tokens_per_step
@@ -279,6 +287,11 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         errors.append(
             f"job.cp_a2a: {spec.cp_a2a} is only read with cp_comm a2a+p2p (cp_comm is "
             f"{spec.cp_comm}); remove it or set cp_comm: a2a+p2p"
+        )
+    if spec.fp8_param_gather and spec.precision != "fp8":
+        errors.append(
+            f"job.fp8_param_gather: keeps the weights in FP8, so it needs precision fp8 "
+            f"(precision is {spec.precision})"
         )
     if spec.tp_comm_overlap and (spec.tp == 1 or not spec.sequence_parallel):
         errors.append(

@@ -10,7 +10,10 @@ also the weights::
     stage 0: (2 + 2 + K)·Ψ          stage 2: 2Ψ + (2 + K)·Ψ/N_d
     stage 1: 4Ψ + K·Ψ/N_d           stage 3: (2 + 2 + K)·Ψ/N_d
 
-(Ψ = 7.5e9, N_d = 64: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB, the paper's Fig. 1.)
+(Ψ = 7.5e9, N_d = 64: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB, the paper's Fig. 1.) A training step
+passes the bytes its job really holds: fp32 main gradients for bf16 and FP8 runs (4Ψ; Megatron's
+distributed optimizer takes ``6 + 12/d`` bytes a parameter with bf16 weights, Megatron-LM
+``docs/user-guide/features/dist_optimizer.md``) and one-byte weights with ``fp8_param_gather``.
 
 Activations follow Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
 Models" (arXiv 2205.05198, MLSys 2023), Table 2 and §4.2.3–4.3; see

@@ -538,8 +538,10 @@ def simulate(
         zero_stage=spec.zero_stage,
         micro_batch=spec.micro_batch,
         seq_len=spec.seq_len // job.cp,  # each context-parallel rank holds s/cp tokens
-        param_bytes=job.element_bytes,
-        grad_bytes=job.element_bytes,
+        param_bytes=job.param_bytes,
+        # gradients are held as reduced: Megatron's main-grad buffer is fp32 for bf16 params
+        # (docs/user-guide/features/dist_optimizer.md: 18 bytes a parameter, 6 + 12/d sharded)
+        grad_bytes=job.grad_reduce_bytes,
         sequence_parallel=spec.sequence_parallel,
         recompute=spec.recompute,
         inflight_microbatches=inflight_micro_batches(job),

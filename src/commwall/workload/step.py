@@ -36,8 +36,8 @@ replica (all replicas behave alike on an ideal fabric):
   ``--grad-reduce-in-bf16``; Megatron-Bridge's ``bf16_mixed`` and its FP8 recipes keep
   ``grad_reduce_in_fp32=True``; Composer's ``DEFAULT`` FSDP mixed precision reduces in fp32;
   Llama 3 reduce-scatters gradients in FP32, Dubey et al. 2024), so those reductions move 4
-  bytes an element while parameter all-gathers move 2; fp16 jobs reduce in fp16, as
-  Megatron-LM's fp16 path does.
+  bytes an element while parameter all-gathers move 2 (1 with ``job.fp8_param_gather``,
+  Megatron-Core's FP8 weights); fp16 jobs reduce in fp16, as Megatron-LM's fp16 path does.
 * **Optimizer**: Megatron-Core's mixed-precision step on the local shard, memory-bound:
   :data:`OPTIMIZER_BYTES_PER_PARAM` bytes of HBM traffic per parameter at the achieved
   bandwidth of streaming kernels (``compute.HBM_SHARE``; the spec bandwidth for the flat model).
@@ -775,7 +775,9 @@ class _Builder:
         on the stage's cp stream; the next chunk waits for them, as after :meth:`chunk_work`.
         """
         job, grads = self.job, self.layer_param_bytes()
-        wire = job.grad_reduce_bytes / job.element_bytes  # bytes reduced per byte gathered
+        # bytes reduced and gathered per 16-bit byte of parameters (fp32 gradients, FP8 weights)
+        wire = job.grad_reduce_bytes / job.element_bytes
+        weights = job.param_bytes / job.element_bytes
         after = self.ready(stage, after)
         layers = len(job.chunk_layers(stage, chunk))
         seconds = self.layer_seconds(kind)
@@ -784,7 +786,7 @@ class _Builder:
         sharded = self.groups.dp.nranks > 1  # a one-rank DP group has nothing to gather
         root = self.root_param_bytes(stage, chunk) if sharded else 0.0
         if root > 0:
-            root_task = CollectiveTask(Op.ALL_GATHER, root, self.groups.dp)
+            root_task = CollectiveTask(Op.ALL_GATHER, root * weights, self.groups.dp)
             gather = self.add(
                 f"s{stage} {tag} FSDP root all-gather", root_task, "dp", dp_stream, after
             )
@@ -813,7 +815,7 @@ class _Builder:
             gathers.append(
                 self.add(
                     f"s{stage} {tag} FSDP all-gather",
-                    CollectiveTask(Op.ALL_GATHER, grads, self.groups.dp),
+                    CollectiveTask(Op.ALL_GATHER, grads * weights, self.groups.dp),
                     "dp",
                     dp_stream,
                     gate,
@@ -1041,6 +1043,7 @@ class _Builder:
 
     def optimizer(self) -> None:
         job, spec = self.job, self.spec
+        weights = job.param_bytes / job.element_bytes  # FP8 weights gather one byte each
         dp_streams: dict[str, list[int]] = {}
         for i, p in enumerate(self.schedule.phases):
             if p.stream.endswith(".dp"):
@@ -1072,7 +1075,7 @@ class _Builder:
                     self.marks[s].param_gather.append(
                         self.add(
                             f"s{s} {kind} parameter all-gather",
-                            CollectiveTask(Op.ALL_GATHER, nbytes, group),
+                            CollectiveTask(Op.ALL_GATHER, nbytes * weights, group),
                             "dp",
                             f"s{s}.dp",
                             (self.marks[s].optimizer,),

@@ -518,8 +518,9 @@ def test_memory_report_is_the_memory_model() -> None:
     r = run(spec, nodes=16)
     assert r.fits_in_memory
     expected = memory_per_gpu(
-        job.model, tp=8, pp=4, dp=job.dp, zero_stage=1, micro_batch=1, seq_len=2048
-    )
+        job.model, tp=8, pp=4, dp=job.dp, zero_stage=1, micro_batch=1, seq_len=2048,
+        grad_bytes=4,  # bf16 parameters keep fp32 main gradients (Megatron's dist_optimizer.md)
+    )  # fmt: skip
     assert job.dp == 4
     assert r.memory == expected
 
@@ -1149,3 +1150,26 @@ def test_fp32_reduction_doubles_gradient_bytes_and_leaves_gathers(zero: int) -> 
         ]
         assert calls[0] == calls[2] and calls[1] == calls[3]
     assert fp32.step_time >= bf16.step_time - 1e-12
+
+
+@pytest.mark.parametrize("zero", [1, 3])
+def test_fp8_weights_gather_one_byte_and_hold_one(zero: int) -> None:
+    """Megatron-Core --fp8-param-gather: FP8 compute weights, all-gathered in FP8."""
+    spec = {"tp": 8, "pp": 1, "global_batch": 64, "zero_stage": zero, "precision": "fp8"}
+    fp8, half = run({**spec, "fp8_param_gather": True}), run(spec)
+
+    def volume(report: StepReport, op: str) -> float:
+        return sum(
+            p.nbytes * p.repeat for p in report.result.phases if p.op == op and p.category == "dp"
+        )
+
+    assert volume(half, "all_gather") > 0
+    assert volume(fp8, "all_gather") == pytest.approx(volume(half, "all_gather") / 2, rel=1e-12)
+    assert volume(fp8, "reduce_scatter") == pytest.approx(volume(half, "reduce_scatter"), rel=1e-12)
+    assert fp8.memory.weights == pytest.approx(half.memory.weights / 2, rel=1e-12)
+    assert fp8.step_time <= half.step_time + 1e-12
+
+
+def test_fp8_param_gather_needs_fp8() -> None:
+    with pytest.raises(ScenarioError, match=r"job.fp8_param_gather: .*precision is bf16"):
+        resolved({"tp": 1, "global_batch": 64, "fp8_param_gather": True})
