@@ -19,6 +19,27 @@ def test_run_default_prints_breakdown_and_bottleneck() -> None:
     assert "Top collectives" in result.output
 
 
+def test_run_says_how_gradients_and_weights_travel(tmp_path: object) -> None:
+    """The job line names fp32 gradient reductions and FP8 weights, which change DP bytes."""
+    from pathlib import Path
+
+    def flat(text: str) -> str:  # the console wraps long lines
+        return " ".join(text.split())
+
+    result = runner.invoke(app, ["run"])
+    assert "bf16 (gradients reduced in fp32), ZeRO-1" in flat(result.output)
+    scenario = Path(str(tmp_path)) / "fp8.yaml"
+    scenario.write_text(
+        "cluster: {preset: dgx-h100, nodes: 2}\n"
+        "job: {model: llama3-8b, tp: 1, global_batch: 16, seq_len: 2048, precision: fp8,\n"
+        "      fp8_param_gather: true, grad_reduce_in_fp32: false}\n"
+    )
+    fp8 = runner.invoke(app, ["run", str(scenario)])
+    assert fp8.exit_code == 0, fp8.output
+    assert "fp8 (FP8 weights), ZeRO-1" in flat(fp8.output)
+    assert "gradients reduced in fp32" not in flat(fp8.output)
+
+
 def test_run_json_is_complete() -> None:
     result = runner.invoke(app, ["run", "--json"])
     assert result.exit_code == 0

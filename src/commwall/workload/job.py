@@ -199,6 +199,8 @@ class Job:
             "attention": self.spec.attention,
             "cross_entropy": self.spec.cross_entropy,
             "fp8_recipe": self.spec.fp8_recipe,
+            "grad_reduce_bytes": self.grad_reduce_bytes,
+            "param_bytes": self.param_bytes,
         }
 
 
