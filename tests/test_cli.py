@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -19,16 +20,15 @@ def test_run_default_prints_breakdown_and_bottleneck() -> None:
     assert "Top collectives" in result.output
 
 
-def test_run_says_how_gradients_and_weights_travel(tmp_path: object) -> None:
+def test_run_says_how_gradients_and_weights_travel(tmp_path: Path) -> None:
     """The job line names fp32 gradient reductions and FP8 weights, which change DP bytes."""
-    from pathlib import Path
 
     def flat(text: str) -> str:  # the console wraps long lines
         return " ".join(text.split())
 
     result = runner.invoke(app, ["run"])
     assert "bf16 (gradients reduced in fp32), ZeRO-1" in flat(result.output)
-    scenario = Path(str(tmp_path)) / "fp8.yaml"
+    scenario = tmp_path / "fp8.yaml"
     scenario.write_text(
         "cluster: {preset: dgx-h100, nodes: 2}\n"
         "job: {model: llama3-8b, tp: 1, global_batch: 16, seq_len: 2048, precision: fp8,\n"

@@ -508,8 +508,9 @@ class JobSpec(_Strict):
         description="Reduce gradients (DP buckets, ZeRO/FSDP reduce-scatters) in fp32, 4 bytes "
         "an element, instead of the 16-bit training type. Default: as the frameworks do for the "
         "precision — true for bf16 and fp8 (Megatron-LM reduces bf16 gradients in fp32 unless "
-        "--grad-reduce-in-bf16; Megatron-Bridge and NeMo recipes set grad_reduce_in_fp32; "
-        "Composer's DEFAULT FSDP mixed precision and Llama 3 do too), false for fp16 "
+        "--grad-reduce-in-bf16; Megatron-Bridge's mixed-precision recipes set "
+        "grad_reduce_in_fp32, NeMo's performance scripts turn it off; Composer's DEFAULT FSDP "
+        "mixed precision and Llama 3 reduce in fp32 too), false for fp16 "
         "(Megatron-LM's fp16 path reduces in fp16); tf32 reduces 4 bytes anyway. Parameter "
         "all-gathers stay in the 16-bit type.",
     )
@@ -523,9 +524,10 @@ class JobSpec(_Strict):
     ddp_bucket: Bytes = Field(
         default=25 * 2**20,
         gt=0,
-        description="DDP gradient bucket cap (PyTorch default 25 MiB), bytes of 16-bit "
-        "gradients (parameters x 2): the ZeRO all-gathers use the same buckets, and a bucket "
-        "reduced in fp32 (grad_reduce_in_fp32) moves twice its cap.",
+        description="DDP gradient bucket cap (PyTorch default 25 MiB), bytes of parameters "
+        "at the training type's element size (2 in mixed precision): the ZeRO all-gathers use "
+        "the same buckets; a bucket reduced in fp32 (grad_reduce_in_fp32) moves twice its cap, "
+        "one gathered in FP8 (fp8_param_gather) half.",
     )
     ddp_first_bucket: Bytes = Field(
         default=2**20, gt=0, description="DDP first bucket (PyTorch default 1 MiB), bytes."
