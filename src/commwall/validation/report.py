@@ -178,6 +178,15 @@ KNOWN_GAPS: Final = (
     "NVLS is within 10%.",
     "**Two MIT ORCD B200 nodes** (`-g 8`, two OS images): 2–8x slower than the model at "
     "1–64 MiB and within 6% from 1 GiB; the two images differ by 2x from each other.",
+    "**All-to-all inside an NVLink domain at every size**: eight H100 8–17% faster in the "
+    "model from 32 MiB to 1 GiB, GB300 trays 12–35%, eight B200 (`-g 8`) 17–87%; the model "
+    "reaches ~0.8 of the NVLink rate at 1 GiB where runs reach 0.70–0.77.",
+    "**Eight A100 in one node on LL and LL128 (1–16 MiB)**: 30–108% faster in the model, "
+    "whose time there equals NCCL's own tuning estimate (4 MiB all_reduce: 73.8 µs against "
+    "about 112 µs measured); from 32 MiB (Simple) 1–22% faster.",
+    "**A send between two nodes of one GPU each**: 18–21% slower in the model at every size "
+    "(one DGX H100 table, NCCL 2.29): two p2p channels at half an SM's copy rate give 38.7 "
+    "GB/s where the run reaches the 400G line rate.",
 )
 
 
