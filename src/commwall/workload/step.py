@@ -469,6 +469,10 @@ class _Builder:
             moe_tokens * job.model.hidden * job.element_bytes / (job.tp if self.sp else 1)
         )
         self.marks = [StageMarks() for _ in range(job.pp)]
+        # bytes a reduction and a gather move per 16-bit byte of parameters (fp32 gradients,
+        # FP8 weights: job.grad_reduce_bytes, job.param_bytes)
+        self.grad_wire = job.grad_reduce_bytes / job.element_bytes
+        self.weight_wire = job.param_bytes / job.element_bytes
         # the optimizer streams at the achieved bandwidth of the kernel model (compute.HBM_SHARE)
         self.hbm_bandwidth = job.device.hbm if job.device is not None else hbm_bandwidth
         self.domain = scale_up_domain
@@ -775,9 +779,6 @@ class _Builder:
         on the stage's cp stream; the next chunk waits for them, as after :meth:`chunk_work`.
         """
         job, grads = self.job, self.layer_param_bytes()
-        # bytes reduced and gathered per 16-bit byte of parameters (fp32 gradients, FP8 weights)
-        wire = job.grad_reduce_bytes / job.element_bytes
-        weights = job.param_bytes / job.element_bytes
         after = self.ready(stage, after)
         layers = len(job.chunk_layers(stage, chunk))
         seconds = self.layer_seconds(kind)
@@ -786,7 +787,7 @@ class _Builder:
         sharded = self.groups.dp.nranks > 1  # a one-rank DP group has nothing to gather
         root = self.root_param_bytes(stage, chunk) if sharded else 0.0
         if root > 0:
-            root_task = CollectiveTask(Op.ALL_GATHER, root * weights, self.groups.dp)
+            root_task = CollectiveTask(Op.ALL_GATHER, root * self.weight_wire, self.groups.dp)
             gather = self.add(
                 f"s{stage} {tag} FSDP root all-gather", root_task, "dp", dp_stream, after
             )
@@ -815,7 +816,7 @@ class _Builder:
             gathers.append(
                 self.add(
                     f"s{stage} {tag} FSDP all-gather",
-                    CollectiveTask(Op.ALL_GATHER, grads * weights, self.groups.dp),
+                    CollectiveTask(Op.ALL_GATHER, grads * self.weight_wire, self.groups.dp),
                     "dp",
                     dp_stream,
                     gate,
@@ -827,7 +828,7 @@ class _Builder:
             if kind == "B":
                 rs = self.add(
                     f"s{stage} {tag} FSDP reduce-scatter",
-                    CollectiveTask(Op.REDUCE_SCATTER, grads * wire, self.groups.dp),
+                    CollectiveTask(Op.REDUCE_SCATTER, grads * self.grad_wire, self.groups.dp),
                     "dp",
                     dp_stream,
                     (last,),
@@ -842,7 +843,7 @@ class _Builder:
                 after if layers == 0 else (),
             )
         if kind == "B" and root > 0:
-            root_task = CollectiveTask(Op.REDUCE_SCATTER, root * wire, self.groups.dp)
+            root_task = CollectiveTask(Op.REDUCE_SCATTER, root * self.grad_wire, self.groups.dp)
             self.add(
                 f"s{stage} {tag} FSDP root reduce-scatter", root_task, "dp", dp_stream, (last,)
             )
@@ -992,7 +993,6 @@ class _Builder:
         op = Op.ALL_REDUCE if spec.zero_stage == 0 else Op.REDUCE_SCATTER
         label = "all-reduce" if op is Op.ALL_REDUCE else "reduce-scatter"
         dense, expert = split_expert_gradients(job, stage, chunk)
-        wire = job.grad_reduce_bytes / job.element_bytes
         added: list[int] = []
         for grads, group, kind in (
             (dense, self.groups.dp, "DP"),
@@ -1001,7 +1001,7 @@ class _Builder:
             if not grads or group.nranks == 1:
                 continue
             for size, layer in ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket):
-                nbytes = size * wire
+                nbytes = size * self.grad_wire
                 dep = done_after.get(layer, done_after[-1]) if self.grad_overlap else done_after[-1]
                 added.append(
                     self.add(
@@ -1043,7 +1043,6 @@ class _Builder:
 
     def optimizer(self) -> None:
         job, spec = self.job, self.spec
-        weights = job.param_bytes / job.element_bytes  # FP8 weights gather one byte each
         dp_streams: dict[str, list[int]] = {}
         for i, p in enumerate(self.schedule.phases):
             if p.stream.endswith(".dp"):
@@ -1075,7 +1074,7 @@ class _Builder:
                     self.marks[s].param_gather.append(
                         self.add(
                             f"s{s} {kind} parameter all-gather",
-                            CollectiveTask(Op.ALL_GATHER, nbytes * weights, group),
+                            CollectiveTask(Op.ALL_GATHER, nbytes * self.weight_wire, group),
                             "dp",
                             f"s{s}.dp",
                             (self.marks[s].optimizer,),

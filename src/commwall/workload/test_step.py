@@ -1111,6 +1111,13 @@ def test_fsdp_prefetch_depth_never_exposes_more() -> None:
 
 
 # ---------------------------------------------------------------- gradient reduction precision
+def dp_volume(report: StepReport, op: str) -> float:
+    """Bytes the step's DP collectives of ``op`` move, all repeats (nccl-tests sizes)."""
+    return sum(
+        p.nbytes * p.repeat for p in report.result.phases if p.op == op and p.category == "dp"
+    )
+
+
 @pytest.mark.parametrize(
     ("precision", "fp32", "expected"),
     [("bf16", None, 4), ("fp8", None, 4), ("fp16", None, 2), ("tf32", None, 4),
@@ -1133,15 +1140,10 @@ def test_fp32_reduction_doubles_gradient_bytes_and_leaves_gathers(zero: int) -> 
     spec = {"tp": 8, "pp": 1, "global_batch": 64, "zero_stage": zero}
     fp32, bf16 = run(spec), run({**spec, "grad_reduce_in_fp32": False})
 
-    def volume(report: StepReport, op: str) -> float:
-        return sum(
-            p.nbytes * p.repeat for p in report.result.phases if p.op == op and p.category == "dp"
-        )
-
     reduce = "all_reduce" if zero == 0 else "reduce_scatter"
-    assert volume(bf16, reduce) > 0
-    assert volume(fp32, reduce) == pytest.approx(2 * volume(bf16, reduce), rel=1e-12)
-    assert volume(fp32, "all_gather") == pytest.approx(volume(bf16, "all_gather"), rel=1e-12)
+    assert dp_volume(bf16, reduce) > 0
+    assert dp_volume(fp32, reduce) == pytest.approx(2 * dp_volume(bf16, reduce), rel=1e-12)
+    assert dp_volume(fp32, "all_gather") == pytest.approx(dp_volume(bf16, "all_gather"), rel=1e-12)
     if zero == 1:  # the same buckets: the gathers are not re-cut
         calls = [
             sum(p.repeat for p in r.result.phases if p.category == "dp" and p.op == op)
@@ -1158,14 +1160,13 @@ def test_fp8_weights_gather_one_byte_and_hold_one(zero: int) -> None:
     spec = {"tp": 8, "pp": 1, "global_batch": 64, "zero_stage": zero, "precision": "fp8"}
     fp8, half = run({**spec, "fp8_param_gather": True}), run(spec)
 
-    def volume(report: StepReport, op: str) -> float:
-        return sum(
-            p.nbytes * p.repeat for p in report.result.phases if p.op == op and p.category == "dp"
-        )
-
-    assert volume(half, "all_gather") > 0
-    assert volume(fp8, "all_gather") == pytest.approx(volume(half, "all_gather") / 2, rel=1e-12)
-    assert volume(fp8, "reduce_scatter") == pytest.approx(volume(half, "reduce_scatter"), rel=1e-12)
+    assert dp_volume(half, "all_gather") > 0
+    assert dp_volume(fp8, "all_gather") == pytest.approx(
+        dp_volume(half, "all_gather") / 2, rel=1e-12
+    )
+    assert dp_volume(fp8, "reduce_scatter") == pytest.approx(
+        dp_volume(half, "reduce_scatter"), rel=1e-12
+    )
     assert fp8.memory.weights == pytest.approx(half.memory.weights / 2, rel=1e-12)
     assert fp8.step_time <= half.step_time + 1e-12
 
