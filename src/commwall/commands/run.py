@@ -23,6 +23,7 @@ from commwall.console import (
     show_size,
     write_parquet,
 )
+from commwall.report.fmt import held_bytes
 from commwall.scenario import ENGINES
 
 
@@ -215,7 +216,7 @@ def _print_report(report: Any) -> None:
         + (f" x EP {j['ep']}" if j["ep"] > 1 else "")
         + f"; {j['global_batch']} x {j['seq_len']} tokens per step, micro-batch "
         f"{j['micro_batch']} ({j['micro_batches']} per step), {j['precision']}"
-        + _held_bytes(j)
+        + held_bytes(j)
         + f", ZeRO-{j['zero_stage']}"
     )
     f = report.fabric
@@ -275,17 +276,6 @@ def _print_report(report: Any) -> None:
         )
     out.print(top)
     out.print(report.bottleneck())
-
-
-def _held_bytes(j: dict[str, Any]) -> str:
-    """How the job's gradients and weights travel when it is not the training type: fp32
-    gradient reductions (``job.grad_reduce_in_fp32``) and FP8 weights (``fp8_param_gather``)."""
-    notes = []
-    if j.get("grad_reduce_bytes") == 4 and j.get("precision") != "tf32":
-        notes.append("gradients reduced in fp32")
-    if j.get("param_bytes") == 1:
-        notes.append("FP8 weights")
-    return f" ({', '.join(notes)})" if notes else ""
 
 
 def _cp_comm(job: dict[str, Any]) -> str:

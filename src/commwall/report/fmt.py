@@ -5,7 +5,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["count", "gbps", "gbytes", "num", "pct", "seconds", "size", "usd", "value", "watts"]
+__all__ = [
+    "count",
+    "gbps",
+    "gbytes",
+    "held_bytes",
+    "num",
+    "pct",
+    "seconds",
+    "size",
+    "usd",
+    "value",
+    "watts",
+]
 
 _NONE = "–"
 
@@ -80,3 +92,15 @@ def value(x: Any) -> str:
     if isinstance(x, list | tuple):
         return ", ".join(value(v) for v in x)
     return str(x)
+
+
+def held_bytes(job: dict[str, Any]) -> str:
+    """How a job's gradients and weights travel when that is not its training type, for its
+    one-line summary: " (gradients reduced in fp32, FP8 weights)", or "" (``job.grad_reduce_in_fp32``
+    and ``job.fp8_param_gather``; ``job`` is a result's ``job`` section)."""
+    notes = []
+    if job.get("grad_reduce_bytes") == 4 and job.get("precision") != "tf32":
+        notes.append("gradients reduced in fp32")
+    if job.get("param_bytes") == 1:
+        notes.append("FP8 weights")
+    return f" ({', '.join(notes)})" if notes else ""

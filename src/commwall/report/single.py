@@ -96,8 +96,9 @@ def _subtitle(d: dict[str, Any], source: ResultInput) -> tuple[str, ...]:
         f"{j.get('model')} ({fmt.num((j.get('params') or 0) / 1e9)} B params): TP {j.get('tp')} "
         f"x PP {j.get('pp')} x DP {j.get('dp')}"
         + (f" x EP {j['ep']}" if (j.get("ep") or 1) > 1 else "")
-        + f"; {j.get('global_batch')} x {j.get('seq_len')} tokens per step, {j.get('precision')}, "
-        f"ZeRO-{j.get('zero_stage')}"
+        + f"; {j.get('global_batch')} x {j.get('seq_len')} tokens per step, {j.get('precision')}"
+        + fmt.held_bytes(j)
+        + f", ZeRO-{j.get('zero_stage')}"
     )
     engine = d["timeline"].get("engine", "?")
     lines.append(f"engine {engine}; input {source.origin}")

@@ -10,6 +10,7 @@ import pytest
 
 from commwall.report import build_report, load_input, render_html, write_pngs, write_report
 from commwall.report.fixtures import EXAMPLE, FAULTS, HOSTILE, make_sweep
+from commwall.report.fmt import held_bytes
 from commwall.report.inputs import ReportError, ResultInput, load_result_json, simulate_scenario
 from commwall.report.model import Bar, Chart, Report, Section
 from commwall.report.plotly_render import figure, script_json
@@ -71,6 +72,8 @@ def test_scenario_report_has_every_part(example: ResultInput) -> None:
     assert {"breakdown", "timeline", "busbw-dp", "topology", "power", "cost", "memory"} <= ids
     keys = dict(report.key_numbers)
     assert keys["waiting on communication"].endswith("%") and keys["network cost (estimate)"]
+    # the job line says how a bf16 job's gradients travel, as `commwall run` does
+    assert any("bf16 (gradients reduced in fp32), ZeRO-" in line for line in report.subtitle)
     # the DP communicator's costliest collective (ZeRO's gather or scatter of the same shards):
     # every algorithm x protocol that runs on 8 domains x 8 ranks
     curves = example.curves[0]
@@ -81,6 +84,17 @@ def test_scenario_report_has_every_part(example: ResultInput) -> None:
     assert tags.tags["script"] == 2  # plotly.js, then the figures
     assert text.count('class="chart"') == len(report.charts())
     assert "cdn" not in tags.scripts[1].lower() and "https://" not in tags.scripts[1]
+
+
+def test_held_bytes_names_what_is_not_the_training_type() -> None:
+    assert held_bytes({"precision": "bf16", "grad_reduce_bytes": 4, "param_bytes": 2}) == (
+        " (gradients reduced in fp32)"
+    )
+    assert held_bytes({"precision": "fp8", "grad_reduce_bytes": 4, "param_bytes": 1}) == (
+        " (gradients reduced in fp32, FP8 weights)"
+    )
+    assert held_bytes({"precision": "tf32", "grad_reduce_bytes": 4, "param_bytes": 4}) == ""
+    assert held_bytes({"precision": "fp16", "grad_reduce_bytes": 2}) == ""
 
 
 def test_result_json_draws_what_the_scenario_draws(example: ResultInput, tmp_path: Path) -> None:

@@ -14,15 +14,19 @@ also the weights::
 passes the bytes its job really holds: fp32 main gradients for bf16 and FP8 runs (4Ψ; Megatron's
 distributed optimizer takes ``6 + 12/d`` bytes a parameter with bf16 weights, Megatron-LM
 ``docs/user-guide/features/dist_optimizer.md``) and one-byte weights with ``fp8_param_gather``.
+With 16-bit gradients (fp16) the optimizer also steps on an fp32 copy of them (``K = 16``: the
+same table's 20 bytes, ``4 + 16/d`` sharded); fp32 weights need no master copy (``K = 8``).
 
 Activations follow Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
 Models" (arXiv 2205.05198, MLSys 2023), Table 2 and §4.2.3–4.3; see
 :func:`activation_bytes_per_layer`.
 
 >>> from commwall.workload.models import get_model
->>> m = memory_per_gpu(get_model("llama3-70b"), tp=8, pp=4, dp=32, micro_batch=1, seq_len=8192)
+>>> m = memory_per_gpu(
+...     get_model("llama3-70b"), tp=8, pp=4, dp=32, micro_batch=1, seq_len=8192, grad_bytes=4
+... )
 >>> round(m.total / 1e9, 1), m.fits(80e9)
-(58.8, True)
+(63.4, True)
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from commwall.errors import CommwallError
 from commwall.workload.models import ModelSpec
 
 __all__ = [
+    "MAIN_GRAD_BYTES",
     "MASTER_WEIGHT_BYTES",
     "OPTIMIZER_STATE_BYTES",
     "RECOMPUTE_CHOICES",
@@ -53,6 +58,12 @@ OPTIMIZER_STATE_BYTES: dict[str, int] = {"adam": 8, "adamw": 8, "sgd": 4}
 
 MASTER_WEIGHT_BYTES = 4
 """fp32 master copy of each parameter in mixed-precision training (Micikevicius et al. 2018)."""
+
+MAIN_GRAD_BYTES = 4
+"""fp32 copy of each gradient the mixed-precision optimizer steps on when the gradients are held
+in 16 bits: Megatron-LM's ``docs/user-guide/features/dist_optimizer.md`` counts 20 bytes a
+parameter for fp16 parameters with fp16 gradients (4 + 16/d with the distributed optimizer)
+against 18 (6 + 12/d) for bf16 parameters with fp32 gradients."""
 
 RECOMPUTE_CHOICES: tuple[str, ...] = ("none", "selective", "full")
 
@@ -412,8 +423,10 @@ def memory_per_gpu(
     - Weights: ``ceil(L/pp)`` layers split over ``tp`` (MoE experts also over ``ep``), plus the
       embedding on the first stage and LM head on the last (see :func:`params_per_gpu`). When
       ``pp`` does not divide ``n_layers`` the stage holds ``ceil(L/pp)`` layers (worst stage).
-    - Gradients ``grad_bytes``/param and optimizer :func:`optimizer_bytes_per_param`/param,
-      sharded by ZeRO ``zero_stage`` (:func:`model_state_bytes`) over ``dp`` for dense
+    - Gradients ``grad_bytes``/param and optimizer :func:`optimizer_bytes_per_param`/param
+      (the master copy only for 16- or 8-bit weights, plus :data:`MAIN_GRAD_BYTES` when the
+      gradients are 16-bit: Megatron's 20, 18 and 16 bytes a parameter for fp16/fp16,
+      bf16/fp32 and fp32/fp32), sharded by ZeRO ``zero_stage`` (:func:`model_state_bytes`) over ``dp`` for dense
       parameters and over ``tp·dp / (ep·expert_tp)`` (the expert-data-parallel group of
       Megatron-Core's expert grid; ``dp // ep`` when ``expert_tp`` is ``tp``, the default) for
       expert parameters, whose GEMMs split over ``expert_tp``; ``dp`` is the group that reduces
@@ -433,7 +446,12 @@ def memory_per_gpu(
     whole("param_bytes", param_bytes, 1, error=MemoryModelError)
     whole("grad_bytes", grad_bytes, 1, error=MemoryModelError)
     choice("recompute", recompute, RECOMPUTE_CHOICES, error=MemoryModelError)
-    k = optimizer_bytes_per_param(optimizer, master_weights)
+    # Mixed precision keeps fp32 master weights, and an fp32 copy of 16-bit gradients to step
+    # on (:data:`MAIN_GRAD_BYTES`); fp32 weights are their own master (Megatron's 16 = 8 + 8/d).
+    mixed = master_weights and param_bytes < 4
+    k = optimizer_bytes_per_param(optimizer, mixed) + (
+        MAIN_GRAD_BYTES if mixed and grad_bytes < 4 else 0
+    )
     inflight = pp if inflight_microbatches is None else inflight_microbatches
     whole("inflight_microbatches", inflight, 1, error=MemoryModelError)
 

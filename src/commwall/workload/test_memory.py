@@ -57,10 +57,30 @@ def test_optimizer_bytes() -> None:
 @pytest.mark.parametrize("stage", [0, 1, 2, 3])
 def test_memory_per_gpu_model_states_match_closed_form(stage: int) -> None:
     m = get_model("llama3-8b")
-    got = memory_per_gpu(m, tp=1, pp=1, dp=8, zero_stage=stage, micro_batch=1, seq_len=128)
-    w, g, o = model_state_bytes(m.total_params(), dp=8, zero_stage=stage)
+    kw: dict[str, Any] = {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "seq_len": 128}
+    got = memory_per_gpu(m, zero_stage=stage, grad_bytes=4, **kw)
+    w, g, o = model_state_bytes(m.total_params(), dp=8, zero_stage=stage, grad_bytes=4)
     assert (got.weights, got.gradients, got.optimizer) == pytest.approx((w, g, o))
     assert got.total == pytest.approx(w + g + o + got.activations)
+
+
+@pytest.mark.parametrize(
+    ("param_bytes", "grad_bytes", "whole", "fixed", "sharded"),
+    [(2, 2, 20, 4, 16), (2, 4, 18, 6, 12), (4, 4, 16, 8, 8)],
+)
+def test_model_states_match_megatrons_distributed_optimizer_table(
+    param_bytes: int, grad_bytes: int, whole: int, fixed: int, sharded: int
+) -> None:
+    """Megatron-LM docs/user-guide/features/dist_optimizer.md: bytes a parameter for fp16/fp16,
+    bf16/fp32 and fp32/fp32 — 20, 18, 16 without the distributed optimizer, ``fixed +
+    sharded/d`` with it (ZeRO-1 over d)."""
+    m = get_model("llama3-8b")
+    n, d = m.total_params(), 8
+    kw: dict[str, Any] = {"tp": 1, "pp": 1, "dp": d, "micro_batch": 1, "seq_len": 128}
+    kw.update(param_bytes=param_bytes, grad_bytes=grad_bytes)
+    for stage, expected in ((0, whole), (1, fixed + sharded / d)):
+        got = memory_per_gpu(m, zero_stage=stage, **kw)
+        assert got.weights + got.gradients + got.optimizer == pytest.approx(expected * n)
 
 
 # ---------------------------------------------------------------- Korthikanti et al. Table 2
@@ -159,7 +179,7 @@ def test_expert_parallel_divides_experts() -> None:
 def test_ep_shards_optimizer_over_expert_dp_group() -> None:
     m = get_model("mixtral-8x7b")
     kw: dict[str, Any] = {"tp": 1, "pp": 1, "micro_batch": 1, "seq_len": 1024, "zero_stage": 1}
-    got = memory_per_gpu(m, dp=16, ep=8, **kw)
+    got = memory_per_gpu(m, dp=16, ep=8, grad_bytes=4, **kw)
     expert = m.n_layers * m.mlp_params_per_layer()  # one expert per layer per GPU
     dense = m.total_params() - m.n_layers * m.n_experts * m.mlp_params_per_layer()
     assert got.optimizer == pytest.approx(12 * (dense / 16 + expert / 2))
