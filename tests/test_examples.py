@@ -9,6 +9,7 @@ import pytest
 
 from commwall.defaults import default_scenario
 from commwall.scenario import load_scenario
+from commwall.workload.contention import TOLERANCE
 from commwall.workload.simulate import simulate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -55,8 +56,9 @@ def test_default_example_is_the_built_in_default() -> None:
 def test_oversubscription_slows_only_scale_out_communication() -> None:
     base = simulate(load_scenario(EXAMPLES / "llama3-70b-dgx-h100.yaml"))
     tapered = simulate(load_scenario(EXAMPLES / "llama3-70b-oversubscribed.yaml"))
-    assert tapered.breakdown["compute"] == pytest.approx(base.breakdown["compute"], rel=1e-12)
-    assert tapered.breakdown["tp"] == pytest.approx(base.breakdown["tp"], rel=1e-12)  # NVLink
+    # the same compute, up to what the collectives beside it settle to (contention.TOLERANCE)
+    assert tapered.breakdown["compute"] == pytest.approx(base.breakdown["compute"], rel=TOLERANCE)
+    assert tapered.breakdown["tp"] == pytest.approx(base.breakdown["tp"], rel=TOLERANCE)  # NVLink
     assert tapered.breakdown["dp"] > base.breakdown["dp"]
     assert tapered.step_time > base.step_time
 
@@ -78,6 +80,6 @@ def test_flow_engine_example_finds_what_the_taper_really_costs() -> None:
     cluster = flow_ecmp.cluster.model_copy(update={"routing": "spray"})
     spray = simulate(flow_ecmp.model_copy(update={"cluster": cluster}))
     assert ecmp.result.engine == "flow"
-    assert ecmp.breakdown["compute"] == pytest.approx(analytic.breakdown["compute"], rel=1e-12)
+    assert ecmp.breakdown["compute"] == pytest.approx(analytic.breakdown["compute"], rel=TOLERANCE)
     assert ecmp.breakdown["dp"] < 0.5 * analytic.breakdown["dp"]
     assert ecmp.breakdown["pp"] > 2 * spray.breakdown["pp"]

@@ -566,6 +566,18 @@ class JobSpec(_Strict):
         "run beside its GEMMs (ring exchange, pipelined in 4 splits, bulk) instead of blocking; "
         "needs tp > 1 and sequence_parallel.",
     )
+    tp_backward_overlap: bool = Field(
+        default=True,
+        description="Without tp_comm_overlap, the backward's column-parallel TP collectives run "
+        "on NCCL's stream beside its GEMMs, as Megatron-LM has done by default since 2022 "
+        "(--async-tensor-model-parallel-allreduce; LinearWithGradAccumulationAndAsync"
+        "Communication) and Transformer Engine's linear layers do: with sequence parallelism "
+        "the input's re-gather beside the data-gradient GEMM and the input gradient's "
+        "reduce-scatter beside the weight-gradient GEMM, without it the input gradient's "
+        "all-reduce beside the weight-gradient GEMM; the output gradient's all-gather before a "
+        "row-parallel layer still blocks. false: every backward TP collective blocks (Megatron-"
+        "LM before 2022).",
+    )
     comm_sm_contention: bool = Field(
         default=True,
         description="Collective kernels running beside compute (DP buckets, FSDP gathers, "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 from rich.markup import escape
@@ -22,6 +22,11 @@ from rich.table import Table
 
 from commwall.console import fail, friendly, out
 from commwall.scenario import ENGINES
+
+#: Relative differences the simulation does not resolve: a row's winner needs more than this
+#: (the compute slowed by collectives beside it settles to 0.1 % of the step,
+#: commwall.workload.contention.TOLERANCE, so two designs' breakdowns differ by noise below).
+RESOLUTION: Final = 1e-4
 
 #: The rows of the table: (metric, better end) — ``None`` for figures with no better end.
 ROWS: tuple[tuple[str, str | None], ...] = (
@@ -147,8 +152,8 @@ def _comparison(results: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         target = min(v for v, _ in nums) if goal == "min" else max(v for v, _ in nums)
 
-        def same(v: float, t: float = target) -> bool:  # float noise is no difference
-            return abs(v - t) <= 1e-9 * max(abs(v), abs(t))
+        def same(v: float, t: float = target) -> bool:  # below the model's resolution
+            return abs(v - t) <= RESOLUTION * max(abs(v), abs(t))
 
         if not all(same(v) for v, _ in nums):  # all equal: no winner to highlight
             best[name] = [lab for v, lab in nums if same(v)]

@@ -34,7 +34,8 @@ maximum 40 %).
 A lower bound, ours: an even share of SMs, and not the tail of a GEMM whose grid was sized for
 all ``N`` SMs (a 132-block GEMM beside a 24-block all-gather "nearly doubles" on H100, NVIDIA
 developer forum thread 337991). Collectives on the compute stream never overlap it (they block),
-and the Userbuffers TP collectives (category ``tp`` on a side stream) already took their margin.
+and the Userbuffers TP collectives (on a ``.ub`` side stream) already took their margin; NCCL's
+TP collectives beside the backward GEMMs (``job.tp_backward_overlap``) are priced like the rest.
 
 **The fixed point.** Given where the collectives ran, each compute phase ends where its work is
 done at the rate above (solved exactly, the overlap its own stretch adds included). Stretching
@@ -63,6 +64,10 @@ if TYPE_CHECKING:
     from commwall.engines.base import Engine, PhaseResult, Result
     from commwall.workload.job import Job
 
+#: The stream suffix of Transformer Engine's Userbuffers TP collectives, whose GEMMs took their
+#: SM margin already (:mod:`commwall.workload.step`); NCCL's TP collectives beside the backward
+#: GEMMs (``job.tp_backward_overlap``) run on ``.tp`` and hold their channels like any other.
+UB_STREAM: Final = ".ub"
 #: Runs of the schedule at most after the first (module doc).
 MAX_PASSES: Final = 4
 #: A change of every stretch below this share of the step between two runs: settled.
@@ -136,7 +141,7 @@ class _Layout:
                     compute[stage].append(i)
                     share[i] = task.sm_bound
                     work[i] = task.seconds * phase.repeat
-            elif phase.category != "tp" and not phase.stream.endswith(".compute"):
+            elif not phase.stream.endswith((".compute", UB_STREAM)):
                 beside[stage].append(i)
         return cls(dict(compute), dict(beside), share, work)
 

@@ -32,7 +32,7 @@ from commwall.engines import get_engine
 from commwall.engines.base import PhaseResult, Result
 from commwall.errors import CommwallError
 from commwall.scenario import Scenario
-from commwall.workload.contention import run_job
+from commwall.workload.contention import UB_STREAM, run_job
 from commwall.workload.job import Job, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
 from commwall.workload.step import StepPlan, build_step
@@ -358,9 +358,9 @@ def _transfer_before(plan: StepPlan, result: Result, index: int, ready: float) -
 def _side(phase: PhaseResult) -> bool:
     """Whether ``phase`` is side-stream communication the compute stream may wait for: DP,
     the context-parallel ring, or TP communication overlapped with the GEMMs."""
-    return phase.category == "dp" or (
-        phase.category in ("cp", "tp") and phase.stream.endswith(f".{phase.category}")
-    )
+    if phase.category == "tp":  # NCCL's beside the backward (.tp) or Userbuffers' (.ub)
+        return phase.stream.endswith((".tp", UB_STREAM))
+    return phase.category == "dp" or (phase.category == "cp" and phase.stream.endswith(".cp"))
 
 
 def _last_side_wait(plan: StepPlan, result: Result, index: int) -> str:

@@ -66,6 +66,7 @@ from commwall.collectives.schedule import (
     Schedule,
 )
 from commwall.workload.compute import LayerWork, layer_work
+from commwall.workload.contention import UB_STREAM
 from commwall.workload.job import Job
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
@@ -174,6 +175,8 @@ class UnitTimes:
     #: the order all-gather, reduce-scatter (attention block), then the MLP block's pair —
     #: forward QKV, attention out, MLP up, MLP down; backward the row-parallel dgrads and
     #: column-parallel wgrads (half of each GEMM's dgrad+wgrad). A MoE layer: attention only.
+    #: With ``tp_backward_overlap`` instead (NCCL beside the backward): the column-parallel
+    #: dgrad and wgrad of each block (QKV, then MLP up), forward empty.
     beside_forward: tuple[float, ...] = ()
     beside_backward: tuple[float, ...] = ()
     #: The embedding's lookup and gradient (kernel model only; the flat model prices FLOPs).
@@ -219,10 +222,12 @@ def unit_times(job: Job) -> UnitTimes:
             embed_backward=work.seconds(work.embed_backward),
             sm_bound=_sm_bound_share(job, work),
         )
+        seconds = {k.name: k.seconds for k in (*work.forward, *work.backward)}
         if spec.tp_comm_overlap:
             sms = job.device.sms
-            seconds = {k.name: k.seconds for k in (*work.forward, *work.backward)}
             times = _beside_tp(job, times, seconds, sms / (sms - UB_COMM_SMS))
+        elif backward_tp_overlap(job):
+            times = _beside_backward(job, times, seconds)
         return _scaled(times, scale)
     return _scaled(_flat_times(job), scale)
 
@@ -285,6 +290,29 @@ def _beside_tp(job: Job, u: UnitTimes, seconds: dict[str, float], slow: float) -
     )
 
 
+def backward_tp_overlap(job: Job) -> bool:
+    """Whether the backward's column-parallel TP collectives run on NCCL's stream beside its
+    GEMMs (``job.tp_backward_overlap`` without Userbuffers; :meth:`_Builder.backward_beside`)."""
+    spec = job.spec
+    return job.tp > 1 and spec.tp_backward_overlap and not spec.tp_comm_overlap
+
+
+def _beside_backward(job: Job, u: UnitTimes, seconds: dict[str, float]) -> UnitTimes:
+    """``u`` with the column-parallel backward GEMMs apart (:attr:`UnitTimes.beside_backward`):
+    each column-parallel layer's data gradient (beside its input's re-gather with sequence
+    parallelism) and weight gradient (beside the input gradient's reduce-scatter, or its
+    all-reduce without) — half of its ``"… dgrad+wgrad"`` seconds each, as Megatron-LM's
+    ``LinearWithGradAccumulationAndAsyncCommunication`` and Transformer Engine's ``Linear``
+    backward run them. No SM margin: NCCL's channels are priced beside them
+    (:mod:`commwall.workload.contention`)."""
+    columns = ("qkv",) + (() if job.model.is_moe else ("mlp up",))
+    behind: list[float] = []
+    for column in columns:
+        half = seconds[f"{column} dgrad+wgrad"] / 2.0
+        behind += [half, half]
+    return replace(u, beside_backward=tuple(behind))
+
+
 def micro_batch_times(job: Job) -> tuple[float, float]:
     """Forward and backward compute seconds of one micro-batch on one stage, the stages'
     average: all layers and the loss unit over ``pp`` stages (:func:`unit_times`)."""
@@ -316,7 +344,7 @@ def _flat_times(job: Job) -> UnitTimes:
         # 4·s·h FLOPs per token per layer in forward).
         backward += 4.0 * m.q_dim * spec.seq_len * tokens / rate
     times = UnitTimes(forward, backward, head / 3.0 / rate, 2.0 * head / 3.0 / rate)
-    if not spec.tp_comm_overlap:
+    if not spec.tp_comm_overlap and not backward_tp_overlap(job):
         return times
     # each GEMM's forward at the flat rate (its dgrad and wgrad take as long each); the flat
     # efficiency is a whole-layer figure, so no SM margin on top
@@ -326,6 +354,8 @@ def _flat_times(job: Job) -> UnitTimes:
         flops |= {"mlp up": h * mlp_in * m.ffn_hidden, "mlp down": m.ffn_hidden * h}
     seconds = {name: 2.0 * f * tokens / rate for name, f in flops.items()}
     seconds |= {f"{name} dgrad+wgrad": 2.0 * t for name, t in seconds.items()}
+    if not spec.tp_comm_overlap:
+        return _beside_backward(job, times, seconds)
     return _beside_tp(job, times, seconds, 1.0)
 
 
@@ -460,6 +490,7 @@ class _Builder:
         self.sm_bound = self.units.sm_bound if self.spec.comm_sm_contention else None
         self.blocking: dict[int, tuple[int, ...]] = {}  # buckets the next compute must wait for
         self.sp = self.spec.sequence_parallel and job.tp > 1
+        self.nccl_beside = backward_tp_overlap(job)  # job.tp_backward_overlap in effect
         act = job.activation_bytes
         self.tp_bytes = act
         self.p2p_bytes = act / job.tp if self.sp else act
@@ -539,29 +570,63 @@ class _Builder:
     def blocking_comm(self, stage: int, tag: str, layers: int, after: tuple[int, ...]) -> int:
         """TP (and EP) collectives of ``layers`` layers on the compute stream; last index.
 
-        Per layer: the attention block's TP pair, and the MLP's — for a MoE layer the experts'
-        pair over the expert-TP group (none with ``expert_tp`` 1) — then, with expert
-        parallelism, the dispatch and combine all-to-alls. With ``tp_comm_overlap`` the
-        attention and dense MLP pairs run beside their GEMMs instead; the experts' pair and the
-        all-to-alls run without Userbuffers and stay here."""
+        Per layer and TP block (attention; a dense MLP) — with sequence parallelism, Megatron-
+        LM's and Transformer Engine's layers: forward the column-parallel input's all-gather
+        and the row-parallel output's reduce-scatter; backward the output gradient's all-gather
+        before the row-parallel layer, the column-parallel input's re-gather for its weight
+        gradient (its forward saves the local shard) and the input gradient's reduce-scatter.
+        Without sequence parallelism an all-reduce each way. With ``tp_backward_overlap`` the
+        backward's column-parallel ones run beside its GEMMs (:meth:`backward_beside`), with
+        ``tp_comm_overlap`` every block's collectives beside their GEMMs
+        (:meth:`overlapped_tp`): neither is here. For a MoE layer, the experts' pair over the
+        expert-TP group (none with ``expert_tp`` 1), then, with expert parallelism, the
+        dispatch and combine all-to-alls. A backward under full recomputation first re-runs
+        the layer's forward, its collectives included (blocking here, also with Userbuffers:
+        an upper bound there)."""
         job, stream, last = self.job, f"s{stage}.compute", -1
         moe = job.model.is_moe
-        overlap = self.spec.tp_comm_overlap
-        tp_calls = 0 if overlap else (layers if moe else 2 * layers)
-        expert_calls = layers if moe else 0
+        backward = tag.startswith("B")
+        blocks = 1 if moe else 2
+        ub = self.spec.tp_comm_overlap
+        redo = layers if backward and self.spec.recompute == "full" else 0
+        if self.sp:
+            if not backward:
+                gathers = scatters = 0 if ub else blocks
+            elif ub:
+                gathers = scatters = 0
+            elif self.nccl_beside:
+                gathers, scatters = blocks, 0  # the output gradients' all-gathers
+            else:
+                gathers, scatters = 2 * blocks, blocks
+            tp_ops = [
+                (Op.ALL_GATHER, "all-gather", gathers * layers + blocks * redo),
+                (Op.REDUCE_SCATTER, "reduce-scatter", scatters * layers + blocks * redo),
+            ]
+        else:
+            reduces = 0 if backward and self.nccl_beside else blocks
+            tp_ops = [(Op.ALL_REDUCE, "all-reduce", reduces * layers + blocks * redo)]
+        # the experts' pair: forward gather and scatter, backward their transposes
+        expert_ops = [
+            (op, label, (layers + redo) if moe else 0)
+            for op, label in (
+                ((Op.ALL_GATHER, "all-gather"), (Op.REDUCE_SCATTER, "reduce-scatter"))
+                if self.sp
+                else ((Op.ALL_REDUCE, "all-reduce"),)
+            )
+        ]
+        groups = [(job.tp, tp_ops, self.groups.tp, "TP")]
         if moe and job.expert_tp == job.tp:  # the experts' pair runs over the TP group itself
-            tp_calls, expert_calls = tp_calls + expert_calls, 0
-        ops: tuple[tuple[Op, str], ...] = (
-            ((Op.ALL_GATHER, "all-gather"), (Op.REDUCE_SCATTER, "reduce-scatter"))
-            if self.sp
-            else ((Op.ALL_REDUCE, "all-reduce"),)
-        )
-        for size, calls, group, kind in (
-            (job.tp, tp_calls, self.groups.tp, "TP"),
-            (job.expert_tp, expert_calls, self.groups.etp, "expert TP"),
-        ):
-            if size > 1 and calls:
-                for op, label in ops:
+            tp_ops = [
+                (op, label, n + e[2]) for (op, label, n), e in zip(tp_ops, expert_ops, strict=True)
+            ]
+            groups = [(job.tp, tp_ops, self.groups.tp, "TP")]
+        else:
+            groups.append((job.expert_tp, expert_ops, self.groups.etp, "expert TP"))
+        for size, ops, group, kind in groups:
+            if size <= 1:
+                continue
+            for op, label, calls in ops:
+                if calls:
                     task = CollectiveTask(op, self.tp_bytes, group)
                     last = self.add(
                         f"s{stage} {tag} {kind} {label}", task, "tp", stream, after, calls
@@ -569,7 +634,8 @@ class _Builder:
                     after = ()
         if job.ep > 1 and job.model.n_experts > 1:
             task = CollectiveTask(Op.ALLTOALL, self.a2a_bytes, self.groups.ep)
-            last = self.add(f"s{stage} {tag} EP all-to-all", task, "ep", stream, after, 2 * layers)
+            calls = 2 * (layers + redo)
+            last = self.add(f"s{stage} {tag} EP all-to-all", task, "ep", stream, after, calls)
         return last
 
     def compute_with_tp(
@@ -585,8 +651,11 @@ class _Builder:
         the context-parallel ring beside them when ``context``: the index of the phase that
         ends the compute and of the last phase on the compute stream."""
         compute = f"s{stage}.compute"
+        beside = self.nccl_beside and tag.startswith("B") and layers > 0
         if self.spec.tp_comm_overlap and layers:
             done, last = self.overlapped_tp(stage, tag, seconds, layers, after)
+        elif beside:
+            done, last = self.backward_beside(stage, tag, seconds, layers, after)
         else:
             done = last = self.add(
                 f"s{stage} {tag} compute", ComputeTask(seconds), "compute", compute, after
@@ -595,8 +664,49 @@ class _Builder:
             return done, last
         if context:
             last = self.context_exchange(stage, tag, layers, after, last)
-        if not self.spec.tp_comm_overlap and (self.job.tp > 1 or self.job.ep > 1):
+        if not self.spec.tp_comm_overlap and not beside and (self.job.tp > 1 or self.job.ep > 1):
             last = self.blocking_comm(stage, tag, layers, ())
+        return done, last
+
+    def backward_beside(
+        self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...]
+    ) -> tuple[int, int]:
+        """A backward with the column-parallel TP collectives on NCCL's stream beside its
+        GEMMs (``job.tp_backward_overlap``): Megatron-LM's
+        ``LinearWithGradAccumulationAndAsyncCommunication`` (2022-) and Transformer Engine's
+        ``Linear``/``LayerNormLinear`` backward start them with ``async_op=True`` and wait
+        after the GEMM beside them. With sequence parallelism the input's re-gather (one byte
+        an element under FP8, as TE gathers the quantized shard) runs beside the data-gradient
+        GEMM, and the input gradient's reduce-scatter beside the weight-gradient GEMM; without
+        it the input gradient's all-reduce beside the weight-gradient GEMM. The layers' other
+        kernels run first, then the collectives that block (:meth:`blocking_comm`: the output
+        gradients' all-gathers, the recomputed forward's, the experts' and the all-to-alls);
+        a collective shows only where it outlasts its GEMM. NCCL's channels slow the GEMM
+        beside them (:mod:`commwall.workload.contention`)."""
+        compute, side = f"s{stage}.compute", f"s{stage}.tp"
+        pairs = self.units.beside_backward
+        rest = max(0.0, seconds - layers * sum(pairs))
+        done = last = self.add(
+            f"s{stage} {tag} compute", ComputeTask(rest), "compute", compute, after
+        )
+        blocked = self.blocking_comm(stage, tag, layers, ())
+        last = blocked if blocked >= 0 else last
+        gather_bytes = 1.0 / self.job.element_bytes if self.spec.precision == "fp8" else 1.0
+        for i, gemm in enumerate(pairs):
+            dgrad = i % 2 == 0
+            work = ComputeTask(layers * gemm)
+            if dgrad and not self.sp:  # nothing to gather: the data gradient runs alone
+                done = last = self.add(f"s{stage} {tag} compute", work, "compute", compute)
+                continue
+            if dgrad:
+                op, label, nbytes = Op.ALL_GATHER, "all-gather beside dgrad", gather_bytes
+            else:
+                op = Op.REDUCE_SCATTER if self.sp else Op.ALL_REDUCE
+                label, nbytes = f"{op.value.replace('_', '-')} beside wgrad", 1.0
+            done = self.add(f"s{stage} {tag} compute beside TP {label}", work, "compute", compute)
+            task = CollectiveTask(op, self.tp_bytes * nbytes, self.groups.tp)
+            started = self.add(f"s{stage} {tag} TP {label}", task, "tp", side, (last,), layers)
+            last = self.add(f"s{stage} {tag} TP wait", ComputeTask(0.0), "tp", compute, (started,))
         return done, last
 
     def overlapped_tp(
@@ -613,7 +723,7 @@ class _Builder:
         exchange under the row-parallel dgrad, the input-gradient reduce-scatter a bulk overlap
         under the column-parallel wgrad. The layers' other kernels run first, in one phase.
         """
-        compute, side = f"s{stage}.compute", f"s{stage}.tp"
+        compute, side = f"s{stage}.compute", f"s{stage}{UB_STREAM}"
         forward = tag.startswith("F")
         pairs = self.units.beside_forward if forward else self.units.beside_backward
         rest = max(0.0, seconds - layers * sum(pairs))
@@ -646,7 +756,8 @@ class _Builder:
                     f"s{stage} {tag} TP {label} (last split)", split, "tp", compute, (), layers
                 )
             last = self.add(f"s{stage} {tag} TP wait", ComputeTask(0.0), "tp", compute, (beside,))
-        if self.job.model.is_moe:  # the experts' TP pair and all-to-alls block
+        redo = not forward and self.spec.recompute == "full"
+        if self.job.model.is_moe or redo:  # the experts' pair, all-to-alls, recomputed forward
             last = self.blocking_comm(stage, tag, layers, ())
         return done, last
 

@@ -122,7 +122,7 @@ def test_collectives_running_together_add_their_sms(cluster: Cluster) -> None:
     ("stream", "category", "beta"),
     [
         ("s0.compute", "dp", 1.0),  # on the compute stream: it blocks, never beside
-        ("s0.tp", "tp", 1.0),  # Userbuffers TP overlap: its GEMMs took the SM margin already
+        ("s0.ub", "tp", 1.0),  # Userbuffers TP overlap: its GEMMs took the SM margin already
         ("s1.dp", "dp", 1.0),  # another pipeline stage's GPU
         ("s0.dp", "dp", None),  # work nothing slows (the optimizer, traced compute)
     ],
@@ -136,6 +136,14 @@ def test_what_is_left_alone(
     assert result.phases == plain.phases
     assert stretch(schedule, plain, cluster, sms=SMS, hbm=HBM, policy="nccl") == {}
     assert cont.extra == {}
+
+
+def test_nccl_tp_collectives_beside_the_backward_take_their_channels(cluster: Cluster) -> None:
+    """job.tp_backward_overlap: NCCL's TP collectives on the stage's .tp stream hold SMs as a
+    DP bucket does; only the Userbuffers ones (.ub) took a margin already."""
+    one = AnalyticEngine().cost(CollectiveTask(Op.ALL_GATHER, 2**30, NODE), cluster).channels
+    result, cont = contended(beside(1e-3, 1.0, 2**30, stream="s0.tp", category="tp"), cluster)
+    assert cont.extra and result.phases[0].end == pytest.approx(1e-3 * SMS / (SMS - one), rel=1e-9)
 
 
 def test_sm_bound_share_is_checked() -> None:

@@ -194,7 +194,10 @@ def test_compute_per_micro_batch_closed_form(tp: int, pp: int, recompute: str) -
     assert phases[f"s{last} F0 compute"].duration == pytest.approx(per_stage * lf + hf, rel=1e-9)
     if job.micro_batches > 1:
         back = per_stage * lb + (hb if pp == 1 else 0.0)
-        assert phases["s0 B0 compute"].duration == pytest.approx(back, rel=1e-9)
+        # with TP the backward's column-parallel GEMMs run in phases of their own, beside
+        # their collectives (job.tp_backward_overlap)
+        parts = [p.duration for p in r.result.phases if p.name.startswith("s0 B0 compute")]
+        assert sum(parts) == pytest.approx(back, rel=1e-9)
     # the critical stage computes m forwards and m backwards of its own chunk
     own = per_stage * (lf + lb) + (hf + hb if r.critical_stage == last else 0.0)
     assert r.breakdown["compute"] == pytest.approx(job.micro_batches * own, rel=1e-9)
@@ -431,22 +434,83 @@ def test_tp_calls_with_sequence_parallelism(tp: int, pp: int) -> None:
     job, _ = resolved(spec)
     r = run(spec)
     stats = {c.name: c for c in r.collectives if c.category == "tp"}
-    assert set(stats) == {"TP all-gather", "TP reduce-scatter"}
     per_way = 2 * job.layers_per_stage * job.micro_batches  # 2 per layer per micro-batch
+    # forward: the column-parallel inputs' all-gathers, the row-parallel outputs'
+    # reduce-scatters; backward: the output gradients' all-gathers block, the column-parallel
+    # inputs' re-gathers and their gradients' reduce-scatters run beside dgrad and wgrad
+    assert {name: s.calls for name, s in stats.items()} == {
+        "TP all-gather": 2 * per_way,
+        "TP reduce-scatter": per_way,
+        "TP all-gather beside dgrad": per_way,
+        "TP reduce-scatter beside wgrad": per_way,
+    }
     for stat in stats.values():
-        assert stat.calls == 2 * per_way  # forward and backward
         assert stat.nbytes == 2048 * job.model.hidden * HALF_BYTES  # b·s·h half precision
         assert stat.nranks == tp
-    assert r.breakdown["tp"] == pytest.approx(sum(s.total for s in stats.values()), rel=1e-9)
+    blocking = stats["TP all-gather"].total + stats["TP reduce-scatter"].total
+    assert blocking <= r.breakdown["tp"] < sum(s.total for s in stats.values())
+    old = run({**spec, "tp_backward_overlap": False})  # Megatron-LM before 2022: all block
+    assert {c.name: c.calls for c in old.collectives if c.category == "tp"} == {
+        "TP all-gather": 3 * per_way,  # the re-gather too
+        "TP reduce-scatter": 2 * per_way,
+    }
+    assert old.breakdown["tp"] == pytest.approx(
+        sum(c.total for c in old.collectives if c.category == "tp"), rel=1e-9
+    )
+    assert r.step_time < old.step_time
+
+
+def test_full_recompute_reruns_the_forwards_tp_collectives() -> None:
+    """A checkpointed layer's backward first re-runs its forward, collectives included."""
+    spec = {"tp": 8, "global_batch": 64, "recompute": "full"}
+    job, _ = resolved(spec)
+    per_way = 2 * job.layers_per_stage * job.micro_batches
+    stats = {c.name: c.calls for c in run(spec).collectives if c.category == "tp"}
+    assert stats == {
+        "TP all-gather": 3 * per_way,  # forward, the output gradients', the recomputed forward
+        "TP reduce-scatter": 2 * per_way,  # forward and the recomputed forward
+        "TP all-gather beside dgrad": per_way,
+        "TP reduce-scatter beside wgrad": per_way,
+    }
+    ub = {c.name: c.calls for c in run({**OVERLAP, "recompute": "full"}).collectives}
+    overlap_job, _ = resolved({**OVERLAP, "recompute": "full"})
+    redo = 2 * overlap_job.layers_per_stage * overlap_job.micro_batches
+    assert ub["TP all-gather"] == ub["TP reduce-scatter"] == redo  # blocking: an upper bound
+    moe = run({"model": "mixtral-8x7b", "tp": 1, "ep": 8, "global_batch": 64, "recompute": "full"})
+    a2a = next(c for c in moe.collectives if c.name == "EP all-to-all")
+    mixtral, _ = resolved({"model": "mixtral-8x7b", "tp": 1, "ep": 8, "global_batch": 64})
+    # dispatch and combine: forward, recomputed forward, backward
+    assert a2a.calls == 6 * mixtral.layers_per_stage * mixtral.micro_batches
+
+
+def test_backward_tp_overlap_gathers_fp8_inputs_in_one_byte_and_takes_sms() -> None:
+    """Transformer Engine re-gathers the quantized input shard under FP8; NCCL's channels beside
+    the GEMMs slow them (job.comm_sm_contention), and the flag off blocks them instead."""
+    spec = {"tp": 8, "global_batch": 64, "precision": "fp8"}
+    job, _ = resolved(spec)
+    r = run(spec)
+    stats = {c.name: c for c in r.collectives if c.category == "tp"}
+    assert stats["TP all-gather beside dgrad"].nbytes == 2048 * job.model.hidden
+    assert stats["TP reduce-scatter beside wgrad"].nbytes == 2048 * job.model.hidden * 2
+    off = run({**spec, "tp_backward_overlap": False})
+    assert off.compute_slowed_by_comm < r.compute_slowed_by_comm
+    assert r.breakdown["tp"] < off.breakdown["tp"]
 
 
 def test_tp_without_sequence_parallelism_all_reduces() -> None:
     spec = {"tp": 8, "global_batch": 64, "sequence_parallel": False}
     job, _ = resolved(spec)
-    stats = [c for c in run(spec).collectives if c.category == "tp"]
-    assert [c.name for c in stats] == ["TP all-reduce"]
-    assert stats[0].calls == 4 * job.layers_per_stage * job.micro_batches
-    assert stats[0].op == "all_reduce"
+    stats = {c.name: c for c in run(spec).collectives if c.category == "tp"}
+    per_way = 2 * job.layers_per_stage * job.micro_batches
+    # forward after each row-parallel layer; backward the column-parallel input gradients',
+    # beside their weight gradients (Megatron-LM's async_grad_allreduce)
+    assert {name: c.calls for name, c in stats.items()} == {
+        "TP all-reduce": per_way,
+        "TP all-reduce beside wgrad": per_way,
+    }
+    assert all(c.op == "all_reduce" for c in stats.values())
+    old = [c for c in run({**spec, "tp_backward_overlap": False}).collectives if c.category == "tp"]
+    assert [(c.name, c.calls) for c in old] == [("TP all-reduce", 2 * per_way)]
 
 
 def test_pipeline_sends_cross_nodes_only_at_node_boundaries() -> None:
@@ -1024,7 +1088,7 @@ def test_tp_overlap_exposes_communication_longer_than_its_gemm() -> None:
     the difference, and overlap still beats blocking."""
     spec, slow = {**OVERLAP, "tp": 2}, {"gpu": {"nvlink_links": 1}}
     r = run(spec, **slow)
-    blocking = run({**spec, "tp_comm_overlap": False}, **slow)
+    blocking = run({**spec, "tp_comm_overlap": False, "tp_backward_overlap": False}, **slow)
     tail = sum(c.total for c in r.collectives if c.name == "TP reduce-scatter (last split)")
     assert r.breakdown["tp"] > 2 * tail
     assert r.step_time < blocking.step_time
