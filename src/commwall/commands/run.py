@@ -187,6 +187,7 @@ def _print_power(f: dict[str, Any]) -> None:
 
 
 def _print_report(report: Any) -> None:
+    from commwall.validation.known_bias import compute_bias_note
     from commwall.workload.simulate import CATEGORIES, CATEGORY_LABELS, COMM_CATEGORIES
 
     c, j = report.cluster, report.job
@@ -260,6 +261,13 @@ def _print_report(report: Any) -> None:
         f"${report.usd_per_million_tokens:,.3g} of electricity per million tokens "
         f"(PUE {report.pue:g}, ${report.electricity_price:g}/kWh; scenario economics section)"
     )
+    bias = compute_bias_note(
+        str(report.cluster.get("gpu")),
+        kernel_model=j.get("compute_model") == "kernels",
+        compute_scale=float(j.get("compute_scale", 1.0)),
+    )
+    if bias:
+        out.print(f"note     {escape(bias)}")
     top = Table(title="Top collectives", title_justify="left")
     for col in ("collective", "size", "ranks", "calls", "each", "total", "algo/proto", "busbw"):
         top.add_column(col, justify="left" if col in ("collective", "algo/proto") else "right")

@@ -196,6 +196,7 @@ class Job:
             "zero_stage": self.spec.zero_stage,
             "compute_efficiency": self.spec.compute_efficiency,
             "compute_model": "flat" if self.device is None else "kernels",
+            "compute_scale": self.spec.compute_scale,
             "attention": self.spec.attention,
             "cross_entropy": self.spec.cross_entropy,
             "fp8_recipe": self.spec.fp8_recipe,
