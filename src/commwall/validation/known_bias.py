@@ -53,7 +53,7 @@ COMPUTE_BIAS: Final = (
         runs=23,
         within=22,
         low=-0.349,
-        high=-0.095,
+        high=-0.097,
         median=-0.222,
     ),
 )

@@ -37,6 +37,13 @@ developer forum thread 337991). Collectives on the compute stream never overlap 
 and the Userbuffers TP collectives (on a ``.ub`` side stream) already took their margin; NCCL's
 TP collectives beside the backward GEMMs (``job.tp_backward_overlap``) are priced like the rest.
 
+**Pairs.** NCCL's TP collectives that Megatron and Transformer Engine start beside a backward
+GEMM and wait for after it (``job.tp_backward_overlap``) are priced on that GEMM before the
+run (:func:`paired_stretch`: the phase does ``C/σ`` of its work while a collective of ``C``
+seconds runs, the rest at full speed), as the fixed point below would find for them when
+nothing else overlaps: every backward has them, and pricing them there saves a rerun of the
+step per design.
+
 **The fixed point.** Given where the collectives ran, each compute phase ends where its work is
 done at the rate above (solved exactly, the overlap its own stretch adds included). Stretching
 phases moves later phases and what overlaps them, so :func:`run_contended` runs the schedule,
@@ -65,9 +72,13 @@ if TYPE_CHECKING:
     from commwall.workload.job import Job
 
 #: The stream suffix of Transformer Engine's Userbuffers TP collectives, whose GEMMs took their
-#: SM margin already (:mod:`commwall.workload.step`); NCCL's TP collectives beside the backward
-#: GEMMs (``job.tp_backward_overlap``) run on ``.tp`` and hold their channels like any other.
+#: SM margin already (:mod:`commwall.workload.step`).
 UB_STREAM: Final = ".ub"
+#: The stream suffix of NCCL's TP collectives beside the backward GEMMs
+#: (``job.tp_backward_overlap``). The step builder adds each right after the GEMM phase it starts
+#: beside, so their SMs and HBM are priced on that pair before the run (:func:`paired_stretch`)
+#: instead of by reruns; collectives of other streams beside the same GEMMs still are.
+PAIRED_STREAM: Final = ".tp"
 #: Runs of the schedule at most after the first (module doc).
 MAX_PASSES: Final = 4
 #: A change of every stretch below this share of the step between two runs: settled.
@@ -141,7 +152,7 @@ class _Layout:
                     compute[stage].append(i)
                     share[i] = task.sm_bound
                     work[i] = task.seconds * phase.repeat
-            elif not phase.stream.endswith((".compute", UB_STREAM)):
+            elif not phase.stream.endswith((".compute", UB_STREAM, PAIRED_STREAM)):
                 beside[stage].append(i)
         return cls(dict(compute), dict(beside), share, work)
 
@@ -216,6 +227,56 @@ def stretch(
     return extra
 
 
+def paired_stretch(
+    schedule: Schedule, cluster: Cluster, *, sms: int, hbm: float, policy: str
+) -> dict[int, float]:
+    """Seconds each GEMM phase ends later beside the ``.tp`` collectives that start with it
+    (:data:`PAIRED_STREAM`: the phases right after the GEMM's, run back to back on their
+    stream). Each runs NCCL's plan for it (its channels ``c``, busbw ``b`` and time ``C``, as
+    the analytic engine prices it), so the phase does ``C/σ`` of its work while one runs (``σ``
+    of the module doc, with the phase's own share ``β``) and the rest at full speed after —
+    what :func:`stretch` finds for such a pair when nothing else overlaps it."""
+    analytic = AnalyticEngine(policy)
+    costs: dict[tuple[CollectiveTask, float], tuple[float, float]] = {}
+    extra: dict[int, float] = {}
+    phases = schedule.phases
+    for i, gemm in enumerate(phases):
+        work = gemm.task
+        if not isinstance(work, ComputeTask) or work.sm_bound is None:
+            continue
+        left = work.seconds * gemm.repeat
+        elapsed = 0.0
+        j = i + 1
+        while (
+            j < len(phases)
+            and phases[j].category == "tp"
+            and phases[j].stream.endswith(PAIRED_STREAM)
+        ):
+            task = phases[j].task
+            assert isinstance(task, CollectiveTask)
+            known = costs.get((task, work.sm_bound))
+            if known is None:
+                cost = analytic.cost(task, cluster)
+                channels = max(0, min(cost.channels, sms - 1))
+                hbm_slow = (
+                    hbm / max(hbm - HBM_PER_LINK_BYTE * max(0.0, cost.busbw), MIN_HBM_SHARE * hbm)
+                    if hbm > 0
+                    else 1.0
+                )
+                sigma = work.sm_bound * sms / (sms - channels) + (1.0 - work.sm_bound) * hbm_slow
+                known = costs[task, work.sm_bound] = (cost.time, sigma)
+            seconds, sigma = known
+            overlap = seconds * phases[j].repeat
+            if left > 0:
+                used = min(overlap, left * sigma)
+                elapsed += used
+                left -= used / sigma
+            j += 1
+        if j > i + 1 and elapsed + left > work.seconds * gemm.repeat + 1e-15:
+            extra[i] = elapsed + left - work.seconds * gemm.repeat
+    return extra
+
+
 def as_measured(schedule: Schedule, extra: dict[int, float]) -> Schedule:
     """``schedule`` as a trace of the run would record it: every compute phase at the length
     the collectives beside it gave it (``extra``), and marked as nothing left to slow
@@ -255,27 +316,38 @@ def run_contended(
     seed: int = 0,
 ) -> tuple[Result, Contention]:
     """Run ``schedule`` with the compute beside collectives slowed (module doc): the last run
-    and what the contention added. ``sms`` and ``hbm`` (achieved bytes/s) are one GPU's."""
+    and what the contention added. ``sms`` and ``hbm`` (achieved bytes/s) are one GPU's. The
+    GEMMs beside their own TP collectives are priced first (:func:`paired_stretch`)."""
+    paired = paired_stretch(schedule, cluster, sms=sms, hbm=hbm, policy=policy)
+    if paired:
+        schedule = stretched(schedule, paired)
     result = engine.run(schedule, cluster, routing, seed=seed)
     layout = _Layout.of(schedule)
     if not layout.compute or not layout.beside:
-        return result, Contention({}, 0)
+        return result, Contention(paired, 0)
     extra: dict[int, float] = {}
     passes = 0
     for passes in range(1, MAX_PASSES + 1):
         found = stretch(schedule, result, cluster, sms=sms, hbm=hbm, policy=policy, layout=layout)
         settled = TOLERANCE * max(result.makespan, 1e-12)
         if passes == 1 and _largest_stage(found, layout) <= settled:
-            return result, Contention({}, 0)  # below a 1,000th of the step: not worth a rerun
+            # below a 1,000th of the step: not worth a rerun
+            return result, Contention(paired, 0)
         moved = max(
             (abs(found.get(i, 0.0) - extra.get(i, 0.0)) for i in found.keys() | extra.keys()),
             default=0.0,
         )
         if passes > 1 and moved <= settled:
-            return result, Contention(extra, passes - 1)  # the last run holds these stretches
+            # the last run holds these stretches
+            return result, Contention(_added(paired, extra), passes - 1)
         extra = found
         result = engine.run(stretched(schedule, extra), cluster, routing, seed=seed)
-    return result, Contention(extra, passes)
+    return result, Contention(_added(paired, extra), passes)
+
+
+def _added(a: dict[int, float], b: dict[int, float]) -> dict[int, float]:
+    """Two phases-to-seconds maps summed."""
+    return {i: a.get(i, 0.0) + b.get(i, 0.0) for i in a.keys() | b.keys()}
 
 
 def run_job(

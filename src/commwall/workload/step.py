@@ -66,7 +66,7 @@ from commwall.collectives.schedule import (
     Schedule,
 )
 from commwall.workload.compute import LayerWork, layer_work
-from commwall.workload.contention import UB_STREAM
+from commwall.workload.contention import PAIRED_STREAM, UB_STREAM
 from commwall.workload.job import Job
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
@@ -476,6 +476,10 @@ def ops_1f1b(stage: int, pp: int, m: int, v: int = 1) -> list[tuple[str, int, in
     return order + [("B", *step(k, False)) for k in range(total - warmup, total)]
 
 
+#: A collective on the compute stream: (kind, label, task, category, calls per chunk).
+_Blocking = tuple[str, str, CollectiveTask, str, int]
+
+
 class _Builder:
     def __init__(self, job: Job, scale_up_domain: int, hbm_bandwidth: float) -> None:
         self.job = job
@@ -491,6 +495,7 @@ class _Builder:
         self.blocking: dict[int, tuple[int, ...]] = {}  # buckets the next compute must wait for
         self.sp = self.spec.sequence_parallel and job.tp > 1
         self.nccl_beside = backward_tp_overlap(job)  # job.tp_backward_overlap in effect
+        self._blocking_memo: dict[tuple[bool, int], tuple[_Blocking, ...]] = {}
         act = job.activation_bytes
         self.tp_bytes = act
         self.p2p_bytes = act / job.tp if self.sp else act
@@ -583,9 +588,24 @@ class _Builder:
         dispatch and combine all-to-alls. A backward under full recomputation first re-runs
         the layer's forward, its collectives included (blocking here, also with Userbuffers:
         an upper bound there)."""
-        job, stream, last = self.job, f"s{stage}.compute", -1
+        stream, last = f"s{stage}.compute", -1
+        for kind, label, task, category, calls in self.blocking_calls(tag.startswith("B"), layers):
+            last = self.add(f"s{stage} {tag} {kind} {label}", task, category, stream, after, calls)
+            after = ()
+        return last
+
+    def blocking_calls(self, backward: bool, layers: int) -> tuple[_Blocking, ...]:
+        """The collectives :meth:`blocking_comm` adds for ``layers`` layers one way: (kind,
+        label, task, category, calls), the same for every micro-batch (kept once)."""
+        key = (backward, layers)
+        known = self._blocking_memo.get(key)
+        if known is None:
+            known = self._blocking_memo[key] = self._blocking_calls(backward, layers)
+        return known
+
+    def _blocking_calls(self, backward: bool, layers: int) -> tuple[_Blocking, ...]:
+        job = self.job
         moe = job.model.is_moe
-        backward = tag.startswith("B")
         blocks = 1 if moe else 2
         ub = self.spec.tp_comm_overlap
         redo = layers if backward and self.spec.recompute == "full" else 0
@@ -622,21 +642,18 @@ class _Builder:
             groups = [(job.tp, tp_ops, self.groups.tp, "TP")]
         else:
             groups.append((job.expert_tp, expert_ops, self.groups.etp, "expert TP"))
+        out: list[_Blocking] = []
         for size, ops, group, kind in groups:
-            if size <= 1:
-                continue
-            for op, label, calls in ops:
-                if calls:
-                    task = CollectiveTask(op, self.tp_bytes, group)
-                    last = self.add(
-                        f"s{stage} {tag} {kind} {label}", task, "tp", stream, after, calls
-                    )
-                    after = ()
+            if size > 1:
+                out += [
+                    (kind, label, CollectiveTask(op, self.tp_bytes, group), "tp", calls)
+                    for op, label, calls in ops
+                    if calls
+                ]
         if job.ep > 1 and job.model.n_experts > 1:
             task = CollectiveTask(Op.ALLTOALL, self.a2a_bytes, self.groups.ep)
-            calls = 2 * (layers + redo)
-            last = self.add(f"s{stage} {tag} EP all-to-all", task, "ep", stream, after, calls)
-        return last
+            out.append(("EP", "all-to-all", task, "ep", 2 * (layers + redo)))
+        return tuple(out)
 
     def compute_with_tp(
         self,
@@ -683,30 +700,43 @@ class _Builder:
         gradients' all-gathers, the recomputed forward's, the experts' and the all-to-alls);
         a collective shows only where it outlasts its GEMM. NCCL's channels slow the GEMM
         beside them (:mod:`commwall.workload.contention`)."""
-        compute, side = f"s{stage}.compute", f"s{stage}.tp"
-        pairs = self.units.beside_backward
+        compute, side = f"s{stage}.compute", f"s{stage}{PAIRED_STREAM}"
+        pairs = self.units.beside_backward  # (dgrad, wgrad) of each column-parallel layer
+        blocks = list(zip(pairs[::2], pairs[1::2], strict=True))
         rest = max(0.0, seconds - layers * sum(pairs))
+        if not self.sp:  # nothing to gather: the data gradients run with the rest
+            rest += layers * sum(dgrad for dgrad, _ in blocks)
         done = last = self.add(
             f"s{stage} {tag} compute", ComputeTask(rest), "compute", compute, after
         )
         blocked = self.blocking_comm(stage, tag, layers, ())
         last = blocked if blocked >= 0 else last
-        gather_bytes = 1.0 / self.job.element_bytes if self.spec.precision == "fp8" else 1.0
-        for i, gemm in enumerate(pairs):
-            dgrad = i % 2 == 0
-            work = ComputeTask(layers * gemm)
-            if dgrad and not self.sp:  # nothing to gather: the data gradient runs alone
-                done = last = self.add(f"s{stage} {tag} compute", work, "compute", compute)
-                continue
-            if dgrad:
-                op, label, nbytes = Op.ALL_GATHER, "all-gather beside dgrad", gather_bytes
-            else:
-                op = Op.REDUCE_SCATTER if self.sp else Op.ALL_REDUCE
-                label, nbytes = f"{op.value.replace('_', '-')} beside wgrad", 1.0
-            done = self.add(f"s{stage} {tag} compute beside TP {label}", work, "compute", compute)
-            task = CollectiveTask(op, self.tp_bytes * nbytes, self.groups.tp)
-            started = self.add(f"s{stage} {tag} TP {label}", task, "tp", side, (last,), layers)
-            last = self.add(f"s{stage} {tag} TP wait", ComputeTask(0.0), "tp", compute, (started,))
+        gather = self.tp_bytes / self.job.element_bytes if self.spec.precision == "fp8" else None
+        calls: tuple[tuple[Op, str, float], ...] = (
+            (
+                (Op.ALL_GATHER, "all-gather beside dgrad", gather or self.tp_bytes),
+                (Op.REDUCE_SCATTER, "reduce-scatter beside wgrad", self.tp_bytes),
+            )
+            if self.sp
+            else ((Op.ALL_REDUCE, "all-reduce beside wgrad", self.tp_bytes),)
+        )
+        # Each layer's GEMMs (its dgrad and wgrad with sequence parallelism, else its wgrad) in
+        # one phase, its collectives one after the other on the side stream from the phase's
+        # start: with equal all-gather and reduce-scatter bytes what shows is the same as for
+        # each beside its own GEMM (under FP8 the gather is half: the sum may hide a little
+        # more). The next layer's GEMMs wait for them (Megatron's handle.wait()); so does the
+        # stream after the last. contention.paired_stretch prices their SMs on this phase.
+        waited: tuple[int, ...] = ()
+        for dgrad, wgrad in blocks:
+            work = ComputeTask(layers * ((dgrad + wgrad) if self.sp else wgrad))
+            done = self.add(f"s{stage} {tag} compute beside TP", work, "compute", compute, waited)
+            start = (last, *waited)
+            for op, label, nbytes in calls:
+                task = CollectiveTask(op, nbytes, self.groups.tp)
+                waited = (self.add(f"s{stage} {tag} TP {label}", task, "tp", side, start, layers),)
+                start = ()
+            last = done
+        last = self.add(f"s{stage} {tag} TP wait", ComputeTask(0.0), "tp", compute, waited)
         return done, last
 
     def overlapped_tp(
