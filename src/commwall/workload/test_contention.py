@@ -20,6 +20,7 @@ from commwall.engines import AnalyticEngine
 from commwall.scenario import parse_scenario
 from commwall.workload.contention import (
     HBM_PER_LINK_BYTE,
+    paired_stretch,
     run_contended,
     stretch,
 )
@@ -144,6 +145,36 @@ def test_nccl_tp_collectives_beside_the_backward_take_their_channels(cluster: Cl
     one = AnalyticEngine().cost(CollectiveTask(Op.ALL_GATHER, 2**30, NODE), cluster).channels
     result, cont = contended(beside(1e-3, 1.0, 2**30, stream="s0.tp", category="tp"), cluster)
     assert cont.extra and result.phases[0].end == pytest.approx(1e-3 * SMS / (SMS - one), rel=1e-9)
+
+
+def test_a_gemm_beside_its_tp_chain_is_priced_before_the_run(cluster: Cluster) -> None:
+    """contention.paired_stretch: a GEMM phase with two .tp collectives right after it (the
+    re-gather, then the reduce-scatter) does C/σ of its work while each runs and the rest at
+    full speed after; the dynamic pass then finds nothing more to add for it."""
+    small = 2**24  # 16 MiB: shorter than the GEMM, so the GEMM outlasts the chain
+    gather = CollectiveTask(Op.ALL_GATHER, small, NODE)
+    scatter = CollectiveTask(Op.REDUCE_SCATTER, small, NODE)
+    schedule = Schedule(
+        [
+            Phase("gemm", ComputeTask(2e-3, sm_bound=1.0), "compute", "s0.compute"),
+            Phase("gather", gather, "tp", "s0.tp", (), 2),
+            Phase("scatter", scatter, "tp", "s0.tp"),
+        ]
+    )
+    analytic = AnalyticEngine()
+    done, elapsed, left = 0.0, 0.0, 2e-3
+    for task, calls in ((gather, 2), (scatter, 1)):
+        cost = analytic.cost(task, cluster)
+        sigma = SMS / (SMS - cost.channels)
+        used = min(cost.time * calls, left * sigma)
+        elapsed, left = elapsed + used, left - used / sigma
+        done += cost.time * calls
+    assert done < 2e-3  # the chain ends inside the GEMM
+    extra = paired_stretch(schedule, cluster, sms=SMS, hbm=HBM, policy="nccl")
+    assert extra == {0: pytest.approx(elapsed + left - 2e-3, rel=1e-12)}
+    result, cont = contended(schedule, cluster)
+    assert cont.extra == extra and cont.passes == 0  # priced first: no rerun
+    assert result.phases[0].end == pytest.approx(elapsed + left, rel=1e-12)
 
 
 def test_sm_bound_share_is_checked() -> None:
