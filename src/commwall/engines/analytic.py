@@ -41,25 +41,35 @@ class AnalyticEngine:
     ) -> Result:
         """List-schedule ``schedule``; ``routing`` and ``seed`` do not change a closed form."""
         stream_free: dict[str, float] = {}
+        #: id(task) -> (cost, busbw, over the injection check, fabric, the task kept alive)
+        seen: dict[int, tuple[Cost, float, bool, CommFabric, CollectiveTask]] = {}
         ends: list[float] = []
         results: list[PhaseResult] = []
         bytes_moved = 0.0
         for index, phase in enumerate(schedule.phases):
-            ready = max((ends[d] for d in phase.after), default=0.0)
-            start = max(ready, stream_free.get(phase.stream, 0.0))
+            after = phase.after
+            if not after:
+                ready = 0.0
+            elif len(after) == 1:
+                ready = ends[after[0]]
+            else:
+                ready = max(ends[d] for d in after)
+            free = stream_free.get(phase.stream, 0.0)
+            start = ready if ready > free else free
             if isinstance(phase.task, ComputeTask):
                 duration = phase.task.seconds * phase.repeat
                 result = PhaseResult(
                     phase.name, phase.category, phase.stream, start, start + duration, phase.repeat
                 )
             else:
-                fabric = cluster.comm_fabric(
-                    phase.task.group.n_domains, phase.task.group.ranks_per_domain
-                )
                 task = phase.task
-                cost, busbw, over = _facts(
-                    task.op, task.nbytes, task.algo, task.proto, fabric, self.policy
-                )
+                # a step repeats the same task objects: look each up once per run
+                known = seen.get(id(task))
+                if known is None:
+                    fabric = cluster.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
+                    facts = _facts(task.op, task.nbytes, task.algo, task.proto, fabric, self.policy)
+                    known = seen[id(task)] = (*facts, fabric, task)
+                cost, busbw, over, fabric, _ = known
                 if over:
                     _check_capacity(phase.name, cost, fabric)
                 duration = cost.time * phase.repeat

@@ -295,12 +295,16 @@ def as_measured(schedule: Schedule, extra: dict[int, float]) -> Schedule:
 def stretched(schedule: Schedule, extra: dict[int, float]) -> Schedule:
     """``schedule`` with each compute phase ``i`` longer by ``extra[i]`` seconds in all."""
     phases = list(schedule.phases)
+    longer: dict[tuple[ComputeTask, float], ComputeTask] = {}  # steps repeat the same stretch
     for i, seconds in extra.items():
         phase = phases[i]
         task = phase.task
         assert isinstance(task, ComputeTask)
         per = seconds / max(1, phase.repeat)
-        phases[i] = replace(phase, task=replace(task, seconds=task.seconds + per))
+        new = longer.get((task, per))
+        if new is None:
+            new = longer[task, per] = ComputeTask(task.seconds + per, task.sm_bound)
+        phases[i] = Phase(phase.name, new, phase.category, phase.stream, phase.after, phase.repeat)
     return Schedule(phases)
 
 
