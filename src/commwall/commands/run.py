@@ -98,6 +98,7 @@ def run(
         data = report.to_dict()
         if faults is not None:
             data["faults"] = faults.to_dict()
+        data["known_compute_bias"] = _bias_note(report)
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     _print_report(report)
@@ -186,8 +187,20 @@ def _print_power(f: dict[str, Any]) -> None:
     )
 
 
-def _print_report(report: Any) -> None:
+def _bias_note(report: Any) -> str | None:
+    """What the validation knows of the kernel compute model on this GPU
+    (:mod:`commwall.validation.known_bias`), or None."""
     from commwall.validation.known_bias import compute_bias_note
+
+    j = report.job
+    return compute_bias_note(
+        str(report.cluster.get("gpu")),
+        kernel_model=j.get("compute_model") == "kernels",
+        compute_scale=float(j.get("compute_scale", 1.0)),
+    )
+
+
+def _print_report(report: Any) -> None:
     from commwall.workload.simulate import CATEGORIES, CATEGORY_LABELS, COMM_CATEGORIES
 
     c, j = report.cluster, report.job
@@ -261,11 +274,7 @@ def _print_report(report: Any) -> None:
         f"${report.usd_per_million_tokens:,.3g} of electricity per million tokens "
         f"(PUE {report.pue:g}, ${report.electricity_price:g}/kWh; scenario economics section)"
     )
-    bias = compute_bias_note(
-        str(report.cluster.get("gpu")),
-        kernel_model=j.get("compute_model") == "kernels",
-        compute_scale=float(j.get("compute_scale", 1.0)),
-    )
+    bias = _bias_note(report)
     if bias:
         out.print(f"note     {escape(bias)}")
     top = Table(title="Top collectives", title_justify="left")
