@@ -35,7 +35,8 @@ A lower bound, ours: an even share of SMs, and not the tail of a GEMM whose grid
 all ``N`` SMs (a 132-block GEMM beside a 24-block all-gather "nearly doubles" on H100, NVIDIA
 developer forum thread 337991). Collectives on the compute stream never overlap it (they block),
 and the Userbuffers TP collectives (on a ``.ub`` side stream) already took their margin; NCCL's
-TP collectives beside the backward GEMMs (``job.tp_backward_overlap``) are priced like the rest.
+TP collectives beside the backward GEMMs (``job.tp_backward_overlap``) slow them at the same
+rate, priced on their own GEMM before the run (below).
 
 **Pairs.** NCCL's TP collectives that Megatron and Transformer Engine start beside a backward
 GEMM and wait for after it (``job.tp_backward_overlap``) are priced on that GEMM before the
