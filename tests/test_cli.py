@@ -12,6 +12,11 @@ from commwall.cli import app
 runner = CliRunner()
 
 
+def _flat(text: str) -> str:
+    """``text`` with the console's line wrapping undone."""
+    return " ".join(text.split())
+
+
 def test_run_default_prints_breakdown_and_bottleneck() -> None:
     result = runner.invoke(app, ["run"])
     assert result.exit_code == 0, result.output
@@ -22,12 +27,8 @@ def test_run_default_prints_breakdown_and_bottleneck() -> None:
 
 def test_run_says_how_gradients_and_weights_travel(tmp_path: Path) -> None:
     """The job line names fp32 gradient reductions and FP8 weights, which change DP bytes."""
-
-    def flat(text: str) -> str:  # the console wraps long lines
-        return " ".join(text.split())
-
     result = runner.invoke(app, ["run"])
-    assert "bf16 (gradients reduced in fp32), ZeRO-1" in flat(result.output)
+    assert "bf16 (gradients reduced in fp32), ZeRO-1" in _flat(result.output)
     scenario = tmp_path / "fp8.yaml"
     scenario.write_text(
         "cluster: {preset: dgx-h100, nodes: 2}\n"
@@ -36,25 +37,21 @@ def test_run_says_how_gradients_and_weights_travel(tmp_path: Path) -> None:
     )
     fp8 = runner.invoke(app, ["run", str(scenario)])
     assert fp8.exit_code == 0, fp8.output
-    assert "fp8 (FP8 weights), ZeRO-1" in flat(fp8.output)
-    assert "gradients reduced in fp32" not in flat(fp8.output)
+    assert "fp8 (FP8 weights), ZeRO-1" in _flat(fp8.output)
+    assert "gradients reduced in fp32" not in _flat(fp8.output)
 
 
 def test_run_names_a_known_compute_bias_where_the_validation_found_one(tmp_path: Path) -> None:
     """On B200/GB200 the kernel model has been ~22 % fast on published dense runs; the run
     says so next to the step (commwall.validation.known_bias), never on H100 or once the job
     carries a measured compute_scale."""
-
-    def flat(text: str) -> str:
-        return " ".join(text.split())
-
-    assert "published dense" not in flat(runner.invoke(app, ["run"]).output)
+    assert "published dense" not in _flat(runner.invoke(app, ["run"]).output)
     scenario = tmp_path / "b200.yaml"
     scenario.write_text(
         "cluster: {preset: dgx-b200, nodes: 1}\n"
         "job: {model: llama3-8b, tp: 1, global_batch: 8, seq_len: 2048}\n"
     )
-    b200 = flat(runner.invoke(app, ["run", str(scenario)]).output)
+    b200 = _flat(runner.invoke(app, ["run", str(scenario)]).output)
     assert "note on b200 the kernel compute model has been 10%–35% faster than 22 of 23" in b200
     assert "commwall calibrate step" in b200
     data = json.loads(runner.invoke(app, ["run", str(scenario), "--json"]).stdout)
@@ -62,7 +59,7 @@ def test_run_names_a_known_compute_bias_where_the_validation_found_one(tmp_path:
     assert json.loads(runner.invoke(app, ["run", "--json"]).stdout)["known_compute_bias"] is None
     scaled = scenario.read_text().replace("seq_len: 2048}", "seq_len: 2048, compute_scale: 1.2}")
     scenario.write_text(scaled)
-    assert "published dense" not in flat(runner.invoke(app, ["run", str(scenario)]).output)
+    assert "published dense" not in _flat(runner.invoke(app, ["run", str(scenario)]).output)
 
 
 def test_run_json_is_complete() -> None:

@@ -14,6 +14,7 @@ when they drift, so they move with the model.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
@@ -80,7 +81,7 @@ def summarise(errors: Iterable[float], bias: KnownBias) -> KnownBias:
     if not values:
         raise ValueError("no runs to summarise")
     n = len(values)
-    median = (values[(n - 1) // 2] + values[n // 2]) / 2.0
+    median = statistics.median(values)
     inside = [e for e in values if bias.low - 0.005 <= e <= bias.high + 0.005]
     return KnownBias(
         bias.gpus,

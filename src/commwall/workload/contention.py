@@ -61,6 +61,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from commwall.collectives.constants import Proto
 from commwall.collectives.cost import Unsupported
@@ -198,10 +199,7 @@ def stretch(
         db = np.array([d for _, _, _, b in intervals for d in (b, -b)], dtype=np.float64)
         taken = np.clip(np.cumsum(dc[order])[:-1], 0.0, sms - 1.0)
         moved = np.maximum(np.cumsum(db[order])[:-1], 0.0)
-        sm_slow = sms / (sms - taken)
-        hbm_slow = np.ones_like(taken)
-        if hbm > 0:
-            hbm_slow = hbm / np.maximum(hbm - HBM_PER_LINK_BYTE * moved, MIN_HBM_SHARE * hbm)
+        sm_slow, hbm_slow = _slowdowns(taken, moved, sms, hbm)
         widths = np.diff(times)
         lo, hi = times[0], times[-1]
         by_share: dict[float, list[int]] = defaultdict(list)
@@ -226,6 +224,17 @@ def stretch(
                 if seconds > 1e-15:
                     extra[i] = seconds
     return extra
+
+
+def _slowdowns(
+    taken: npt.NDArray[np.float64], moved: npt.NDArray[np.float64], sms: int, hbm: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Seconds per second of SM-bound and of memory-bound work (module doc's ``N/(N − c)`` and
+    ``H/(H − 2b)``) while collectives hold ``taken`` SMs and move ``moved`` bytes/s."""
+    sm_slow = sms / (sms - taken)
+    if hbm <= 0:
+        return sm_slow, np.ones_like(taken)
+    return sm_slow, hbm / np.maximum(hbm - HBM_PER_LINK_BYTE * moved, MIN_HBM_SHARE * hbm)
 
 
 def paired_stretch(
@@ -258,14 +267,12 @@ def paired_stretch(
             known = costs.get((task, work.sm_bound))
             if known is None:
                 cost = analytic.cost(task, cluster)
-                channels = max(0, min(cost.channels, sms - 1))
-                hbm_slow = (
-                    hbm / max(hbm - HBM_PER_LINK_BYTE * max(0.0, cost.busbw), MIN_HBM_SHARE * hbm)
-                    if hbm > 0
-                    else 1.0
-                )
-                sigma = work.sm_bound * sms / (sms - channels) + (1.0 - work.sm_bound) * hbm_slow
-                known = costs[task, work.sm_bound] = (cost.time, sigma)
+                taken = np.array([max(0, min(cost.channels, sms - 1))], dtype=np.float64)
+                moved = np.array([max(0.0, cost.busbw)], dtype=np.float64)
+                sm_slow, hbm_slow = _slowdowns(taken, moved, sms, hbm)
+                beta = work.sm_bound
+                sigma = float(beta * sm_slow[0] + (1.0 - beta) * hbm_slow[0])
+                known = costs[task, beta] = (cost.time, sigma)
             seconds, sigma = known
             overlap = seconds * phases[j].repeat
             if left > 0:
