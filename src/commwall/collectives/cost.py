@@ -195,6 +195,30 @@ def sm_channel_bw(f: CommFabric, proto: Proto) -> float:
     return gbps(PER_CH_MAX_TREE_BW[f.gen][0])
 
 
+def p2p_block_bw(f: CommFabric) -> float:
+    """Most one p2p channel's thread block copies with Simple into a peer of its node (over
+    NVLink or PCIe), send and receive halves together, bytes/s (each half gets its share,
+    :func:`~commwall.collectives.nccl.p2p_side_share`). A send to another node copies into its
+    own GPU's FIFO instead, at :func:`sm_channel_bw`.
+
+    NCCL has no p2p bandwidth model, so this is ours. Volta to Hopper: NCCL's one-node Simple
+    cap ``perChMaxTreeBw`` (as :func:`sm_channel_bw`): 38.7 GB/s on Hopper, whose half-block
+    19.4 GB/s is what a DGX H100's ``sendrecv_perf`` moves per channel (20.4 GB/s on 4 channels
+    at 64 MiB, 20.3 on 8 at 128 MiB: commwall.validation). Blackwell: Hopper's rate times the
+    ratio of NCCL's per-channel LL128 ring caps (``perChMaxRingLL128Bw`` 40.0 / 36.7, the one
+    per-block cap NCCL gives both generations for a copy that the SM, not the link, bounds),
+    i.e. 42.2 GB/s. NCCL's one-node ``perChMaxTreeBw`` for Blackwell (70.0) is not a copy
+    rate: a B200's ``sendrecv_perf`` moves 21.0 GB/s a channel on 4 channels at 64 MiB and
+    20.6 on 16 at 256 MiB (MIT ORCD, NCCL 2.29), and 20.0-20.3 on 32 at 16-32 GiB (Together
+    AI), where 70 / 2 would be 35 (commwall.validation, ``docs/validation.md``).
+    """
+    if f.gen is Gen.BLACKWELL:
+        hopper = PER_CH_MAX_TREE_BW[Gen.HOPPER][0]
+        ratio = PER_CH_MAX_RING_LL128_BW[Gen.BLACKWELL][0] / PER_CH_MAX_RING_LL128_BW[Gen.HOPPER][0]
+        return gbps(hopper * ratio)
+    return gbps(PER_CH_MAX_TREE_BW[f.gen][0])
+
+
 def slice_overhead(f: CommFabric, algo: str, proto: Proto) -> float:
     """GPU time per slice beyond its data (:mod:`commwall.collectives.pipeline`): NCCL's per-step
     latency of ``proto`` inside the node minus that of LL, which has no fence and no separate

@@ -10,9 +10,9 @@ four of a node's 32 p2p channels for a 32 MiB send inside an H100 node, doubling
 channel's part passes 16 MiB), in chunks of 512 KiB over NVLink and 128 KiB across nodes,
 Simple protocol unless the send is at most 16 KiB per channel (then LL). A send gets half of
 an SM's thread block on each of its channels (the other half receives), so it copies at half
-NCCL's per-channel Simple cap (:func:`~commwall.collectives.cost.sm_channel_bw`) — 19 GB/s on
-Hopper, which is why ``sendrecv_perf`` inside a node climbs in steps of 4, 8, 16 channels and
-only reaches the NVLink rate at 512 MiB.
+a block's p2p copy rate (:func:`~commwall.collectives.cost.p2p_block_bw`) — 19 GB/s on
+Hopper, 21 on Blackwell — which is why ``sendrecv_perf`` inside a node climbs in steps of 4, 8,
+16 channels and only reaches the NVLink rate at 512 MiB.
 
 **Peers that share a block.** Inside a node every round (peer offset) of an all-to-all has its
 own channels. In a communicator that spans nodes the rounds of one schedule group — 8, or the
@@ -49,6 +49,7 @@ from commwall.collectives.cost import (
     base_latency,
     estimate_cost,
     net_latency,
+    p2p_block_bw,
     ring_proto_bw,
     sm_channel_bw,
     step_latency,
@@ -151,12 +152,18 @@ def _p2p_hops(
     thread block (:func:`~commwall.collectives.nccl.p2p_group_size`)."""
     chunk, nc = _p2p_plan(f, nbytes, network=network)
     channel_sets = max(1, min(math.ceil(peers / max(1, works)), f.p2p_channels))
-    nc = max(1, min(nc, f.p2p_channels // channel_sets))
     total_channels = nc * peers  # (peer, channel) streams: each its own share of the link
     # A send and its receive each get half of the warps the batch leaves their work: half a
     # block when a channel serves one peer, one warp of twenty when it serves eight. A copy is
-    # taken to scale with its warps (one SM's Simple cap, NCCL's perChMaxTreeBw, over the block).
-    simple_copy = sm_channel_bw(f, Proto.SIMPLE) * p2p_side_share(works)
+    # taken to scale with its warps (one block's p2p copy rate, p2p_block_bw, over the block).
+    # When the peers' parts outnumber the p2p channels (inside a node from 8 parts a peer:
+    # rounds' channel ranges overlap, ncclP2pChannelForPart), the rounds meeting on a channel
+    # join one batch (ncclAddWorkBatchToPlan: one p2p group) and split its warps.
+    crowd = max(1.0, nc * channel_sets / f.p2p_channels)
+    # A send to another node copies into its own GPU's FIFO (the NIC reads it there): a local
+    # copy at NCCL's Simple cap; a send inside the node writes into the peer over the link.
+    block = sm_channel_bw(f, Proto.SIMPLE) if network else p2p_block_bw(f)
+    simple_copy = block * p2p_side_share(works) / crowd
     # The send and receive halves of a p2p block are separate warp groups: one half's fence
     # overlaps the other's copy, so a p2p chunk pays no per-slice overhead (measured p2p
     # channels inside H100 and A100 nodes move at half the SM's Simple rate, no less).

@@ -328,6 +328,53 @@ def test_sendrecv_inside_a_node_climbs_with_nccls_p2p_channels() -> None:
         evaluate(Op.SENDRECV, 4096, f, "direct", Proto.SIMPLE)
 
 
+def b200(n_domains: int = 1, g: int = 8) -> CommFabric:
+    """DGX B200: 18 NVLink5 links at NCCL's SM100 40.1 GB/s each (topo.h v2.30), 32 channels."""
+    return CommFabric(
+        n_domains, g, 18 * 40.1e9, Hw.NVLINK, 47.5e9, Gen.BLACKWELL, channels=32,
+        p2p_channels=32, nvls=True,
+    )  # fmt: skip
+
+
+def test_a_blackwell_p2p_block_copies_at_hoppers_rate_scaled_by_nccls_ll128_caps() -> None:
+    """A p2p block copying over NVLink is bounded by the SM, not the link: Blackwell takes
+    Hopper's perChMaxTreeBw (38.7) times NCCL's LL128 ring caps 40.0 / 36.7, not its own
+    one-node tree cap (70). Published B200 sendrecv_perf: 84.2 GB/s on 4 channels at 64 MiB,
+    329.8 on 16 at 256 MiB (MIT ORCD), 641.6 on 32 at 16 GiB (Together AI)."""
+    from commwall.collectives.cost import p2p_block_bw, sm_channel_bw
+
+    f = b200()
+    assert p2p_block_bw(f) == pytest.approx(38.7e9 * 40.0 / 36.7)
+    assert p2p_block_bw(h100()) == sm_channel_bw(h100(), Proto.SIMPLE) == pytest.approx(38.7e9)
+    assert sm_channel_bw(f, Proto.SIMPLE) == pytest.approx(70e9)  # rings and network copies
+    half = p2p_block_bw(f) / 2
+    for mib, channels, measured in ((64, 4, 84.2e9), (256, 16, 329.8e9), (16384, 32, 641.6e9)):
+        c = evaluate(Op.SENDRECV, mib * 2**20, f, "direct", Proto.SIMPLE)
+        assert c.channels == channels
+        assert c.busbw <= channels * half
+        assert c.busbw == pytest.approx(measured, rel=0.06)
+
+
+def test_an_all_to_alls_parts_beyond_the_p2p_channels_share_their_blocks() -> None:
+    """Inside a node a peer's send takes 8 parts from 128 MiB (a part passes 16 MiB at 4):
+    7 peers x 8 parts on 32 channels, the rounds meeting on a channel split its warps. The
+    node then moves what 32 send halves copy, no more (and no less: 28 of them at 64 MiB)."""
+    from commwall.collectives.cost import p2p_block_bw
+    from commwall.collectives.direct import _p2p_hops
+
+    f = b200()
+    half = p2p_block_bw(f) / 2
+    hops, _, _, nc = _p2p_hops(
+        f, Proto.SIMPLE, 2**30 / 8, network=False, peers=7, link_bw=f.intra_bw
+    )
+    assert nc == 8
+    assert hops[-1].rate == pytest.approx(half * 32 / 56)
+    big = evaluate(Op.ALLTOALL, 2**34, f, "direct", Proto.SIMPLE)
+    assert 0.95 * 32 * half < big.busbw <= 32 * half < f.intra_bw
+    mid = evaluate(Op.ALLTOALL, 2**26, f, "direct", Proto.SIMPLE)
+    assert mid.channels == 28 and mid.busbw <= 28 * half
+
+
 def test_sends_to_another_node_run_simple_on_shared_network_buffers() -> None:
     """Network p2p connections get no LL buffers (NCCL_ALLOC_P2P_NET_LL_BUFFERS=0): a small
     all-to-all's remote sends pay Simple's network step even when its local ones run LL, and

@@ -182,10 +182,11 @@ KNOWN_GAPS: Final = (
     "**Ring LL128 at 16 MiB in one B200 node**: MGHPCC's all-gather and reduce-scatter "
     "(`-g 8`, NCCL 2.29) measure 141–147 GB/s where the model's LL128 gives 297 and the sizes "
     "either side are within 19%.",
-    "**All-to-all inside an NVLink domain at every size**: eight H100 8–17% faster in the "
-    "model from 32 MiB to 1 GiB, GB300 trays 12–35%, eight B200 (`-g 8`, two clusters) "
-    "17–87%; the model "
-    "reaches ~0.8 of the NVLink rate at 1 GiB where runs reach 0.70–0.77.",
+    "**All-to-all inside an NVLink domain**: eight H100 8–17% faster in the model from 32 MiB "
+    "to 1 GiB (the model reaches the NVLink rate, runs 0.81 of it at 128–256 MiB and 0.94 at "
+    "16 GiB); 64 GB300 of one NVL72 rack (16 trays) 2.4–3.8x faster at 0.5–16 MiB, where the "
+    "run's busbw stays at 114–130 GB/s from 8 to 16 MiB. One B200 node and one or two GB300 trays are within ~20% from "
+    "8 MiB.",
     "**Eight A100 in one node on LL and LL128 (1–16 MiB)**: 30–108% faster in the model, "
     "whose time there equals NCCL's own tuning estimate (4 MiB all_reduce: 73.8 µs against "
     "about 112 µs measured); from 32 MiB (Simple) 1–22% faster.",
@@ -302,7 +303,17 @@ def markdown_page(data: dict[str, Any]) -> str:
         "model's LL128 rate, and the all-to-all 17-36% fast at 1 MiB-1 GiB (the known gap);",
         "1-256 MiB 13.8% to 13.6%. Three two-node tables of the same cluster are listed but",
         "not compared: its own diagnosis (`diag-aicr-gdrdma.md`) finds GPUDirect RDMA degraded",
-        "on those nodes.",
+        "on those nodes. The in-node all-to-all gap on Blackwell then led to the p2p copy rate:",
+        "the model copied a p2p channel at half of NCCL's one-node Simple tree cap, 70 GB/s on",
+        "Blackwell, where B200 `sendrecv_perf` tables (dev: Together AI at 16-32 GiB; held-out,",
+        "so no longer blind: MIT ORCD at 64-256 MiB) move 20-21 GB/s a channel, as H100s do. A",
+        "block's p2p copy over NVLink on Blackwell is now Hopper's cap times NCCL's per-channel",
+        "LL128 ring caps (40.0 / 36.7), 21.1 GB/s a send half (`p2p_block_bw` in",
+        "`commwall.collectives.cost`; no constant fitted), and an all-to-all whose parts outnumber",
+        "the p2p channels (8 a peer from 128 MiB in a node) splits the channels' warps instead of",
+        "dropping parts; network sends keep the old rate (their copy is local). All-to-all at",
+        "1-256 MiB 22.3% to 15.0%, sendrecv 8.7% to 8.5%, all 13.6% to 12.6%, from 1 GiB 5.3%",
+        "to 4.4%; no table moved more than 5 points the wrong way.",
         "",
         f"{s['points']} points from {s['measurements']} tables. Cells: median |error| / worst |error|",
         "(points).",
