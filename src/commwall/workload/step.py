@@ -29,8 +29,10 @@ replica (all replicas behave alike on an ideal fabric):
   the next step's first forward with ``overlap_param_gather``, default ``overlap``).
   ZeRO-3/FSDP all-gathers each layer before its forward and backward (``fsdp_prefetch`` layers
   ahead, PyTorch FSDP's default 1; on demand without ``overlap_param_gather``) and
-  reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023); the stage's embedding,
-  final norm and LM head form one more unit treated alike. Gradients are reduced in fp32 when
+  reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023); in backward a
+  layer's gather never queues behind the previous layer's reduce-scatter, as FSDP1 (unshard and
+  post-backward streams), FSDP2 and Megatron-FSDP run the two on separate streams; the stage's
+  embedding, final norm and LM head form one more unit treated alike. Gradients are reduced in fp32 when
   the job trains in bf16 or FP8 (``job.grad_reduce_in_fp32``, default as the frameworks:
   Megatron-LM's ``arguments.py`` sets ``accumulate_allreduce_grads_in_fp32`` for bf16 unless
   ``--grad-reduce-in-bf16``; Megatron-Bridge's ``bf16_mixed`` and its FP8 recipes keep
@@ -912,8 +914,11 @@ class _Builder:
         """ZeRO-3: per-layer gather → compute (→ reduce-scatter), ``fsdp_prefetch`` layers ahead.
 
         The chunk's parameters outside its layers (embedding, final norm, LM head) form one
-        more unit, gathered before the first layer and reduce-scattered after the last. Without
-        parameter-gather overlap each gather waits for the previous layer and its reduce-scatter.
+        more unit, gathered before the first layer and reduce-scattered after the last. With
+        parameter-gather overlap the DP stream carries, in backward, each layer's gather before
+        the previous layer's reduce-scatter (the frameworks' separate gather and reduce-scatter
+        streams, kept here as one stream so that the two still share the links in turn).
+        Without it each gather waits for the previous layer and its reduce-scatter.
         With context parallelism the parameters are sharded over ``dp × cp`` ranks (the DP
         group: Megatron-Core's data-parallel group with CP; torchtitan's ``dp_shard_cp`` mesh)
         and each layer runs its context exchange (:meth:`context_exchange`), the rings in order
@@ -943,6 +948,8 @@ class _Builder:
                 f"s{stage} {tag} head compute", ComputeTask(head), "compute", compute_stream, after
             )
         context = job.cp > 1
+        rs_task = CollectiveTask(Op.REDUCE_SCATTER, grads * self.grad_wire, self.groups.dp)
+        pending: tuple[int, ...] = ()  # a layer's gradients, waiting for their reduce-scatter
         for i in range(layers):
             if not sharded:
                 dep = after if i == 0 else ()
@@ -963,18 +970,25 @@ class _Builder:
                     gate,
                 )
             )
+            if pending:
+                # BACKWARD_PRE (FSDP's default; FSDP2 and Megatron-FSDP use separate streams):
+                # the next layer's gather is issued before the previous layer's reduce-scatter
+                blocking = (self.add(f"s{stage} {tag} FSDP reduce-scatter", rs_task, "dp",
+                                     dp_stream, pending),)  # fmt: skip
+                pending = ()
             dep = (gathers[i],) + (after if i == 0 else ())
             done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context)
             computes.append(done)
             if kind == "B":
-                rs = self.add(
-                    f"s{stage} {tag} FSDP reduce-scatter",
-                    CollectiveTask(Op.REDUCE_SCATTER, grads * self.grad_wire, self.groups.dp),
-                    "dp",
-                    dp_stream,
-                    (last,),
-                )
-                blocking = (rs,)
+                if self.gather_overlap:
+                    pending = (last,)
+                else:
+                    blocking = (
+                        self.add(f"s{stage} {tag} FSDP reduce-scatter", rs_task, "dp",
+                                 dp_stream, (last,)),
+                    )  # fmt: skip
+        if pending:
+            self.add(f"s{stage} {tag} FSDP reduce-scatter", rs_task, "dp", dp_stream, pending)
         if kind == "F" and (head > 0 or layers == 0):
             last = self.add(
                 f"s{stage} {tag} head compute",
