@@ -41,6 +41,25 @@ def test_run_says_how_gradients_and_weights_travel(tmp_path: Path) -> None:
     assert "gradients reduced in fp32" not in _flat(fp8.output)
 
 
+def test_a_fabric_that_cannot_be_cabled_still_has_a_step_but_no_energy(tmp_path: Path) -> None:
+    """An 800G NIC under 400G switch ports: the bill of materials (and so power, energy and
+    cost) cannot be priced, which the run says; the step itself is still computed."""
+    scenario = tmp_path / "cx8.yaml"
+    scenario.write_text(
+        "cluster: {preset: dgx-h100, nodes: 2, nic: connectx-8}\n"
+        "job: {model: llama3-8b, tp: 8, global_batch: 16, seq_len: 2048}\n"
+    )
+    result = runner.invoke(app, ["run", str(scenario)])
+    assert result.exit_code == 0, result.output
+    text = _flat(result.output)
+    assert "power not computed: switch='quantum-2-qm9700'" in text
+    assert "energy not computed" in text and "waiting on communication" in text
+    data = json.loads(runner.invoke(app, ["run", str(scenario), "--json"]).stdout)
+    assert data["energy"]["kwh_per_million_tokens"] is None and data["step_time_s"] > 0
+    both = runner.invoke(app, ["compare", "--default", str(scenario)])
+    assert both.exit_code == 0, both.output
+
+
 def test_run_names_a_known_compute_bias_where_the_validation_found_one(tmp_path: Path) -> None:
     """On B200/GB200 the kernel model has been ~22 % fast on published dense runs; the run
     says so next to the step (commwall.validation.known_bias), never on H100 or once the job

@@ -13,6 +13,7 @@ strings (``"25 MiB"``, ``"400 Gb/s"``) parsed by :mod:`commwall.units`. Anything
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, get_args
@@ -130,6 +131,26 @@ def _quantity(parse: Callable[[str | float | int], float]) -> Callable[[object],
     return read
 
 
+#: Bidirectional-text controls (U+202A-U+202E, U+2066-U+2069): they reorder what a terminal or
+#: report shows, so a printed name could read as something else.
+_BIDI_CONTROLS: Final = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _printable(value: object) -> object:
+    """Refuse control characters (terminal escape sequences, carriage returns, bidirectional
+    overrides) in free text that reaches terminals and reports; newlines and tabs are allowed."""
+    if isinstance(value, str):
+        for i, ch in enumerate(value):
+            if (ord(ch) < 32 and ch not in "\n\t") or 127 <= ord(ch) < 160 or ch in _BIDI_CONTROLS:
+                raise ScenarioFieldError(
+                    f"control character {ch!r} at position {i + 1}; allowed: printable text"
+                )
+    return value
+
+
+Text = Annotated[str, BeforeValidator(_printable)]
+
+
 Bytes = Annotated[float, BeforeValidator(_quantity(parse_size))]
 Seconds = Annotated[float, BeforeValidator(_quantity(parse_time))]
 
@@ -222,14 +243,12 @@ class LinkCalibration(_Strict):
         default=1.0,
         gt=0.0,
         le=100.0,
-        strict=False,
         description="Multiplies the class's modelled per-rank bandwidth (1.0 = the model as is).",
     )
     latency: SignedSeconds = Field(
         default=0.0,
         ge=-1e-3,
         le=1.0,
-        strict=False,
         description="Added to every step over this class, seconds (may be negative; a step never "
         "costs less than 0).",
     )
@@ -247,8 +266,10 @@ class CalibrationSpec(_Strict):
     network: LinkCalibration | None = Field(
         default=None, description="Scale-out network steps between domains."
     )
-    source: str = Field(
-        default="", description="What the corrections were fitted to (free text, for the record)."
+    source: Text = Field(
+        default="",
+        max_length=100_000,
+        description="What the corrections were fitted to (free text, for the record).",
     )
 
 
@@ -644,7 +665,13 @@ class StragglersSpec(_Strict):
         description="Clock-offset standard deviation per message "
         "(folded into message latency), seconds.",
     )
-    steps: int = Field(default=2000, ge=2, le=10_000_000, description="Monte Carlo steps.")
+    steps: int = Field(
+        default=2000,
+        ge=2,
+        le=1_000_000,
+        description="Monte Carlo steps (with OS noise every rank of every step is drawn: "
+        "at most 2e8 draws, steps x ranks).",
+    )
 
 
 class GoodputSpec(_Strict):
@@ -763,21 +790,6 @@ class EconomicsSpec(_Strict):
     )
 
 
-def _printable(value: object) -> object:
-    """Refuse control characters (terminal escape sequences, carriage returns) in free text that
-    reaches terminals and reports; newlines and tabs are allowed."""
-    if isinstance(value, str):
-        for i, ch in enumerate(value):
-            if (ord(ch) < 32 and ch not in "\n\t") or 127 <= ord(ch) < 160:
-                raise ScenarioFieldError(
-                    f"control character {ch!r} at position {i + 1}; allowed: printable text"
-                )
-    return value
-
-
-Text = Annotated[str, BeforeValidator(_printable)]
-
-
 class Scenario(_Strict):
     """A whole scenario: cluster, job and simulation settings."""
 
@@ -846,8 +858,30 @@ def parse_scenario(data: object, origin: str = "scenario") -> Scenario:
         raise ScenarioError(validation_messages(err), origin) from None
 
 
+_YAML11_TAGS: Final = (
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+)
+#: YAML 1.2 core-schema scalars instead of PyYAML's YAML 1.1 ones, which read ``1:30`` as the
+#: sexagesimal 90, ``010`` as octal 8 and ``yes``/``on`` as true: a scenario field given
+#: those gets them as text, which its check then refuses by name. Floats keep PyYAML's form (a
+#: dot; ``1e9`` stays text, which count and unit fields read).
+_YAML12_SCALARS: Final = (
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+)$", "-+0123456789"),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+)
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last) and
+    reads booleans and integers as YAML 1.2 does (:data:`_YAML12_SCALARS`)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[object] = set()
@@ -866,6 +900,15 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+# a resolver table of its own: SafeLoader's, less its YAML 1.1 scalar rules
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _YAML11_TAGS]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+for _tag, _pattern, _first in _YAML12_SCALARS:
+    _UniqueKeyLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
 
 
 #: Largest scenario or spec file read (a scenario is a few KB; /dev/zero is endless).
@@ -926,16 +969,34 @@ def read_text_file(path: str | Path, what: str = "file") -> str:
         ) from None
 
 
-def load_scenario_text(text: str, origin: str = "scenario") -> Scenario:
-    """Parse YAML text into a :class:`Scenario`; an empty document is an error (run without a
-    file for the built-in default)."""
+def yaml_document(text: str, origin: str, loader: type[yaml.SafeLoader] | None = None) -> Any:
+    """The one YAML document in ``text`` (a SafeLoader: no arbitrary objects), or
+    :class:`ScenarioError` saying what the parser could not read: a syntax error with its
+    place, nesting deeper than the parser recurses, an integer longer than Python reads."""
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
+        return yaml.load(text, Loader=loader or _UniqueKeyLoader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err)
         raise ScenarioError([f"YAML syntax error at {where}{problem}"], origin) from None
+    except RecursionError:
+        raise ScenarioError(
+            ["nests too deeply for the YAML parser (a scenario nests a few levels)"], origin
+        ) from None
+    except ValueError as err:  # PyYAML's int(): Python reads at most 4,300 digits
+        what = (
+            "an integer with more digits than Python reads (4,300)"
+            if "digits" in str(err)
+            else f"a value the YAML parser cannot convert ({err})"
+        )
+        raise ScenarioError([what], origin) from None
+
+
+def load_scenario_text(text: str, origin: str = "scenario") -> Scenario:
+    """Parse YAML text into a :class:`Scenario`; an empty document is an error (run without a
+    file for the built-in default)."""
+    data = yaml_document(text, origin)
     if data is None:
         raise ScenarioError(
             [

@@ -58,6 +58,42 @@ CASES: list[tuple[str, str, list[str]]] = [
         ["YAML syntax error at line 3, column 3: duplicate key 'nodes' (each key may appear once)"],
     ),
     (
+        "yaml-too-deep",
+        "job: " + "[" * 1000 + "]" * 1000 + "\n",
+        ["nests too deeply for the YAML parser"],
+    ),
+    (
+        "yaml-huge-integer",
+        "cluster: {nodes: " + "9" * 4400 + "}\n",
+        ["an integer with more digits than Python reads (4,300)"],
+    ),
+    (
+        "yaml-1.1-scalars",
+        "cluster: {nodes: 1:30}\njob: {model: llama3-8b, tp: 8, overlap: yes}\n",
+        [
+            "cluster.nodes: Input should be a valid integer (got '1:30')",
+            "job.overlap: Input should be a valid boolean (got 'yes')",
+        ],
+    ),
+    (
+        "bidi-override-in-name",
+        "name: \"safe\u202eexe.txt\"\n" + SMALL_JOB,
+        ["name: control character '\\u202e' at position 5; allowed: printable text"],
+    ),
+    (
+        "calibration-source-escape",
+        "cluster: {calibration: {source: \"fit \\e[31m\"}}\n" + SMALL_JOB,
+        ["cluster.calibration.source: control character '\\x1b' at position 5"],
+    ),
+    (
+        "calibration-bool",
+        "cluster: {calibration: {network: {latency: true, bandwidth_factor: '2'}}}\n" + SMALL_JOB,
+        [
+            "cluster.calibration.network.latency: Input should be a valid number (got True)",
+            "cluster.calibration.network.bandwidth_factor",
+        ],
+    ),
+    (
         "top-level-list",
         "- cluster\n- job\n",
         ["the top level must be a mapping of sections (cluster:, job:, ...), got list"],

@@ -79,12 +79,12 @@ def run(
             label = f"{sc.name} on the {sc.simulation.engine} engine"
             with event_progress(label, quiet=as_json) as progress:
                 report = simulate(sc, cluster, progress=progress)
+        if sc.faults is not None:
+            from commwall.faults.analysis import analyse_faults
+
+            faults = analyse_faults(sc, report, cluster, failures)
     except ScenarioError as e:  # name the file, not "scenario"
         raise ScenarioError(e.messages, str(scenario or "built-in default scenario")) from None
-    if sc.faults is not None:
-        from commwall.faults.analysis import analyse_faults
-
-        faults = analyse_faults(sc, report, cluster, failures)
     if trace is not None:
         write_trace_file(trace, report.result)
     if parquet is not None:
@@ -269,11 +269,14 @@ def _print_report(report: Any) -> None:
         f"memory {report.memory.total / 1e9:,.1f} of {report.hbm_bytes / 1e9:,.0f} GB per GPU"
         + ("" if report.fits_in_memory else "  [bold red]DOES NOT FIT[/]")
     )
-    out.print(
-        f"energy   {report.kwh_per_million_tokens:,.3g} kWh and "
-        f"${report.usd_per_million_tokens:,.3g} of electricity per million tokens "
-        f"(PUE {report.pue:g}, ${report.electricity_price:g}/kWh; scenario economics section)"
-    )
+    kwh, usd = report.kwh_per_million_tokens, report.usd_per_million_tokens
+    if kwh is None or usd is None:
+        out.print("energy   not computed: the fabric has no power figure (see power above)")
+    else:
+        out.print(
+            f"energy   {kwh:,.3g} kWh and ${usd:,.3g} of electricity per million tokens "
+            f"(PUE {report.pue:g}, ${report.electricity_price:g}/kWh; scenario economics section)"
+        )
     bias = _bias_note(report)
     if bias:
         out.print(f"note     {escape(bias)}")

@@ -130,7 +130,22 @@ def analyse_faults(
     scenario: Scenario, report: Any, cluster: Any, failures: FailureImpact | None = None
 ) -> FaultsReport | None:
     """Analyse ``scenario.faults`` against its simulated ``report`` on ``cluster`` (``failures``:
-    what :func:`cluster_with_scenario_failures` found, reported alongside)."""
+    what :func:`cluster_with_scenario_failures` found, reported alongside). A fault model's
+    refusal (:class:`FaultError`) comes back as :class:`ScenarioError` naming the section."""
+    sections = ["faults"]  # the section being analysed, for the message
+    try:
+        return _analyse_faults(scenario, report, cluster, failures, sections)
+    except FaultError as err:
+        raise ScenarioError([f"{sections[-1]}: {err}"], scenario.name) from None
+
+
+def _analyse_faults(
+    scenario: Scenario,
+    report: Any,
+    cluster: Any,
+    failures: FailureImpact | None,
+    sections: list[str],
+) -> FaultsReport | None:
     spec = scenario.faults
     if spec is None:
         return None
@@ -139,6 +154,12 @@ def analyse_faults(
     if spec.stragglers is not None:
         from commwall.faults.stragglers import profile_from_report
 
+        sections.append("faults.stragglers")
+        if spec.stragglers.slow_ranks > report.n_gpus:
+            raise FaultError(
+                f"slow_ranks: {spec.stragglers.slow_ranks:,}; allowed: at most the job's "
+                f"{int(report.n_gpus):,} ranks"
+            )
         strag = simulate_stragglers(
             profile_from_report(report),
             variability_from_spec(spec.stragglers),
@@ -147,6 +168,7 @@ def analyse_faults(
         )
     good = None
     if spec.goodput is not None:
+        sections.append("faults.goodput")
         step = report.step_time if strag is None else strag.step_time.mean
         tokens_per_s = report.tokens_per_step / step
         job = JobSize(
@@ -165,6 +187,7 @@ def analyse_faults(
         )
     bits = None
     if spec.bit_errors is not None:
+        sections.append("faults.bit_errors")
         b = spec.bit_errors
         # over the fabric as built: a failed cable (capacity 0) has no line rate to draw bit
         # errors at, and counting it as live is the conservative side

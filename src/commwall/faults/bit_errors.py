@@ -75,6 +75,10 @@ __all__ = [
 
 Recovery = Literal["ethernet", "roce", "ib", "nvlink"]
 
+#: Most per-link BER draws of one study (samples x link directions; ~80 ns each on one
+#: core): 2.5e8 take about 20 s.
+MAX_LINK_DRAWS: Final = 250_000_000
+
 DEFAULT_BER_SPREAD: Final = 0.5
 """Decades: σ of log10 pre-FEC BER across links (assumption; no measured spread in the refs)."""
 
@@ -394,6 +398,13 @@ def bit_error_model(
     target = _check("target_post_fec_ber", target_post_fec_ber, 0.0, 0.45)
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise FaultError(f"samples: {samples!r}; allowed: an integer >= 1")
+    links = sum(g.count for g in groups)
+    if sigma > 0 and samples * links > MAX_LINK_DRAWS:
+        raise FaultError(
+            f"samples: {samples:,} x {links:,} link directions = {samples * links:.3g} draws; "
+            f"allowed: at most {MAX_LINK_DRAWS:.1e} (about 20 s), i.e. "
+            f"{max(1, MAX_LINK_DRAWS // links):,} samples on this cluster"
+        )
     log10_median = math.log10(ber)
     grids = [_grid(g, log10_median, sigma) for g in groups]
     flag_x = {

@@ -48,7 +48,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -558,8 +558,28 @@ def _check_profile(profile: StepProfile, steps: int) -> None:
         or not 1 <= profile.n_ranks <= 10_000_000
     ):
         raise FaultError(f"n_ranks: {profile.n_ranks!r}; allowed: an integer 1..10,000,000")
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 2 <= steps <= 10_000_000:
-        raise FaultError(f"steps: {steps!r}; allowed: an integer 2..10,000,000")
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 2 <= steps <= MAX_STEPS:
+        raise FaultError(f"steps: {steps!r}; allowed: an integer 2..{MAX_STEPS:,}")
+
+
+#: Most Monte Carlo steps (one million take ~5 s and ~100 MB on one core).
+MAX_STEPS: Final = 1_000_000
+#: Most per-rank draws of a ``direct`` run (OS noise draws every rank of every step): 2·10⁸
+#: take ~20 s; :func:`steps_at_scale` keeps a scaling table's scales to the same budget.
+MAX_DIRECT_DRAWS: Final = 200_000_000
+
+
+def _check_draws(profile: StepProfile, how: str, steps: int) -> None:
+    """A ``direct`` run draws every rank of every step: refuse one past the budget, with the
+    steps that fit."""
+    draws = steps * profile.n_ranks
+    if how == "direct" and draws > MAX_DIRECT_DRAWS:
+        fit = max(2, MAX_DIRECT_DRAWS // profile.n_ranks)
+        raise FaultError(
+            f"steps: {steps:,} x {profile.n_ranks:,} ranks = {draws:.3g} per-rank draws with OS "
+            f"noise; allowed: at most {MAX_DIRECT_DRAWS:.0e} (about 20 s), i.e. {fit:,} steps "
+            "at this scale"
+        )
 
 
 def _sample(
@@ -616,6 +636,7 @@ def simulate_stragglers(
     """
     _check_profile(profile, steps)
     how = _resolve_method(method, variability)
+    _check_draws(profile, how, steps)
     rng = np.random.default_rng(seed)
     comp, net = _sample(profile, variability, how, rng, steps, seed)
     step = comp + net + profile.fixed
@@ -645,10 +666,11 @@ def simulate_stragglers(
 
 def steps_at_scale(variability: Variability, steps: int, n_ranks: int) -> int:
     """Monte Carlo steps for one scale of a scaling table: direct draws (OS noise) cost
-    steps × ranks, so each scale keeps to ~2·10⁸ draws (at least 200 steps)."""
+    steps × ranks, so each scale keeps to :data:`MAX_DIRECT_DRAWS` (200 steps at a million
+    ranks, never fewer than 2)."""
     if not variability.has_noise:
         return steps
-    return max(200, min(steps, 200_000_000 // n_ranks))
+    return max(2, min(steps, MAX_DIRECT_DRAWS // n_ranks))
 
 
 def straggler_scaling(

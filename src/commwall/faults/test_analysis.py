@@ -72,3 +72,44 @@ def test_the_rebuilt_step_at_the_scenarios_own_scale_is_its_own_step() -> None:
 def test_rebuilt_scaling_needs_scales() -> None:
     with pytest.raises(FaultError, match="scales: empty"):
         rebuilt_scaling(_zero3(), Variability(), [], gpus_per_node=8)  # type: ignore[arg-type]
+
+
+def _with_faults(faults: dict[str, object], nodes: int = 2) -> object:
+    return parse_scenario(
+        {
+            "name": "faulty",
+            "cluster": {"preset": "dgx-h100", "nodes": nodes},
+            "job": {"model": "llama3-8b", "global_batch": 16, "seq_len": 2048, "tp": 8},
+            "faults": faults,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("faults", "needle"),
+    [
+        ({"stragglers": {"slow_ranks": 17, "slowdown": 2}},
+         "faults.stragglers: slow_ranks: 17; allowed: at most the job's 16 ranks"),
+        ({"stragglers": {"steps": 1_000_000, "os_noise_rate": 100, "os_noise_duration": 1e-6}},
+         "faults.stragglers: steps: 1,000,000 x 16 ranks"),
+        ({"bit_errors": {"samples": 100_000}}, "faults.bit_errors: samples: 100,000 x"),
+    ],
+)  # fmt: skip
+def test_fault_studies_past_their_budget_name_the_section(
+    faults: dict[str, object], needle: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A study the cluster cannot hold (more slow ranks than ranks) or that would run for
+    minutes (per-rank draws past the budget) is refused before it starts, naming the section."""
+    import commwall.faults.bit_errors as bits
+    import commwall.faults.stragglers as strag
+    from commwall.faults.analysis import analyse_faults
+    from commwall.scenario import ScenarioError
+
+    monkeypatch.setattr(strag, "MAX_DIRECT_DRAWS", 1_000_000)  # small: the test stays fast
+    monkeypatch.setattr(bits, "MAX_LINK_DRAWS", 1_000_000)
+    sc = _with_faults(faults)
+    report = simulate(sc)  # type: ignore[arg-type]
+    from commwall.cluster import build_cluster
+
+    with pytest.raises(ScenarioError, match=needle):
+        analyse_faults(sc, report, build_cluster(sc.cluster))  # type: ignore[arg-type, attr-defined]

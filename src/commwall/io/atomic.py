@@ -22,6 +22,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     For writers that want a file name (pyarrow, numpy) rather than an open handle.
     """
     target = Path(path)
+    if target.exists() and not target.is_file():
+        raise IsADirectoryError(  # an OSError the commands already report as one line
+            f"{str(target)!r} is not a regular file; an output replaces a file, never a "
+            "directory, device or pipe"
+        )
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
@@ -76,6 +81,8 @@ def output_problem(path: str | Path) -> str | None:
     p = Path(path)
     if p.is_dir():
         return "is a directory"
+    if p.exists() and not p.is_file():  # a device or pipe: an atomic write would replace it
+        return "is not a regular file (a device, pipe or socket); give a file path"
     parent = p.parent
     if not parent.is_dir():
         return f"its folder {str(parent)!r} does not exist"

@@ -152,15 +152,16 @@ def simulate_scenario(scenario: Any, origin: str, *, engine: str | None = None) 
 
             cluster, failures = cluster_with_scenario_failures(scenario, cluster)
         report = simulate(scenario, cluster)
+        faults = None
+        if scenario.faults is not None:
+            from commwall.faults.analysis import analyse_faults
+
+            faults = analyse_faults(scenario, report, cluster, failures)
     except ScenarioError as e:  # name the file, not "scenario"
         raise ScenarioError(e.messages, origin) from None
     data = report.to_dict()
-    if scenario.faults is not None:
-        from commwall.faults.analysis import analyse_faults
-
-        faults = analyse_faults(scenario, report, cluster, failures)
-        if faults is not None:
-            data["faults"] = faults.to_dict()
+    if faults is not None:
+        data["faults"] = faults.to_dict()
     # JSON round trip: the same plain data (tuples as lists, int keys as strings) a saved
     # result gives, so both inputs draw identical figures
     data = json.loads(json.dumps(data))

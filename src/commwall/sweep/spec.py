@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel
 
 from commwall.errors import CommwallError
@@ -144,19 +143,14 @@ def load_sweep(path: str | Path) -> SweepSpec:
         ScenarioError,
         expanded_size,
         read_text_file,
+        yaml_document,
     )
 
     p = Path(path)
     try:
-        data = yaml.safe_load(read_text_file(p, "sweep spec"))
+        data = yaml_document(read_text_file(p, "sweep spec"), str(p))
     except ScenarioError as e:
         raise SweepError(e.messages, str(p)) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise SweepError(
-            [f"YAML syntax error at {where}{getattr(e, 'problem', e)}"], str(p)
-        ) from None
     if expanded_size(data) > MAX_EXPANDED_VALUES:
         raise SweepError(
             [f"expands to more than {MAX_EXPANDED_VALUES:,} values through YAML aliases"], str(p)

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from commwall.checks import whole
 from commwall.topology import _checks as ck
+from commwall.topology.fat_tree import MAX_ENDPOINTS, MAX_RADIX
 from commwall.topology.graph import IntArray, LinkKind, Medium, NodeKind, Topology, TopologyError
 
 __all__ = [
@@ -271,6 +272,17 @@ def dragonfly(
     latency = ck.check_time("switch_latency", switch_latency)
     n_hosts = a * p * groups
     n_routers = a * groups
+    router_ports = a - 1 + p + h
+    if router_ports > MAX_RADIX:
+        raise TopologyError(
+            f"a={a:,}, p={p:,}, h={h:,}: a router needs a-1+p+h = {router_ports:,} ports; at "
+            f"most {MAX_RADIX:,} per switch (the largest ASICs have 512)"
+        )
+    if n_hosts > MAX_ENDPOINTS:
+        raise TopologyError(
+            f"a={a:,}, p={p:,}, g={groups:,}: {n_hosts:,} hosts; commwall builds at most "
+            f"{MAX_ENDPOINTS:,}"
+        )
     router0 = n_hosts
 
     # host cables
@@ -498,6 +510,17 @@ def dragonfly_plus(
     rate = ck.check_rate("link_rate", link_rate)
     latency = ck.check_time("switch_latency", switch_latency)
     n_hosts = groups * l * p
+    for what, ports in (("a leaf needs p+s", p + s), ("a spine needs l+h", l + h)):
+        if ports > MAX_RADIX:
+            raise TopologyError(
+                f"p={p:,}, l={l:,}, s={s:,}, h={h:,}: {what} = {ports:,} ports; at most "
+                f"{MAX_RADIX:,} per switch (the largest ASICs have 512)"
+            )
+    if n_hosts > MAX_ENDPOINTS:
+        raise TopologyError(
+            f"p={p:,}, l={l:,}, g={groups:,}: {n_hosts:,} hosts; commwall builds at most "
+            f"{MAX_ENDPOINTS:,}"
+        )
     leaf0 = n_hosts
     spine0 = leaf0 + groups * l
     n_nodes = spine0 + groups * s

@@ -92,6 +92,11 @@ def test_min_routes(arrangement: str, a: int, p: int, h: int, g: int | None) -> 
         ({"a": 4, "p": 2, "h": 2, "g": 10}, r"g=10: .* at most a·h\+1 = 9 groups"),
         ({"a": 4, "p": 2, "h": 2, "g": 0}, "g: 0 is not allowed; allowed: a whole number >= 1"),
         ({"a": 4, "p": 2, "h": 2, "global_arrangement": "random"}, "allowed: consecutive"),
+        (
+            {"a": 1000, "p": 1000, "h": 1000},
+            "a router needs a-1\\+p\\+h = 2,999 ports; at most 1,024",
+        ),
+        ({"a": 256, "p": 256, "h": 256, "g": 2000}, "hosts; commwall builds at most 4,194,304"),
     ],
 )
 def test_bad_parameters(kwargs: dict[str, object], message: str) -> None:

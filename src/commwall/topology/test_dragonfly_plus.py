@@ -137,6 +137,8 @@ def test_min_routes(
         ({"p": 2, "l": 2, "s": 2, "h": 2, "g": 6}, r"g=6: .*at most s·h\+1 = 5 groups"),
         ({"p": 2, "l": 2, "s": 2, "h": 2, "global_arrangement": "x"}, "allowed: consecutive"),
         ({"p": 2, "l": 2, "s": 2, "h": 2, "link_rate": "fast"}, "link_rate='fast'"),
+        ({"p": 1000, "l": 2, "s": 100, "h": 2}, "a leaf needs p\\+s = 1,100 ports"),
+        ({"p": 512, "l": 512, "s": 512, "h": 512}, "hosts; commwall builds at most"),
     ],
 )
 def test_bad_parameters(kwargs: dict[str, object], message: str) -> None:

@@ -115,13 +115,32 @@ def load_hf_config(path: Path) -> ModelSpec:
     if len(raw) > MAX_CONFIG_BYTES:
         raise ModelDefinitionError(f"{where}: larger than 1 MiB; a config.json is a few kB")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise ModelDefinitionError(f"{where}: {e} (each key may appear once)") from None
+    except RecursionError:
+        raise ModelDefinitionError(
+            f"{where}: nests too deeply for the JSON parser; a config.json nests a few levels"
+        ) from None
     except (UnicodeDecodeError, ValueError) as e:
         raise ModelDefinitionError(f"{where}: not a JSON file ({e})") from None
     if not isinstance(data, dict):
         raise ModelDefinitionError(f"{where}: the top level must be a JSON object")
     name = _name(data, path)
     return model_from_hf_config(data, name=name, source=f"Hugging Face config.json {path}")
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object names one key twice (``json`` would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"duplicate key {key!r}")
+        out[key] = value
+    return out
 
 
 def _name(data: Mapping[str, Any], path: Path) -> str:

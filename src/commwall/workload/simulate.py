@@ -117,21 +117,25 @@ class StepReport:
         return self.tokens_per_step / self.step_time
 
     @property
-    def energy_per_step(self) -> float:
+    def energy_per_step(self) -> float | None:
         """Facility energy of one step, joules: the power model's GPUs and network at full
         power for the step, times the PUE (servers' CPUs, memory and fans are not in the power
-        model)."""
-        return float(self.fabric["total_power_w"]) * self.step_time * self.pue
+        model). None when the fabric has no power figure (``fabric["bom_error"]``: parts that
+        cannot be cabled, such as a NIC faster than the switch ports)."""
+        watts = self.fabric.get("total_power_w")
+        return None if watts is None else float(watts) * self.step_time * self.pue
 
     @property
-    def kwh_per_million_tokens(self) -> float:
-        """Facility kWh per million tokens trained."""
-        return self.energy_per_step / 3.6e6 * 1e6 / self.tokens_per_step
+    def kwh_per_million_tokens(self) -> float | None:
+        """Facility kWh per million tokens trained (None without a power figure)."""
+        joules = self.energy_per_step
+        return None if joules is None else joules / 3.6e6 * 1e6 / self.tokens_per_step
 
     @property
-    def usd_per_million_tokens(self) -> float:
-        """Electricity cost per million tokens trained, $."""
-        return self.kwh_per_million_tokens * self.electricity_price
+    def usd_per_million_tokens(self) -> float | None:
+        """Electricity cost per million tokens trained, $ (None without a power figure)."""
+        kwh = self.kwh_per_million_tokens
+        return None if kwh is None else kwh * self.electricity_price
 
     @property
     def fits_in_memory(self) -> bool:
@@ -192,11 +196,11 @@ class StepReport:
                 "scale_up_bw_per_gpu_Bps": float(c["scale_up_bw_per_gpu"]),
                 "switches": f["switches"],
                 "cables": f["cables"],
-                "transceivers": f["transceivers"],
+                "transceivers": f.get("transceivers"),
                 "bisection_Bps": float(f["bisection_Bps"]),
-                "power_w": float(f["total_power_w"]),
-                "network_power_w": float(f["network_power_w"]),
-                "network_cost_usd": float(f["network_cost_usd_estimate"]),
+                "power_w": _maybe_float(f.get("total_power_w")),
+                "network_power_w": _maybe_float(f.get("network_power_w")),
+                "network_cost_usd": _maybe_float(f.get("network_cost_usd_estimate")),
                 "memory_per_gpu_bytes": float(self.memory.total),
                 "fits_in_memory": bool(self.fits_in_memory),
                 "bottleneck": self.bottleneck(),
@@ -465,6 +469,11 @@ def fabric_summary(cluster: Cluster) -> dict[str, Any]:
         network_cost_usd_by_part={str(k): float(v) for k, v in bom.cost_usd.items()},
     )
     return _one_node(summary) if cluster.n_nodes == 1 else summary
+
+
+def _maybe_float(value: Any) -> float | None:
+    """``value`` as a float, None kept (a fabric without a bill of materials)."""
+    return None if value is None else float(value)
 
 
 def _one_node(summary: dict[str, Any]) -> dict[str, Any]:

@@ -112,7 +112,9 @@ def test_what_cannot_be_used_is_named(change: dict[str, Any], message: str) -> N
 @pytest.mark.parametrize(
     ("content", "message"),
     [(b"\xff\xfe\x00binary", "not a JSON file"), (b"[1, 2]", "top level must be a JSON object"),
-     (b"", "not a JSON file"), (b"{" + b" " * (1 << 20) + b"}", "larger than 1 MiB")],
+     (b"", "not a JSON file"), (b"{" + b" " * (1 << 20) + b"}", "larger than 1 MiB"),
+     (b"[" * 100_000 + b"]" * 100_000, "nests too deeply"),
+     (b'{"model_type": "llama", "model_type": "gpt2"}', "duplicate key 'model_type'")],
 )  # fmt: skip
 def test_bad_files_are_one_line(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "config.json"
