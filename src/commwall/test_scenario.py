@@ -77,12 +77,12 @@ CASES: list[tuple[str, str, list[str]]] = [
     ),
     (
         "bidi-override-in-name",
-        "name: \"safe\u202eexe.txt\"\n" + SMALL_JOB,
+        'name: "safe\u202eexe.txt"\n' + SMALL_JOB,
         ["name: control character '\\u202e' at position 5; allowed: printable text"],
     ),
     (
         "calibration-source-escape",
-        "cluster: {calibration: {source: \"fit \\e[31m\"}}\n" + SMALL_JOB,
+        'cluster: {calibration: {source: "fit \\e[31m"}}\n' + SMALL_JOB,
         ["cluster.calibration.source: control character '\\x1b' at position 5"],
     ),
     (
@@ -618,3 +618,19 @@ def test_every_routing_the_engine_takes_round_trips_through_a_saved_scenario(rou
 def test_a_routing_the_cluster_cannot_take_is_named(routing: str, needle: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(needle)):
         parse_scenario({"cluster": {"routing": routing}})
+
+
+def test_scenarios_read_yaml_1_2_scalars() -> None:
+    """Booleans and integers as YAML 1.2 reads them: no sexagesimal, octal or yes/on; floats
+    keep PyYAML's dotted forms and text that only looks numeric stays text."""
+    import yaml
+
+    from commwall.scenario import _UniqueKeyLoader
+
+    text = "a: 1:30\nb: 010\nc: yes\nd: 0x10\ne: -.5\nf: 1.0e+20\ng: .inf\nh: .\ni: 1e9\nj: TRUE\n"
+    got = yaml.load(text, Loader=_UniqueKeyLoader)
+    assert got == {
+        "a": "1:30", "b": "010", "c": "yes", "d": 16, "e": -0.5, "f": 1e20,
+        "g": float("inf"), "h": ".", "i": "1e9", "j": True,
+    }  # fmt: skip
+    assert yaml.safe_load("a: 1:30") == {"a": 90}  # PyYAML's own loader is left as it was

@@ -32,8 +32,8 @@ replica (all replicas behave alike on an ideal fabric):
   reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023); in backward a
   layer's gather never queues behind the previous layer's reduce-scatter, as FSDP1 (unshard and
   post-backward streams), FSDP2 and Megatron-FSDP run the two on separate streams; the stage's
-  embedding, final norm and LM head form one more unit treated alike. Gradients are reduced in fp32 when
-  the job trains in bf16 or FP8 (``job.grad_reduce_in_fp32``, default as the frameworks:
+  embedding, final norm and LM head form one more unit treated alike. Gradients are reduced in
+  fp32 when the job trains in bf16 or FP8 (``job.grad_reduce_in_fp32``, default as the frameworks:
   Megatron-LM's ``arguments.py`` sets ``accumulate_allreduce_grads_in_fp32`` for bf16 unless
   ``--grad-reduce-in-bf16``; Megatron-Bridge's ``bf16_mixed`` and its FP8 recipes keep
   ``grad_reduce_in_fp32=True``; Composer's ``DEFAULT`` FSDP mixed precision reduces in fp32;
