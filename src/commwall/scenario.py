@@ -241,7 +241,7 @@ class LinkCalibration(_Strict):
 
     bandwidth_factor: float = Field(
         default=1.0,
-        gt=0.0,
+        ge=1e-4,
         le=100.0,
         description="Multiplies the class's modelled per-rank bandwidth (1.0 = the model as is).",
     )
@@ -492,15 +492,15 @@ class JobSpec(_Strict):
     )
     compute_efficiency: float | None = Field(
         default=None,
-        gt=0.0,
+        ge=1e-3,
         le=1.0,
         description="Flat model: achieved share of the GPU's dense peak on every executed FLOP "
-        "(0–1], e.g. from a measured step. Default: price each kernel (GEMMs by shape, "
+        "(0.001–1], e.g. from a measured step. Default: price each kernel (GEMMs by shape, "
         "attention, memory-bound kernels; docs/compute-model.md).",
     )
     compute_scale: float = Field(
         default=1.0,
-        gt=0.0,
+        ge=0.01,
         le=100.0,
         description="Multiplies every forward/backward compute time, e.g. measured / predicted "
         "from one measured step (`commwall calibrate step`). 1 = the model as it is.",

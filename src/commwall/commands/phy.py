@@ -45,7 +45,7 @@ def phy(
         str, typer.Option("--snr-basis", help="es_n0 (Es/N0) or snr (Es/sigma^2).")
     ] = "es_n0",
     lanes: Annotated[
-        int, typer.Option(min=1, help="Lanes a codeword is striped over (4 for 400GbE).")
+        int, typer.Option(min=1, max=64, help="Lanes a codeword is striped over (4 for 400GbE).")
     ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:

@@ -100,6 +100,10 @@ _ENC_MISC: Final = 6e-9
 _KP4_CORRECTION: Final = 31e-9
 
 
+#: Most lanes one codeword is striped over (IEEE 802.3 ports use 1 to 16).
+MAX_LANES: Final = 64
+
+
 def _rs_logic(n: int) -> float:
     return _ENC_MISC + _KP4_CORRECTION * n / 544
 
@@ -347,8 +351,10 @@ def fec_latency(
     """
     if not math.isfinite(line_rate_bps) or line_rate_bps <= 0:
         raise PhyError(f"line_rate_bps: {line_rate_bps!r} is out of range; allowed: > 0")
-    if lanes < 1 or interleave < 1:
-        raise PhyError(f"lanes/interleave: {lanes}/{interleave}; allowed: integers >= 1")
+    if not 1 <= lanes <= MAX_LANES or interleave < 1:
+        raise PhyError(
+            f"lanes/interleave: {lanes}/{interleave}; allowed: lanes 1..{MAX_LANES}, interleave >= 1"
+        )
     if code.key == "none":
         return 0.0
     latency = interleave * code.codeword_bits / (lanes * line_rate_bps) + code.decoder_latency

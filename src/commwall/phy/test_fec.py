@@ -97,6 +97,8 @@ def test_latency_numbers_from_phy_md() -> None:
     assert fec_latency(CODES["none"], 106.25e9) == 0.0
     with pytest.raises(PhyError, match="line_rate_bps"):
         fec_latency(kp4, 0.0)
+    with pytest.raises(PhyError, match=r"allowed: lanes 1\.\.64"):
+        fec_latency(kp4, 106.25e9, lanes=1_000_000_000)
 
 
 def test_bad_ber_names_parameter() -> None:

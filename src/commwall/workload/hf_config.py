@@ -160,8 +160,13 @@ def model_from_hf_config(
             f"model_type: {kind!r} is not supported; supported: {', '.join(SUPPORTED)}"
         )
     for key, why in _REFUSED.items():
-        if data.get(key) not in (None, 0):
-            raise ModelDefinitionError(f"{key}: {data[key]!r}: {why}")
+        value = data.get(key)
+        if isinstance(value, bool) or not (value is None or isinstance(value, int)):
+            raise ModelDefinitionError(
+                f"{key}: {value!r}; allowed: an integer (0 or absent: unused)"
+            )
+        if value:
+            raise ModelDefinitionError(f"{key}: {value!r}: {why}")
     if kind == "gpt2":
         return _gpt2(data, name, source)
     get = _Reader(data)

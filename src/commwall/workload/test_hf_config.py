@@ -92,6 +92,7 @@ def test_qwen_moe_activates_its_published_share() -> None:
     ("change", "message"),
     [({"model_type": "deepseek_v3"}, "model_type: 'deepseek_v3' is not supported"),
      ({"q_lora_rank": 1536}, "q_lora_rank: 1536: multi-head latent attention"),
+     ({"q_lora_rank": False}, "q_lora_rank: False; allowed: an integer"),
      ({"num_hidden_layers": 0}, "num_hidden_layers: 0: must be an integer from 1"),
      ({"hidden_size": "4096"}, "hidden_size: '4096'"),
      ({"num_hidden_layers": None}, "num_hidden_layers: missing"),
