@@ -123,6 +123,22 @@ def cluster_with_scenario_failures(
     impact = failure_impact(
         fabric, failed, cluster=cluster, baseline={}, seed=scenario.simulation.seed
     )
+    if scenario.simulation.engine != "analytic" and not impact.runs_as_configured:
+        cut = impact.endpoints_disconnected
+        what = (
+            f"cut {len(cut):,} endpoint(s) off the fabric (first: {', '.join(map(str, cut[:5]))})"
+            if cut
+            else f"leave {impact.pairs_without_route:,} of {impact.pairs:,} endpoint pairs "
+            "without a route"
+        )
+        raise ScenarioError(
+            [
+                f"faults.failures: the failed parts {what}, so the step cannot run on the "
+                f"{scenario.simulation.engine} engine; `commwall faults failures` reports what "
+                "they do to the fabric without a step"
+            ],
+            scenario.name,
+        )
     return cluster_with_failures(cluster, failed), impact
 
 

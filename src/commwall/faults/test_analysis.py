@@ -113,3 +113,28 @@ def test_fault_studies_past_their_budget_name_the_section(
 
     with pytest.raises(ScenarioError, match=needle):
         analyse_faults(sc, report, build_cluster(sc.cluster))  # type: ignore[arg-type, attr-defined]
+
+
+def test_failures_that_cut_an_endpoint_off_are_named_before_the_flow_engine_runs() -> None:
+    """Cable 0 is endpoint 0's only access link: the flow engine could not route its flows, so
+    the run says which failure did it instead of a routing error about rail-only fabrics."""
+    from commwall.cluster import build_cluster
+    from commwall.faults.analysis import cluster_with_scenario_failures
+    from commwall.scenario import ScenarioError
+
+    sc = parse_scenario(
+        {
+            "name": "cut",
+            "cluster": {"preset": "dgx-h100", "nodes": 4},
+            "job": {"model": "llama3-8b", "tp": 8, "global_batch": 32},
+            "simulation": {"engine": "flow"},
+            "faults": {"failures": {"cables": [0]}},
+        }
+    )
+    with pytest.raises(ScenarioError, match=r"faults.failures: .*cut 1 endpoint\(s\) off .*: 0\)"):
+        cluster_with_scenario_failures(sc, build_cluster(sc.cluster))
+    analytic = sc.model_copy(
+        update={"simulation": sc.simulation.model_copy(update={"engine": "analytic"})}
+    )
+    _, impact = cluster_with_scenario_failures(analytic, build_cluster(sc.cluster))
+    assert impact is not None and impact.endpoints_disconnected == (0,)  # reported, not refused
