@@ -27,6 +27,7 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    model_validator,
 )
 
 from commwall.errors import CommwallError
@@ -642,6 +643,17 @@ class StragglersSpec(_Strict):
     empirical: list[float] = Field(
         default_factory=list, description="Measured per-rank step or compute times (s), resampled."
     )
+
+    @model_validator(mode="after")
+    def _empirical_needs_its_distribution(self) -> StragglersSpec:
+        if self.empirical and self.distribution != "empirical":
+            raise ValueError(
+                f"empirical: {len(self.empirical)} measured time(s) given with distribution "
+                f"{self.distribution!r}, which does not read them; set distribution: empirical "
+                "or drop them"
+            )
+        return self
+
     slow_ranks: int = Field(default=0, ge=0, description="Persistently slow ranks, count.")
     slowdown: float = Field(
         default=1.0, ge=1.0, le=1000.0, description="Compute-time multiplier of the slow ranks."

@@ -86,6 +86,11 @@ CASES: list[tuple[str, str, list[str]]] = [
         ["cluster.calibration.source: control character '\\x1b' at position 5"],
     ),
     (
+        "stragglers-empirical-unread",
+        "faults: {stragglers: {distribution: normal, empirical: [1.0, 2.0]}}\n" + SMALL_JOB,
+        ["faults.stragglers: empirical: 2 measured time(s) given with distribution 'normal'"],
+    ),
+    (
         "calibration-bool",
         "cluster: {calibration: {network: {latency: true, bandwidth_factor: '2'}}}\n" + SMALL_JOB,
         [
@@ -549,7 +554,8 @@ def test_faults_section_parses_units_and_counts() -> None:
 
     s = load_scenario_text(
         "faults:\n"
-        "  stragglers: {jitter: 0.02, message_tail: 2us, empirical: [1.0, 1.1]}\n"
+        "  stragglers: {jitter: 0.02, message_tail: 2us, distribution: empirical,\n"
+        "               empirical: [1.0, 1.1]}\n"
         "  goodput: {checkpoint: 2min, restart: 1h, tokens: 15.6T}\n"
         "  failures: {switches: ['spine:0'], random_cables: {leaf-spine: 3}}\n"
     )
