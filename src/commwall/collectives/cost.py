@@ -216,7 +216,7 @@ def p2p_block_bw(f: CommFabric) -> float:
         hopper = PER_CH_MAX_TREE_BW[Gen.HOPPER][0]
         ratio = PER_CH_MAX_RING_LL128_BW[Gen.BLACKWELL][0] / PER_CH_MAX_RING_LL128_BW[Gen.HOPPER][0]
         return gbps(hopper * ratio)
-    return gbps(PER_CH_MAX_TREE_BW[f.gen][0])
+    return sm_channel_bw(f, Proto.SIMPLE)
 
 
 def slice_overhead(f: CommFabric, algo: str, proto: Proto) -> float:

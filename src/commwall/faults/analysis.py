@@ -8,6 +8,8 @@ and writes to JSON.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -142,26 +144,22 @@ def cluster_with_scenario_failures(
     return cluster_with_failures(cluster, failed), impact
 
 
+@contextmanager
+def _section(name: str, scenario: Scenario) -> Iterator[None]:
+    """A fault model's refusal (:class:`FaultError`) inside the block as a :class:`ScenarioError`
+    naming the scenario section it came from."""
+    try:
+        yield
+    except FaultError as err:
+        raise ScenarioError([f"{name}: {err}"], scenario.name) from None
+
+
 def analyse_faults(
     scenario: Scenario, report: Any, cluster: Any, failures: FailureImpact | None = None
 ) -> FaultsReport | None:
     """Analyse ``scenario.faults`` against its simulated ``report`` on ``cluster`` (``failures``:
     what :func:`cluster_with_scenario_failures` found, reported alongside). A fault model's
     refusal (:class:`FaultError`) comes back as :class:`ScenarioError` naming the section."""
-    sections = ["faults"]  # the section being analysed, for the message
-    try:
-        return _analyse_faults(scenario, report, cluster, failures, sections)
-    except FaultError as err:
-        raise ScenarioError([f"{sections[-1]}: {err}"], scenario.name) from None
-
-
-def _analyse_faults(
-    scenario: Scenario,
-    report: Any,
-    cluster: Any,
-    failures: FailureImpact | None,
-    sections: list[str],
-) -> FaultsReport | None:
     spec = scenario.faults
     if spec is None:
         return None
@@ -170,54 +168,53 @@ def _analyse_faults(
     if spec.stragglers is not None:
         from commwall.faults.stragglers import profile_from_report
 
-        sections.append("faults.stragglers")
-        if spec.stragglers.slow_ranks > report.n_gpus:
-            raise FaultError(
-                f"slow_ranks: {spec.stragglers.slow_ranks:,}; allowed: at most the job's "
-                f"{int(report.n_gpus):,} ranks"
+        with _section("faults.stragglers", scenario):
+            if spec.stragglers.slow_ranks > report.n_gpus:
+                raise FaultError(
+                    f"slow_ranks: {spec.stragglers.slow_ranks:,}; allowed: at most the job's "
+                    f"{int(report.n_gpus):,} ranks"
+                )
+            strag = simulate_stragglers(
+                profile_from_report(report),
+                variability_from_spec(spec.stragglers),
+                steps=spec.stragglers.steps,
+                seed=seed,
             )
-        strag = simulate_stragglers(
-            profile_from_report(report),
-            variability_from_spec(spec.stragglers),
-            steps=spec.stragglers.steps,
-            seed=seed,
-        )
     good = None
     if spec.goodput is not None:
-        sections.append("faults.goodput")
-        step = report.step_time if strag is None else strag.step_time.mean
-        tokens_per_s = report.tokens_per_step / step
-        job = JobSize(
-            int(report.n_gpus),
-            gpus_per_host=int(cluster.gpus_per_node),
-            nics=int(cluster.n_nodes * cluster.nics_per_node),
-        )
         from commwall.faults.goodput import load_failure_model
 
-        good = goodput_study(
-            job,
-            plan_from_spec(spec.goodput, tokens_per_s, step),
-            model=load_failure_model().with_scale(spec.goodput.failure_scale),
-            samples=spec.goodput.samples,
-            seed=seed,
-        )
+        step = report.step_time if strag is None else strag.step_time.mean
+        with _section("faults.goodput", scenario):
+            job = JobSize(
+                int(report.n_gpus),
+                gpus_per_host=int(cluster.gpus_per_node),
+                nics=int(cluster.n_nodes * cluster.nics_per_node),
+            )
+            good = goodput_study(
+                job,
+                plan_from_spec(spec.goodput, report.tokens_per_step / step, step),
+                model=load_failure_model().with_scale(spec.goodput.failure_scale),
+                samples=spec.goodput.samples,
+                seed=seed,
+            )
     bits = None
     if spec.bit_errors is not None:
-        sections.append("faults.bit_errors")
         b = spec.bit_errors
         # over the fabric as built: a failed cable (capacity 0) has no line rate to draw bit
         # errors at, and counting it as live is the conservative side
-        bits = cluster_bit_errors(
-            replace(cluster, scale_out=None),
-            pre_fec_ber=b.pre_fec_ber,
-            seed=seed,
-            fec=b.fec,
-            ber_spread=b.ber_spread,
-            utilisation=b.utilisation,
-            step_time=report.step_time,
-            run_days=b.run_days,
-            samples=b.samples,
-        )
+        with _section("faults.bit_errors", scenario):
+            bits = cluster_bit_errors(
+                replace(cluster, scale_out=None),
+                pre_fec_ber=b.pre_fec_ber,
+                seed=seed,
+                fec=b.fec,
+                ber_spread=b.ber_spread,
+                utilisation=b.utilisation,
+                step_time=report.step_time,
+                run_days=b.run_days,
+                samples=b.samples,
+            )
     return FaultsReport(
         stragglers=strag,
         goodput=good,

@@ -239,6 +239,21 @@ def _global_groups(
     return groups, (globals_per_group // (groups - 1) if groups > 1 else 0)
 
 
+def _check_size(switches: list[tuple[str, int]], hosts: tuple[str, int]) -> None:
+    """The Clos builders' size limits, before any array is allocated: each ``(what, ports)``
+    switch at most :data:`MAX_RADIX` ports, ``hosts = (what, count)`` at most
+    :data:`MAX_ENDPOINTS`."""
+    for what, ports in switches:
+        if ports > MAX_RADIX:
+            raise TopologyError(
+                f"{what} = {ports:,} ports; at most {MAX_RADIX:,} per switch (the largest "
+                "ASICs have 512)"
+            )
+    what, count = hosts
+    if count > MAX_ENDPOINTS:
+        raise TopologyError(f"{what}: {count:,} hosts; commwall builds at most {MAX_ENDPOINTS:,}")
+
+
 def dragonfly(
     a: int,
     p: int,
@@ -272,17 +287,10 @@ def dragonfly(
     latency = ck.check_time("switch_latency", switch_latency)
     n_hosts = a * p * groups
     n_routers = a * groups
-    router_ports = a - 1 + p + h
-    if router_ports > MAX_RADIX:
-        raise TopologyError(
-            f"a={a:,}, p={p:,}, h={h:,}: a router needs a-1+p+h = {router_ports:,} ports; at "
-            f"most {MAX_RADIX:,} per switch (the largest ASICs have 512)"
-        )
-    if n_hosts > MAX_ENDPOINTS:
-        raise TopologyError(
-            f"a={a:,}, p={p:,}, g={groups:,}: {n_hosts:,} hosts; commwall builds at most "
-            f"{MAX_ENDPOINTS:,}"
-        )
+    _check_size(
+        [(f"a={a:,}, p={p:,}, h={h:,}: a router needs a-1+p+h", a - 1 + p + h)],
+        (f"a={a:,}, p={p:,}, g={groups:,}", n_hosts),
+    )
     router0 = n_hosts
 
     # host cables
@@ -510,17 +518,11 @@ def dragonfly_plus(
     rate = ck.check_rate("link_rate", link_rate)
     latency = ck.check_time("switch_latency", switch_latency)
     n_hosts = groups * l * p
-    for what, ports in (("a leaf needs p+s", p + s), ("a spine needs l+h", l + h)):
-        if ports > MAX_RADIX:
-            raise TopologyError(
-                f"p={p:,}, l={l:,}, s={s:,}, h={h:,}: {what} = {ports:,} ports; at most "
-                f"{MAX_RADIX:,} per switch (the largest ASICs have 512)"
-            )
-    if n_hosts > MAX_ENDPOINTS:
-        raise TopologyError(
-            f"p={p:,}, l={l:,}, g={groups:,}: {n_hosts:,} hosts; commwall builds at most "
-            f"{MAX_ENDPOINTS:,}"
-        )
+    given = f"p={p:,}, l={l:,}, s={s:,}, h={h:,}"
+    _check_size(
+        [(f"{given}: a leaf needs p+s", p + s), (f"{given}: a spine needs l+h", l + h)],
+        (f"p={p:,}, l={l:,}, g={groups:,}", n_hosts),
+    )
     leaf0 = n_hosts
     spine0 = leaf0 + groups * l
     n_nodes = spine0 + groups * s
