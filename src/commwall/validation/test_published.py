@@ -9,6 +9,7 @@ asserted as gaps, so closing or widening one is noticed.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,7 +18,11 @@ from commwall.cluster import build_cluster
 from commwall.collectives import Op, choose
 from commwall.scenario import ClusterSpec
 from commwall.validation import Measurement, compare, load_measurements
-from commwall.validation.published import apply_nccl_env, reference_statements
+from commwall.validation.published import (
+    _share_run_verdicts,
+    apply_nccl_env,
+    reference_statements,
+)
 from commwall.validation.report import validation_report
 
 GIB = 2**30
@@ -164,6 +169,25 @@ def test_twenty_nvl72_racks_are_a_known_gap() -> None:
         assert c.busbw_error is not None and c.busbw_error > 0.8
 
 
+def test_tables_of_one_run_share_its_all_reduce_bandwidth_verdict() -> None:
+    # MIT ORCD's two-node B200 run logged every collective in one file; its all_reduce is below
+    # 75% of NVIDIA's guidance, so its reduce_scatter (2-5x slow at 1-64 MiB) is not scored.
+    ms = {m.id: m for m in load_measurements()}
+    allreduce = ms["mit-orcd-b200-ubuntu-2n8g-ib-allreduce"]
+    assert allreduce.not_compared and "NVIDIA's guidance" in allreduce.not_compared
+    for sibling in ("reducescatter", "alltoall", "sendrecv"):
+        why = ms[f"mit-orcd-b200-ubuntu-2n8g-ib-{sibling}"].not_compared
+        assert why and allreduce.id in why and "rule applied to every table" in why
+    # the same nodes' one-node run passes, so its tables stay in
+    assert not ms["mit-orcd-b200-ubuntu-1n8g-nvlink-reducescatter"].not_compared
+    # a table with a reason of its own keeps it; an all_reduce that passes changes nothing
+    base = ms["mit-orcd-b200-ubuntu-1n8g-nvlink-reducescatter"]
+    own = replace(base, id="own", not_compared="GPU x has no catalog part")
+    ok = replace(base, id="ok-ar", op="all_reduce")
+    shared = _share_run_verdicts([own, ok, replace(base, id="rs")])
+    assert [m.not_compared for m in shared] == ["GPU x has no catalog part", None, None]
+
+
 def _median(report: dict[str, Any], group: str | None, key: str | None, regime: str) -> float:
     s = report["summary"]
     cell = s["regime"][regime] if group is None else s[group][key][regime]
@@ -193,7 +217,8 @@ def _median(report: dict[str, Any], group: str | None, key: str | None, regime: 
         # Cloud's quickstart READMEs, 2026-12-05; judged blind, model unchanged: "new data 4"):
         # 13.9%, 11.2%, 15.7%; 22.2%; 5.2%, held-out 6.0%; 256 MiB-1 GiB 7.6% -> 8.4%.
         (None, None, "< 1 MiB", 0.23),
-        (None, None, "1–256 MiB", 0.14),  # new data 4 (was 0.13: 12.7%)
+        # new data 4 (was 0.13: 12.7%); 11.8% once a run's tables share its all_reduce's verdict
+        (None, None, "1–256 MiB", 0.13),
         ("role", "dev", "1–256 MiB", 0.12),
         ("role", "held_out", "1–256 MiB", 0.16),  # new data 4 (was 0.15: 14.2%)
         (None, None, "256 MiB–1 GiB", 0.09),  # new data 4 (was 0.08: 7.6%)
@@ -203,19 +228,22 @@ def _median(report: dict[str, Any], group: str | None, key: str | None, regime: 
         # 9.9% (10.8% adding the overhead twice); 11.7% with new data 4 (GB300 trays and
         # 8- and 64-GPU NVLS in one rack 7-41% fast at 1-64 MiB)
         ("op", "all_reduce", "1–256 MiB", 0.12),
-        ("op", "all_gather", "1–256 MiB", 0.15),  # 14.8% (16.9%)
-        # 19.4%; 25.0% with a third MIT ORCD B200 pair's -g 8 table (new data 2: 4-6x slow)
-        ("op", "reduce_scatter", "1–256 MiB", 0.26),
+        ("op", "all_gather", "1–256 MiB", 0.13),  # 14.8% (16.9%); 11.4% (shared verdicts)
+        # 19.4%; 25.0% with a third MIT ORCD B200 pair's -g 8 table (new data 2: 4-6x slow);
+        # 12.7% once the MIT ORCD two-node runs' tables shared their all_reduce's verdict
+        ("op", "reduce_scatter", "1–256 MiB", 0.14),
         ("op", "sendrecv", "1–256 MiB", 0.09),
         # 37.7%; 15.3% once the peers of a schedule group shared their channels' blocks;
         # 21.9% with new data 4 (GB300 NVLink all-to-alls 13-238% fast at 1-256 MiB; the
         # 64-GPU one measures 114-140 GB/s from 8 to 32 MiB, then 409 at 64 MiB); 22.3% with
-        # new data 5 (MGHPCC's one-node B200 -g 8 all-to-all, 19-36% fast: the known gap)
-        ("op", "alltoall", "1–256 MiB", 0.23),
+        # new data 5 (MGHPCC's one-node B200 -g 8 all-to-all, 19-36% fast: the known gap);
+        # 15.0% with Blackwell's p2p copy rate, 13.7% with shared verdicts
+        ("op", "alltoall", "1–256 MiB", 0.15),
         # 19.2% (31.3% with a streaming network hop); 23.8% once the network step's latency no
-        # longer counted the slice overhead twice: the chain was already fast (docs/validation.md)
-        ("op", "broadcast", "1–256 MiB", 0.24),
-        ("op", "reduce", "1–256 MiB", 0.22),  # 21.0% (37.0%)
+        # longer counted the slice overhead twice: the chain was already fast (docs/validation.md);
+        # 15.3% with MGHPCC's one-node B200 tables, 13.3% with shared verdicts
+        ("op", "broadcast", "1–256 MiB", 0.15),
+        ("op", "reduce", "1–256 MiB", 0.13),  # 21.0% (37.0%); 11.5% (shared verdicts)
         ("op", "all_reduce", "≥ 1 GiB", 0.05),
         ("op", "all_gather", "≥ 1 GiB", 0.06),  # new data 3: the GKE H200 +7-8% there
         ("op", "reduce_scatter", "≥ 1 GiB", 0.03),
@@ -225,7 +253,7 @@ def _median(report: dict[str, Any], group: str | None, key: str | None, regime: 
         # with new data 2 (tree all-reduces fast on Azure A100 and Voltage Park H100)
         ("launch", "1 GPU per process", "1–256 MiB", 0.12),  # 11.5% with new data 4
         ("launch", "1 GPU per process", "≥ 1 GiB", 0.07),  # new data (was 0.05; 5.1%, 6.2%)
-        ("launch", "several GPUs per process (-g N)", "1–256 MiB", 0.38),
+        ("launch", "several GPUs per process (-g N)", "1–256 MiB", 0.18),  # 16.7%
         ("op_one_gpu_per_process", "all_gather", "1–256 MiB", 0.10),  # 8.5% (12.1%)
         # 10.2% (new data 2); 11.6% (new data 4)
         ("op_one_gpu_per_process", "all_reduce", "1–256 MiB", 0.12),
