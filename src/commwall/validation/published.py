@@ -143,8 +143,9 @@ def _share_run_verdicts(ms: list[Measurement]) -> list[Measurement]:
     unexplained per-operation cost in every channel-split collective of the run)."""
     failed: dict[str, str] = {}
     for m in ms:
-        if m.op == "all_reduce" and m.not_compared and _GUIDANCE_RULE in m.not_compared:
-            failed.setdefault(_run_of(m.source), m.id)
+        run = _run_of(m.source)
+        if run and m.op == "all_reduce" and m.not_compared and _GUIDANCE_RULE in m.not_compared:
+            failed.setdefault(run, m.id)
     out = []
     for m in ms:
         first = failed.get(_run_of(m.source))

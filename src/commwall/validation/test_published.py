@@ -186,6 +186,10 @@ def test_tables_of_one_run_share_its_all_reduce_bandwidth_verdict() -> None:
     ok = replace(base, id="ok-ar", op="all_reduce")
     shared = _share_run_verdicts([own, ok, replace(base, id="rs")])
     assert [m.not_compared for m in shared] == ["GPU x has no catalog part", None, None]
+    # tables without a source are not one run
+    failed = replace(base, id="ar", op="all_reduce", source="", not_compared=allreduce.not_compared)
+    alone = _share_run_verdicts([failed, replace(base, id="rs", source="")])
+    assert alone[1].not_compared is None
 
 
 def _median(report: dict[str, Any], group: str | None, key: str | None, regime: str) -> float:
