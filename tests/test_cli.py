@@ -41,6 +41,23 @@ def test_run_says_how_gradients_and_weights_travel(tmp_path: Path) -> None:
     assert "gradients reduced in fp32" not in _flat(fp8.output)
 
 
+def test_run_names_the_attention_kernel_it_prices(tmp_path: Path) -> None:
+    """The job line says which measured attention kernel the step is priced with: cuDNN's on
+    Hopper by default, FlashAttention-2 under job.attention: flash2, none for the flat model."""
+    assert "ZeRO-1, cuDNN fused attention" in _flat(runner.invoke(app, ["run"]).output)
+    base = "cluster: {preset: dgx-h100, nodes: 1}\njob: {model: llama3-8b, tp: 1, global_batch: 8"
+    flash2 = tmp_path / "flash2.yaml"
+    flash2.write_text(base + ", attention: flash2}\n")
+    out = runner.invoke(app, ["run", str(flash2)])
+    assert out.exit_code == 0, out.output
+    assert "ZeRO-1, FlashAttention-2" in _flat(out.output)
+    flat = tmp_path / "flat.yaml"
+    flat.write_text(base + ", compute_efficiency: 0.5}\n")
+    out = runner.invoke(app, ["run", str(flat)])
+    assert out.exit_code == 0, out.output
+    assert "ZeRO-1 fabric" in _flat(out.output)  # nothing after ZeRO-1 on the job line
+
+
 def test_a_fabric_that_cannot_be_cabled_still_has_a_step_but_no_energy(tmp_path: Path) -> None:
     """An 800G NIC under 400G switch ports: the bill of materials (and so power, energy and
     cost) cannot be priced, which the run says; the step itself is still computed."""

@@ -232,6 +232,7 @@ def _print_report(report: Any) -> None:
         f"{j['micro_batch']} ({j['micro_batches']} per step), {j['precision']}"
         + held_bytes(j)
         + f", ZeRO-{j['zero_stage']}"
+        + (f", {j['attention_kernel']}" if j.get("attention_kernel") else "")
     )
     f = report.fabric
     tiers = ", ".join(f"{n:,} tier-{t}" for t, n in sorted(f["switches_per_tier"].items()))

@@ -99,6 +99,7 @@ def _subtitle(d: dict[str, Any], source: ResultInput) -> tuple[str, ...]:
         + f"; {j.get('global_batch')} x {j.get('seq_len')} tokens per step, {j.get('precision')}"
         + fmt.held_bytes(j)
         + f", ZeRO-{j.get('zero_stage')}"
+        + (f", {j['attention_kernel']}" if j.get("attention_kernel") else "")
     )
     engine = d["timeline"].get("engine", "?")
     lines.append(f"engine {engine}; input {source.origin}")

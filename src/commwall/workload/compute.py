@@ -167,6 +167,30 @@ ATTENTION: Final[dict[str, dict[str, str]]] = {
     "gb200": {"flash": "cudnn-gb200", "flash2": "fa2-h100"},
     "gb300": {"flash": "cudnn-gb300", "flash2": "fa2-h100"},
 }
+#: The kernel each measured attention family is, in words (a step's one-line summary).
+ATTENTION_KERNEL: Final[dict[str, str]] = {
+    "fa2-a100": "FlashAttention-2",
+    "fa2-h100": "FlashAttention-2",
+    "cudnn-h100": "cuDNN fused attention",
+    "cudnn-gb200": "cuDNN fused attention",
+    "cudnn-gb300": "cuDNN fused attention",
+}
+
+
+def attention_kernel(gpu: str, attention: str) -> str:
+    """The attention kernel ``job.attention`` prices on catalog GPU ``gpu``, in words.
+
+    >>> attention_kernel("h100-sxm", "flash"), attention_kernel("h100-sxm", "flash2")
+    ('cuDNN fused attention', 'FlashAttention-2')
+    >>> attention_kernel("a100-sxm", "flash"), attention_kernel("b200", "unfused")
+    ('FlashAttention-2', 'unfused attention')
+    """
+    family = ATTENTION.get(gpu, {}).get(attention)
+    if family is None:
+        return "unfused attention" if attention == "unfused" else f"{attention} attention"
+    return ATTENTION_KERNEL[family]
+
+
 #: Achieved share of the spec HBM bandwidth by streaming element-wise kernels: A100 80GB 1.80 of
 #: 2.04 TB/s (NVIDIA developer forum thread 339083, confirmed with Nsight Compute); H100 89.6%
 #: for torch.clone and 89.7% for a softmax (Dao-AILab/quack @c8ec317); Blackwell 84% measured

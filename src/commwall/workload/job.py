@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from commwall.catalog import CatalogError
 from commwall.cluster import Cluster
 from commwall.scenario import JobSpec, ScenarioError
-from commwall.workload.compute import Device, device_for
+from commwall.workload.compute import Device, attention_kernel, device_for
 from commwall.workload.hf_config import ModelDefinitionError, resolve_model
 from commwall.workload.models import ModelSpec, UnknownModelError
 from commwall.workload.pipeline_layout import LayoutError, VirtualStage, even_layout, parse_layout
@@ -198,6 +198,11 @@ class Job:
             "compute_model": "flat" if self.device is None else "kernels",
             "compute_scale": self.spec.compute_scale,
             "attention": self.spec.attention,
+            "attention_kernel": (
+                None
+                if self.device is None
+                else attention_kernel(self.device.name, self.spec.attention)
+            ),
             "cross_entropy": self.spec.cross_entropy,
             "fp8_recipe": self.spec.fp8_recipe,
             "grad_reduce_bytes": self.grad_reduce_bytes,
