@@ -15,6 +15,7 @@ from commwall.workload.compute import (
     HBM_SHARE,
     KERNEL_LAUNCH,
     SUSTAINED_GEMM,
+    attention_kernel,
     attention_share,
     device_for,
     gemm_seconds,
@@ -344,3 +345,15 @@ def test_blackwell_ultra_runs_on_its_measured_kernels() -> None:
         cluster = {"preset": preset, "nodes": nodes}
         report = simulate({"cluster": cluster, "job": {**job, "global_batch": 8 * nodes}})
         assert report.step_time > 0
+
+
+def test_every_catalog_gpu_names_the_attention_kernel_it_prices() -> None:
+    """``attention: flash`` is cuDNN's fused kernel from Hopper on and FlashAttention-2 on A100;
+    ``flash2`` is FlashAttention-2 everywhere; ``unfused`` names itself."""
+    for gpu in ("a100-sxm", "h100-sxm", "h200", "b200", "b300", "gb200", "gb300"):
+        cudnn = gpu != "a100-sxm"
+        assert attention_kernel(gpu, "flash") == (
+            "cuDNN fused attention" if cudnn else "FlashAttention-2"
+        ), gpu
+        assert attention_kernel(gpu, "flash2") == "FlashAttention-2", gpu
+        assert attention_kernel(gpu, "unfused") == "unfused attention", gpu
