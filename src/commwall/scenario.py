@@ -509,8 +509,9 @@ class JobSpec(_Strict):
     attention: Literal["flash", "flash2", "unfused"] = Field(
         default="flash",
         description="Attention kernel: flash (the GPU's fused causal kernel: FlashAttention-2 "
-        "on A100, cuDNN via Transformer Engine on Hopper/Blackwell), flash2 (FlashAttention-2) "
-        "or unfused (2021 Megatron: s² scores in HBM, softmax and dropout kernels).",
+        "on A100, cuDNN via Transformer Engine on Hopper/Blackwell), flash2 (FlashAttention-2, "
+        "e.g. Transformer Engine under NVTE_FUSED_ATTN=0, as NeMo's launcher set it from 24.01 "
+        "to 24.07) or unfused (2021 Megatron: s² scores in HBM, softmax and dropout kernels).",
     )
     fp8_recipe: Literal["delayed", "tensorwise", "mxfp8", "blockwise"] = Field(
         default="delayed",
