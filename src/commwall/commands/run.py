@@ -23,7 +23,7 @@ from commwall.console import (
     show_size,
     write_parquet,
 )
-from commwall.report.fmt import held_bytes
+from commwall.report.fmt import held_bytes, sharding_and_kernel
 from commwall.scenario import ENGINES
 
 
@@ -231,8 +231,7 @@ def _print_report(report: Any) -> None:
         + f"; {j['global_batch']} x {j['seq_len']} tokens per step, micro-batch "
         f"{j['micro_batch']} ({j['micro_batches']} per step), {j['precision']}"
         + held_bytes(j)
-        + f", ZeRO-{j['zero_stage']}"
-        + (f", {j['attention_kernel']}" if j.get("attention_kernel") else "")
+        + sharding_and_kernel(j)
     )
     f = report.fabric
     tiers = ", ".join(f"{n:,} tier-{t}" for t, n in sorted(f["switches_per_tier"].items()))

@@ -13,6 +13,7 @@ __all__ = [
     "num",
     "pct",
     "seconds",
+    "sharding_and_kernel",
     "size",
     "usd",
     "value",
@@ -104,3 +105,10 @@ def held_bytes(job: dict[str, Any]) -> str:
     if job.get("param_bytes") == 1:
         notes.append("FP8 weights")
     return f" ({', '.join(notes)})" if notes else ""
+
+
+def sharding_and_kernel(job: dict[str, Any]) -> str:
+    """The end of a job's one-line summary: its ZeRO stage and, on the kernel compute model,
+    the attention kernel it is priced with (``job`` is a result's ``job`` section)."""
+    kernel = job.get("attention_kernel")
+    return f", ZeRO-{job.get('zero_stage')}" + (f", {kernel}" if kernel else "")

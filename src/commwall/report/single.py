@@ -98,8 +98,7 @@ def _subtitle(d: dict[str, Any], source: ResultInput) -> tuple[str, ...]:
         + (f" x EP {j['ep']}" if (j.get("ep") or 1) > 1 else "")
         + f"; {j.get('global_batch')} x {j.get('seq_len')} tokens per step, {j.get('precision')}"
         + fmt.held_bytes(j)
-        + f", ZeRO-{j.get('zero_stage')}"
-        + (f", {j['attention_kernel']}" if j.get("attention_kernel") else "")
+        + fmt.sharding_and_kernel(j)
     )
     engine = d["timeline"].get("engine", "?")
     lines.append(f"engine {engine}; input {source.origin}")

@@ -149,7 +149,7 @@ def _share_run_verdicts(ms: list[Measurement]) -> list[Measurement]:
     out = []
     for m in ms:
         first = failed.get(_run_of(m.source))
-        if first is not None and first != m.id and not m.not_compared:
+        if first is not None and not m.not_compared:  # the failing all_reduce has its reason
             m = replace(
                 m,
                 not_compared=f"logged in the same run as {first}, whose all_reduce is below "

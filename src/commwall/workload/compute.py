@@ -167,13 +167,11 @@ ATTENTION: Final[dict[str, dict[str, str]]] = {
     "gb200": {"flash": "cudnn-gb200", "flash2": "fa2-h100"},
     "gb300": {"flash": "cudnn-gb300", "flash2": "fa2-h100"},
 }
-#: The kernel each measured attention family is, in words (a step's one-line summary).
+#: The kernel a measured attention family's name starts with, in words (a step's one-line
+#: summary): ``fa2-h100`` is FlashAttention-2, ``cudnn-gb200`` cuDNN's fused kernel.
 ATTENTION_KERNEL: Final[dict[str, str]] = {
-    "fa2-a100": "FlashAttention-2",
-    "fa2-h100": "FlashAttention-2",
-    "cudnn-h100": "cuDNN fused attention",
-    "cudnn-gb200": "cuDNN fused attention",
-    "cudnn-gb300": "cuDNN fused attention",
+    "fa2": "FlashAttention-2",
+    "cudnn": "cuDNN fused attention",
 }
 
 
@@ -188,7 +186,7 @@ def attention_kernel(gpu: str, attention: str) -> str:
     family = ATTENTION.get(gpu, {}).get(attention)
     if family is None:
         return "unfused attention" if attention == "unfused" else f"{attention} attention"
-    return ATTENTION_KERNEL[family]
+    return ATTENTION_KERNEL[family.split("-", 1)[0]]
 
 
 #: Achieved share of the spec HBM bandwidth by streaming element-wise kernels: A100 80GB 1.80 of
