@@ -35,7 +35,7 @@ from commwall.catalog import (
 )
 from commwall.collectives import CommFabric, Gen, Hw, gen_for_sm
 from commwall.collectives.constants import NET_OVERHEAD
-from commwall.collectives.nccl import nvls_channels, pow2_up
+from commwall.collectives.nccl import inter_node_ring_channels, nvls_channels, pow2_up
 from commwall.scenario import (
     CalibrationSpec,
     ClusterSpec,
@@ -104,6 +104,8 @@ class Cluster:
     #: A prebuilt scale-out fabric used instead of building one (e.g. with failed cables,
     #: :func:`commwall.faults.failures.cluster_with_failures`); None: built from ``topology``.
     scale_out: Topology | None = None
+    #: The PCIe generation the NIC's host link is built for (None: the node's, ``pcie``).
+    nic_pcie: PCIeGen | None = None
     #: Per link class corrections fitted to measurements (``commwall calibrate``).
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
     #: comm_fabric results by communicator shape (not an init field: ``replace`` starts afresh).
@@ -238,10 +240,13 @@ class Cluster:
         — 24 on 8 H100s (NCCL 2.28: "24 coll channels, 24 collnet channels, 16 nvls channels")
         and on 8 A100s ("Channel xx/24", nccl-tests#100), 32 on 8 B200s (nccl#1646); "the number
         of NCCL channels is directly related to" the 18 NVLinks per Hopper GPU (AddyLaddy,
-        nccl#1429). PCIe-only nodes: 2 (L40S logs). Across domains: two channels per NIC the
-        domain's ranks drive ("two channels per NIC makes the NIC utilization closer to peak",
-        sjeaugey, nccl#438; 16 on two 8 × 400G H100 nodes in nccl#1538, DeepEP#106), never more
-        than inside one domain.
+        nccl#1429). PCIe-only nodes: 2 (L40S logs). Across domains: twice the channels of
+        NCCL's graph search (:func:`~commwall.collectives.nccl.inter_node_ring_channels`: one
+        per NIC the domain's ranks drive, doubled at 25 GB/s or more unless a post-Ampere GPU's
+        path is below 50 GB/s and there are more than four) — two per NIC on eight 400G NICs
+        (16 on two 8 × 400G H100 nodes in nccl#1538, DeepEP#106; "two channels per NIC makes
+        the NIC utilization closer to peak", sjeaugey, nccl#438), four on at most four, two on
+        200G HDR behind PCIe Gen4 — never more than inside one domain.
         """
         if self.scale_up != "nvlink":
             one = 2
@@ -255,7 +260,19 @@ class Cluster:
             return one
         g = self.gpus_per_node if ranks_per_domain is None else ranks_per_domain
         nics = max(1, math.ceil(g * self.nics_per_node / self.gpus_per_node))
-        return max(2, min(one, 2 * nics))
+        graph = inter_node_ring_channels(
+            nics=nics, path_gbps=self.nic_path_bw / 1e9, sm=self.gpu.sm
+        )
+        return max(2, min(one, 2 * graph))
+
+    @property
+    def nic_path_bw(self) -> float:
+        """NCCL's bandwidth of the GPU-to-NIC path, bytes/s (``paths.cc``: the narrowest link on
+        it): the NIC's port rate or its PCIe link (NCCL's ``width × speed / 80``, at the older of
+        the NIC's and the node's generation), whichever is lower."""
+        nic_link = self.nic_pcie or self.pcie
+        link = min(self.pcie.nccl_bandwidth(16), nic_link.nccl_bandwidth(self.nic.pcie_lanes))
+        return min(float(self.nic.rate), float(link))
 
     # ---- communicators -----------------------------------------------------------------------
 
@@ -574,6 +591,7 @@ def build_cluster(spec: ClusterSpec, catalog: Catalog | None = None) -> Cluster:
         routing=spec.routing,
         reference_switch_latency=reference,
         calibration=spec.calibration,
+        nic_pcie=cat.pcie(nic.pcie),
     )
 
 

@@ -17,8 +17,9 @@ from commwall.cluster import (
     build_cluster,
     wire_efficiency,
 )
-from commwall.collectives import Hw
+from commwall.collectives import Hw, Op, Proto
 from commwall.collectives.constants import NET_OVERHEAD
+from commwall.collectives.direct import direct, p2p_limits
 from commwall.scenario import ClusterSpec, ScenarioError
 
 GB = 1e9
@@ -277,11 +278,47 @@ def test_comm_fabric_carries_the_cluster_numbers() -> None:
     assert f.collnet  # SHARP on a Quantum switch
     assert not f.nvls  # A100's NVSwitch2 has no NVLink SHARP
     assert f.net_overhead == NET_OVERHEAD["amd"]
-    # Across domains two channels per NIC the ranks drive: 4 of 8 GPUs use 4 of 8 NICs.
+    # Across domains: 200G HDR behind PCIe Gen4 (24 GB/s) keeps two channels per NIC the
+    # ranks drive (NCCL doubles no graph below 25 GB/s): 4 of 8 GPUs use 4 of 8 NICs.
+    assert c.nic_path_bw == pytest.approx(24 * GB)
     assert f.channels == c.channels(2, 4) == 8
     assert c.channels(2, 8) == 16 and c.channels() == 24  # DGX A100 logs: 24 in one node
     assert cluster(preset="dgx-h100", nodes=1).channels() == 24
     assert cluster(preset="dgx-b200", nodes=1).channels() == 32
+
+
+def test_channels_across_nodes_follow_nccls_graph_search_and_duplication() -> None:
+    """search.cc v2.29.2: one graph channel per NIC at the path's speed, doubled by
+    ncclTopoDupChannels unless a post-Ampere path below 50 GB/s has more than four; the
+    communicator runs twice the graph (ncclTopoPostset)."""
+    h100 = cluster(preset="dgx-h100", nodes=2)
+    assert h100.nic_path_bw == pytest.approx(48 * GB)  # PCIe Gen5 x16 under a 400G port
+    # 8 NICs: 8 graph channels at 48 GB/s stay 8 (16 in nccl#1538's two-node H100 log) ...
+    assert h100.channels(2, 8) == 16
+    # ... but at most 4 NICs double: 4 channels per NIC, and one H100 a node runs 4.
+    assert [h100.channels(2, g) for g in (1, 2, 4)] == [4, 8, 16]
+    one = h100.comm_fabric(2, 1)
+    assert one.channels == one.p2p_channels == 4
+    # ceil(48 / 14) = 4 p2p channels to the peer; a send starts on 2 (4 x 2 ranks > 4, enqueue.cc)
+    # and doubles while a part exceeds a 128 KiB chunk
+    assert p2p_limits(one, network=True) == (2, 4)
+    # 800G behind PCIe Gen6 (96 GB/s) always doubles: 8 NICs x 2 x 2, capped at 32.
+    b300 = cluster(preset="dgx-b300", nodes=2)
+    assert b300.nic_path_bw == pytest.approx(96 * GB)
+    assert b300.channels(2, 8) == 32 and b300.channels(2, 1) == 4
+    # The path is the narrower of the port and the PCIe link before it.
+    assert cluster(preset="dgx-h100", nodes=2, pcie="gen4").nic_path_bw == pytest.approx(24 * GB)
+
+
+def test_one_h100_a_node_sends_at_the_nic_rate_not_two_channels_copy_rate() -> None:
+    """MIT ORCD's DGX H100 pairs (one GPU a node, NCCL 2.29) reach 48.7 GB/s sendrecv busbw from
+    1 GiB: with four p2p channels the send is bound by the NIC, not by two channels' copies."""
+    c = cluster(preset="dgx-h100", nodes=2)
+    f = c.comm_fabric(2, 1)
+    s = 1 << 30
+    busbw = s / direct(Op.SENDRECV, s, f, Proto.SIMPLE).time
+    assert busbw == pytest.approx(c.net_bw_per_gpu, rel=0.01)
+    assert 0.95 * 48.7 * GB < busbw < 48.7 * GB
 
 
 def test_summary_reports_the_derived_numbers() -> None:

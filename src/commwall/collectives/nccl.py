@@ -248,6 +248,55 @@ def nvls_channels(sm: int, n_domains: int) -> int:
     return NVLS_CHANNELS_HOPPER
 
 
+# fmt: off
+#: The per-channel speeds NCCL's graph search tries across nodes, fastest first, GB/s
+#: (``search.cc`` ``speedArrayInter``, ``sm90SpeedArrayInter``, ``sm100SpeedArrayInter``,
+#: v2.29.2): it starts from the first one the GPU-to-NIC path can carry.
+RING_INTER_SPEEDS: Final[dict[int, tuple[float, ...]]] = {
+    0: (48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12),
+    90: (48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
+    100: (96, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
+}
+# fmt: on
+#: ``ncclTopoDupChannels`` doubles a graph whose per-channel speed is at least this, GB/s ...
+DUP_MIN_SPEED: Final = 25.0
+#: ... except, on GPUs newer than Ampere, a graph of more than ``DUP_MAX_SLOW_CHANNELS``
+#: channels below ``DUP_FAST_SPEED`` (v2.19 on; before, Hopper needed 50 GB/s to double).
+DUP_FAST_SPEED: Final = 50.0
+DUP_MAX_SLOW_CHANNELS: Final = 4
+#: Most channels the ring graph search returns (``MAXCHANNELS / 2``: ``init.cc``, ``device.h``).
+GRAPH_MAX_CHANNELS: Final = 32
+
+
+def inter_node_ring_channels(*, nics: int, path_gbps: float, sm: int) -> int:
+    """Channels of a ring that leaves the node, before NCCL doubles them for the communicator
+    (``ncclTopoCompute`` then ``ncclTopoDupChannels``, ``search.cc`` v2.29.2).
+
+    The search runs each channel at the first speed of its array the GPU-to-NIC path can carry
+    (``system->maxBw``: the NIC, or the PCIe link before it when narrower) — one channel per NIC
+    the node's ranks drive, since a NIC has no room for a second at that speed. It then doubles
+    them at half the speed when that speed is at least 25 GB/s, unless the GPU is newer than
+    Ampere, the speed below 50 GB/s and the channels more than four. So a 400G NIC behind PCIe
+    Gen5 (48 GB/s) carries two graph channels when a node's ranks drive at most four NICs and
+    one when they drive eight; a 200G HDR NIC behind Gen4 (24 GB/s) one; an 800G NIC behind
+    Gen6 (96 GB/s) always two. The communicator then runs twice these (``ncclTopoPostset``).
+
+    >>> [inter_node_ring_channels(nics=n, path_gbps=48, sm=90) for n in (1, 4, 8)]
+    [2, 8, 8]
+    >>> inter_node_ring_channels(nics=8, path_gbps=24, sm=80)
+    8
+    >>> inter_node_ring_channels(nics=8, path_gbps=96, sm=103)
+    16
+    """
+    speeds = RING_INTER_SPEEDS[100 if sm >= 100 else 90 if sm >= 90 else 0]
+    speed = next((s for s in speeds if s <= path_gbps), speeds[-1])
+    graph = max(1, nics)
+    slow = sm > 80 and speed < DUP_FAST_SPEED and graph > DUP_MAX_SLOW_CHANNELS
+    if speed >= DUP_MIN_SPEED and not slow:
+        graph = min(2 * graph, GRAPH_MAX_CHANNELS)
+    return graph
+
+
 def nvls_chunk(nbytes: float, *, channels: int, heads: int) -> int:
     """NVLS chunk inside one domain (``calcCollChunking``): 128 KiB, cut to 64, 32 and 16 KiB
     when the message holds fewer than 64, 8 and 2 chunks per channel-head.
