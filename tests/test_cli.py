@@ -118,6 +118,28 @@ def test_collective_table_has_nccl_tests_columns() -> None:
     assert first[:5] == ["8", "2", "float", "sum", "-1"]
 
 
+def test_collective_header_names_the_channels_nccl_would_log() -> None:
+    """The second line is NCCL's init line (init.cc) for the communicator the model built: one
+    node of 8 H100 as NCCL 2.28 logs it (24 coll, 16 nvls, 32 p2p channels), one H100 on each
+    of two nodes as the graph search doubles it (4), with no NVLS for a lone GPU in a node."""
+    result = runner.invoke(app, ["collective", "all_reduce", "--min", "1MiB", "--max", "1MiB"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[1] == (
+        "# NCCL init as modelled: 24 coll channels, 24 collnet channels, 16 nvls channels, "
+        "32 p2p channels, 32 p2p channels per peer"
+    )
+    args = ["collective", "sendrecv", "--nodes", "2", "--gpus-per-node", "1", "--json"]
+    result = runner.invoke(app, [*args, "--min", "1MiB", "--max", "1MiB"])
+    data = json.loads(result.stdout)
+    assert data["nccl_channels"] == {
+        "coll": 4,
+        "collnet": 4,
+        "nvls": 0,
+        "p2p": 4,
+        "p2p_per_peer": 4,
+    }
+
+
 def test_collective_json() -> None:
     result = runner.invoke(app, ["collective", "all_gather", "--nodes", "4", "--min", "1MiB",
                                  "--max", "1MiB", "--json"])  # fmt: skip

@@ -98,6 +98,24 @@ def _tuner(op: Op, nbytes: float, f: CommFabric, proto: Proto) -> tuple[float, f
     return base + steps * lat, steps * bw_time, bottleneck
 
 
+def nccl_init_channels(f: CommFabric) -> dict[str, int]:
+    """The channel counts NCCL logs for this communicator once it is built, as the model has
+    them: ``"%d coll channels, %d collnet channels, %d nvls channels, %d p2p channels, %d p2p
+    channels per peer"`` (``init.cc``, ``NCCL_DEBUG=INFO``), so a user can hold the model against
+    their own log. NVLS needs two GPUs of the communicator in a node (``ncclNvlsInit``:
+    ``gpuCount < 2`` leaves it off); the collnet figure is the coll channels again, as NCCL
+    prints it."""
+    _, per_peer = p2p_limits(f, network=f.n_domains > 1)
+    nvls = f.nvls_channels if f.nvls and f.ranks_per_domain >= 2 else 0
+    return {
+        "coll": f.channels,
+        "collnet": f.channels,
+        "nvls": nvls,
+        "p2p": f.p2p_channels,
+        "p2p_per_peer": per_peer,
+    }
+
+
 def p2p_limits(f: CommFabric, *, network: bool) -> tuple[int, int]:
     """NCCL's (nChannelsMin, nChannelsMax) for this communicator's p2p operations: across
     domains every peer gets the network's count (NCCL keeps the minimum over peers)."""

@@ -51,7 +51,8 @@ class CommFabric:
     nics_per_rank: int = 1
     """NICs a rank drives across nodes (NCCL gives a network peer at least one channel per NIC)."""
     nic_gbps: float = 50.0
-    """NIC speed as NCCL counts it (``speed_Mbps / 8000`` GB/s; 400G → 50)."""
+    """The GPU-to-NIC path's bandwidth as NCCL counts it, GB/s: the NIC's ``speed_Mbps / 8000``
+    (400G → 50) or the PCIe link before it when narrower (Gen5 x16 → 48; ``paths.cc``)."""
     net_extra_latency: float = 0.0
     """Fabric latency per network step beyond what NCCL's NET constants assume (s)."""
     net_overhead: float = 1e-6

@@ -98,6 +98,7 @@ def collective(
 ) -> None:
     """Predict the table nccl-tests would print for OP on a cluster you have not built yet."""
     from commwall.collectives import parse_algo, parse_op, parse_proto
+    from commwall.collectives.direct import nccl_init_channels
     from commwall.engines.nccl_table import nccl_tests_table
     from commwall.scenario import ScenarioError
     from commwall.units import parse_size
@@ -161,6 +162,7 @@ def collective(
         "ranks_per_domain": fabric.ranks_per_domain,
         "engine": engine,
         "gpus_per_process": gpus_per_process,
+        "nccl_channels": nccl_init_channels(fabric),
         "notes": notes,
     }
     if result is not None:
@@ -231,6 +233,12 @@ def _print_nccl_table(header: dict[str, Any], rows: list[dict[str, Any]], explai
         f"# commwall {__version__} prediction: {header['op']}_perf on {c['name']}: "
         f"{header['ranks']} ranks = {header['domains']} domains x {header['ranks_per_domain']} "
         f"({c['gpu']}, {c['scale_up']}, {c['nic']}, {c['fabric']})"
+    )
+    n = header["nccl_channels"]
+    print(
+        f"# NCCL init as modelled: {n['coll']} coll channels, {n['collnet']} collnet channels, "
+        f"{n['nvls']} nvls channels, {n['p2p']} p2p channels, {n['p2p_per_peer']} p2p channels "
+        "per peer"
     )
     print("#")
     print(

@@ -96,6 +96,7 @@ def nccl_tests(
 def _run(run: Any, fabric: Any) -> dict[str, Any]:
     """One run as data, with predictions when ``fabric`` is given."""
     from commwall.collectives import Unsupported, choose
+    from commwall.collectives.direct import nccl_init_channels
     from commwall.collectives.nccl import nccl_tests_time
     from commwall.collectives.ops import parse_op
 
@@ -138,6 +139,8 @@ def _run(run: Any, fabric: Any) -> dict[str, Any]:
         "nccl_version": run.nccl_version,
         "avg_busbw_GBps": run.avg_busbw_GBps,
         "model_ranks": None if fabric is None else fabric.nranks,
+        "nccl_channels": run.nccl_channels,
+        "model_nccl_channels": None if fabric is None else nccl_init_channels(fabric),
         "median_abs_error_large": statistics.median(large) if large else None,
         "rows": rows,
     }
@@ -168,6 +171,8 @@ def _print(d: dict[str, Any]) -> None:
                 f"  note: the model's communicator has {run['model_ranks']} ranks, the log "
                 f"{run['ranks']} (give --nodes / --gpus-per-node to match)"
             )
+        for line in _channel_lines(run["nccl_channels"], run["model_nccl_channels"]):
+            out.print(line)
         table = Table(show_header=True, header_style="bold")
         cols = ["size", "time (us)", "algbw GB/s", "busbw GB/s"]
         predicted = any("predicted_busbw_GBps" in r for r in run["rows"])
@@ -194,3 +199,40 @@ def _print(d: dict[str, Any]) -> None:
         out.print(f"[yellow]{len(d['problems'])} line(s) skipped:[/]")
         for p in d["problems"][:10]:
             out.print(f"  {p}")
+
+
+#: NCCL's names for the channel counts of its init line, in its order.
+_CHANNEL_NAMES = {
+    "coll": "coll",
+    "collnet": "collnet",
+    "nvls": "nvls",
+    "p2p": "p2p",
+    "p2p_per_peer": "p2p per peer",
+}
+
+
+def _channel_lines(log: dict[str, int] | None, model: dict[str, int] | None) -> list[str]:
+    """The log's NCCL channel counts, the model's beside them, and which ones differ."""
+    if log is None:
+        return []
+
+    def fmt(counts: dict[str, int], keys: list[str]) -> str:
+        return ", ".join(f"{counts[k]} {_CHANNEL_NAMES[k]}" for k in keys)
+
+    keys = [k for k in _CHANNEL_NAMES if k in log]
+    lines = [f"  NCCL channels (log): {fmt(log, keys)}"]
+    if model is not None:
+        lines.append(f"  NCCL channels (model): {fmt(model, keys)}")
+        # NCCL prints the coll channels twice (as collnet too): compare them once
+        differ = [
+            f"{_CHANNEL_NAMES[k]} {log[k]} vs {model[k]}"
+            for k in keys
+            if k != "collnet" and log[k] != model[k]
+        ]
+        if differ:
+            lines.append(
+                "  note: the model builds a different communicator than the log's NCCL ("
+                + "; ".join(differ)
+                + "): per-channel rates and how a message is cut differ with it"
+            )
+    return lines

@@ -66,3 +66,31 @@ def test_an_unnamed_tagged_log_says_how_its_operation_was_read(tmp_path: Path) -
     data = json.loads(runner.invoke(app, ["nccl-tests", _log(tmp_path, text, "job.out"),
                                           "--json"]).stdout)  # fmt: skip
     assert data["runs"][0]["op_inferred"] and data["runs"][0]["gpus_per_process"] == 1
+
+
+def test_the_logs_nccl_channels_are_set_beside_the_models(tmp_path: Path) -> None:
+    """A user's NCCL_DEBUG=INFO line is held against the communicator the model builds: one
+    H100 a node runs 4 coll and 4 p2p channels per peer (NCCL's doubled graph search), so a
+    log that reads 2 is named as different."""
+    version = "node1:1001:1001 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+    info = (
+        "node1:1001:1010 [0] NCCL INFO {0} coll channels, {0} collnet channels, 0 nvls channels, "
+        "{0} p2p channels, {0} p2p channels per peer\n"
+    )
+    args = ["nccl-tests", "--cluster", "dgx-h100", "--nodes", "2", "--gpus-per-node", "1"]
+    same = _log(tmp_path, SAMPLE.replace(version, version + info.format(4)), "same.log")
+    result = runner.invoke(app, [*args, same, "--json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)["runs"][0]
+    assert run["nccl_channels"] == run["model_nccl_channels"]
+    assert run["model_nccl_channels"] == {
+        "coll": 4, "collnet": 4, "nvls": 0, "p2p": 4, "p2p_per_peer": 4,
+    }  # fmt: skip
+    result = runner.invoke(app, [*args, same])
+    assert "NCCL channels (log): 4 coll" in result.output and "note:" not in result.output
+    other = _log(tmp_path, SAMPLE.replace(version, version + info.format(2)), "other.log")
+    result = runner.invoke(app, [*args, other])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert "NCCL channels (model): 4 coll" in out
+    assert "coll 2 vs 4; p2p 2 vs 4; p2p per peer 2 vs 4" in out

@@ -22,8 +22,9 @@ Launchers' line prefixes are removed before a line is read (:func:`strip_launche
 workers), ``0: `` (``srun --label``), ``host: `` (pdsh/clush), ``[pod/name/container] ``
 (``kubectl logs --prefix``) and ISO-8601 timestamps (``kubectl logs --timestamps``, journald).
 Lines that look like a result row but do not parse are reported with their line number and the
-reason, never raised (:attr:`NcclTestsLog.problems`); NCCL's own ``INFO`` lines and anything
-else are skipped. Format: nccl-tests ``src/common.cu`` (``PRINT`` of the header and rows) and
+reason, never raised (:attr:`NcclTestsLog.problems`); of NCCL's own ``INFO`` lines the version
+and the channel counts (``N coll channels, ... N p2p channels per peer``,
+:attr:`NcclTestsRun.nccl_channels`) are kept, and they and anything else are otherwise skipped. Format: nccl-tests ``src/common.cu`` (``PRINT`` of the header and rows) and
 ``doc/PERFORMANCE.md`` (algbw = size / time; busbw = algbw × the op's factor).
 
 >>> log = parse_nccl_tests(SAMPLE)
@@ -96,6 +97,12 @@ _STARTING = re.compile(r"Collective test starting:\s*(\w+)")
 _BINARY = re.compile(r"\b(" + "|".join(BINARIES) + r")\b")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _LIBRARY = re.compile(r"nccl-library=(\d+)")
+#: NCCL's channel line once a communicator is built (``init.cc``; the collnet and nvls fields
+#: appeared over the 2.1x releases): coll, collnet, nvls, p2p, p2p per peer.
+_CHANNELS = re.compile(
+    r"NCCL INFO (\d+) coll channels,(?: (\d+) collnet channels,)?(?: (\d+) nvls channels,)?"
+    r" (\d+) p2p channels, (\d+) p2p channels per peer"
+)
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
 _NUMBER_START = re.compile(r"^\s*\d")
@@ -195,6 +202,10 @@ class NcclTestsRun:
     backend: str | None = None
     #: How the operation was inferred when the log did not name it (None: it was named).
     op_inferred: str | None = None
+    #: NCCL's own channel counts from its ``INFO`` line (``NCCL_DEBUG=INFO``), the first one
+    #: logged for the run: ``coll``, ``collnet``, ``nvls`` (absent from older NCCL's line),
+    #: ``p2p`` and ``p2p_per_peer``; None when the log has no such line.
+    nccl_channels: dict[str, int] | None = None
 
     @property
     def ranks(self) -> int:
@@ -267,6 +278,11 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
             run.nccl_version, run.backend = version, backend
             runs.append(run)
             columns = None
+            continue
+        if m := _CHANNELS.search(line):
+            if run is not None and run.nccl_channels is None and not run.rows:
+                names = ("coll", "collnet", "nvls", "p2p", "p2p_per_peer")
+                run.nccl_channels = {k: int(v) for k, v in zip(names, m.groups(), strict=True) if v}
             continue
         if m := _DEVICE.match(line):
             if run is not None:

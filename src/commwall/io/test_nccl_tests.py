@@ -243,3 +243,20 @@ def test_a_bare_prefix_or_a_data_row_is_left_alone() -> None:
     assert nccl_tests.strip_launcher_prefix("# Avg bus bandwidth    : 12.5") == (
         "# Avg bus bandwidth    : 12.5"
     )
+
+
+def test_nccl_channel_counts_are_read_from_its_info_line() -> None:
+    """init.cc logs "%d coll channels, %d collnet channels, %d nvls channels, %d p2p channels,
+    %d p2p channels per peer"; older NCCL left out collnet and nvls. The first line of a run
+    counts (every rank prints one), and a later run keeps its own."""
+    version = "node1:1001:1001 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+    info = "node{}:1001:1010 [0] NCCL INFO {} coll channels, {}{} p2p channels, {} p2p channels per peer\n"
+    new = info.format(1, 4, "4 collnet channels, 0 nvls channels, ", 4, 4)
+    other_rank = info.format(2, 8, "8 collnet channels, 0 nvls channels, ", 8, 8)
+    old = info.format(1, 16, "", 16, 2)
+    first_run = SAMPLE.replace(version, version + new + other_rank)
+    log = parse_nccl_tests(first_run + SAMPLE.replace(version, old))
+    first, later = log.runs
+    assert first.nccl_channels == {"coll": 4, "collnet": 4, "nvls": 0, "p2p": 4, "p2p_per_peer": 4}
+    assert later.nccl_channels == {"coll": 16, "p2p": 16, "p2p_per_peer": 2}
+    assert parse_nccl_tests(SAMPLE).runs[0].nccl_channels is None
