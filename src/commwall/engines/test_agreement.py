@@ -29,9 +29,9 @@ def _cluster(nodes: int) -> Cluster:
     return build_cluster(ClusterSpec(preset="dgx-h100", nodes=nodes))
 
 
-def _agree(nodes: int, op: Op, size: int) -> None:
+def _agree(nodes: int, op: Op, size: int, ranks_per_node: int | None = None) -> None:
     cl = _cluster(nodes)
-    group = world_group(cl, cl.world())
+    group = world_group(cl, cl.world(ranks_per_node))
     schedule = Schedule.single(CollectiveTask(op, size, group, None, None))
     runs = [engine.run(schedule, cl) for engine in (AnalyticEngine(), FlowEngine(), PacketEngine())]
     ran = {(r.phases[0].algo, r.phases[0].proto) for r in runs}
@@ -46,6 +46,14 @@ def _agree(nodes: int, op: Op, size: int) -> None:
 @pytest.mark.parametrize("op", list(Op))
 def test_engines_agree_at_4_mib(nodes: int, op: Op) -> None:
     _agree(nodes, op, 4 * MIB)
+
+
+@pytest.mark.parametrize("op", [Op.ALL_REDUCE, Op.ALL_GATHER, Op.SENDRECV])
+def test_engines_agree_with_one_gpu_a_node(op: Op) -> None:
+    """One H100 on each of two nodes: a communicator of four channels across the NICs
+    (NCCL's doubled graph search, ``Cluster.channels``), replayed as four chains and flows."""
+    assert _cluster(2).channels(2, 1) == 4
+    _agree(2, op, 4 * MIB, ranks_per_node=1)
 
 
 @pytest.mark.slow
