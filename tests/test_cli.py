@@ -140,6 +140,26 @@ def test_collective_header_names_the_channels_nccl_would_log() -> None:
     }
 
 
+def test_collective_env_applies_the_nccl_settings_the_model_reads() -> None:
+    """--env NCCL_NAME=VALUE: channel limits (and the p2p channels with them), algorithm and
+    protocol; a setting the model does not read is listed, a malformed one is an error."""
+    base = ["collective", "all_reduce", "--nodes", "2", "--min", "64MiB", "--max", "64MiB"]
+    env = ["--env", "NCCL_MAX_NCHANNELS=4", "--env", "NCCL_ALGO=Ring", "--env", "NCCL_IB_HCA=mlx5"]
+    data = json.loads(runner.invoke(app, [*base, *env, "--json"]).stdout)
+    assert data["nccl_channels"]["coll"] == 4 and data["nccl_channels"]["p2p"] == 4
+    assert data["rows"][0]["algo"] == "ring"
+    assert any("does not read" in n and "NCCL_IB_HCA" in n for n in data["notes"])
+    default = json.loads(runner.invoke(app, [*base, "--json"]).stdout)
+    assert default["nccl_channels"]["coll"] == 16
+    assert data["rows"][0]["time_us"] > default["rows"][0]["time_us"]
+    for bad, says in [
+        (["--env", "NCCL_MAX_NCHANNELS"], "--env: 'NCCL_MAX_NCHANNELS' is not a setting"),
+        (["--env", "NCCL_ALGO=Ring", "--engine", "flow"], "--env needs --engine analytic"),
+    ]:
+        result = runner.invoke(app, [*base, *bad])
+        assert result.exit_code == 2 and says in result.output, result.output
+
+
 def test_collective_json() -> None:
     result = runner.invoke(app, ["collective", "all_gather", "--nodes", "4", "--min", "1MiB",
                                  "--max", "1MiB", "--json"])  # fmt: skip

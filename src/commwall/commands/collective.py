@@ -48,6 +48,14 @@ def collective(
     ] = 2,
     algo: Annotated[str | None, typer.Option(help="Force an algorithm (like NCCL_ALGO).")] = None,
     proto: Annotated[str | None, typer.Option(help="Force a protocol: LL, LL128, Simple.")] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An NCCL setting the run uses, NCCL_NAME=VALUE (repeatable; analytic engine): "
+            "NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_MIN/MAX_NCHANNELS, NCCL_MIN/MAX_CTAS "
+            "are read, others are listed as not read."
+        ),
+    ] = None,
     policy: Annotated[str, typer.Option(help="nccl (NCCL's algorithms) or all.")] = "nccl",
     sharp: Annotated[
         bool | None, typer.Option("--sharp/--no-sharp", help="IB SHARP in-network reduction.")
@@ -99,6 +107,7 @@ def collective(
     """Predict the table nccl-tests would print for OP on a cluster you have not built yet."""
     from commwall.collectives import parse_algo, parse_op, parse_proto
     from commwall.collectives.direct import nccl_init_channels
+    from commwall.collectives.nccl_env import MODEL_READS, apply_nccl_env, parse_env_assignments
     from commwall.engines.nccl_table import nccl_tests_table
     from commwall.scenario import ScenarioError
     from commwall.units import parse_size
@@ -127,6 +136,20 @@ def collective(
         raise ScenarioError(e.messages, "--gpus-per-node") from None
     if engine not in ALL_ENGINES:  # the packet engine too (small clusters)
         fail(f"--engine: {engine!r} is not allowed; allowed: {', '.join(ALL_ENGINES)}")
+    settings: dict[str, str] = {}
+    if env:
+        if engine != "analytic":
+            fail(
+                "--env needs --engine analytic (the flow and packet engines build NCCL's defaults)"
+            )
+        try:
+            settings = parse_env_assignments(env)
+        except ValueError as e:
+            fail(str(e))
+        fabric, env_algo, env_proto = apply_nccl_env(
+            fabric, settings, algo_name or "default", proto_value.value if proto_value else ""
+        )
+        algo_name, proto_value = env_algo, env_proto
     if engine == "analytic" and (routing is not None or trace is not None):
         fail("--routing and --trace need --engine flow (the analytic engine assumes ideal balance)")
     if packet_fabric is not None and engine != "packet":
@@ -163,7 +186,8 @@ def collective(
         "engine": engine,
         "gpus_per_process": gpus_per_process,
         "nccl_channels": nccl_init_channels(fabric),
-        "notes": notes,
+        "nccl_env": settings,
+        "notes": [*notes, *_env_notes(settings, MODEL_READS)],
     }
     if result is not None:
         header["routing"] = result.details.get("routing")
@@ -259,3 +283,13 @@ def _print_nccl_table(header: dict[str, Any], rows: list[dict[str, Any]], explai
     print(f"# Avg bus bandwidth    : {avg:g}")
     for note in header.get("notes", []):
         print(f"# note: {note}")
+
+
+def _env_notes(settings: dict[str, str], reads: frozenset[str]) -> list[str]:
+    """What ``--env`` (or a log's settings) changed, and the settings the model does not read."""
+    used = [f"{k}={v}" for k, v in settings.items() if k in reads]
+    unread = [k for k in settings if k not in reads]
+    notes = [f"NCCL settings applied: {', '.join(used)}"] if used else []
+    if unread:
+        notes.append(f"NCCL settings the model does not read (no effect here): {', '.join(unread)}")
+    return notes

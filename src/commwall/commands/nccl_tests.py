@@ -51,13 +51,25 @@ def nccl_tests(
         Path | None,
         typer.Option(help="Write every row (one per run and size) as Parquet here."),
     ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An NCCL setting the runs used, NCCL_NAME=VALUE (repeatable), over the ones "
+            "the log reports (NCCL_DEBUG=INFO prints 'NCCL_X set by environment to V')."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Read nccl-tests logs (every layout since 2017, several runs per file) and, with --cluster,
     print measured against predicted busbw per size."""
+    from commwall.collectives.nccl_env import parse_env_assignments
     from commwall.io.nccl_tests import NcclTestsError, read_nccl_tests
 
     op_name = op_option(op)
+    try:
+        settings = parse_env_assignments(env or [])
+    except ValueError as e:
+        fail(str(e))
     try:
         log = read_nccl_tests(list(logs), op=op_name)
     except NcclTestsError as e:
@@ -73,7 +85,7 @@ def nccl_tests(
 
         cl = cluster_from_option(cluster, nodes=nodes)
         fabric = cl.world(gpus_per_node)
-    runs = [_run(r, fabric) for r in log.runs]
+    runs = [_run(r, fabric, settings) for r in log.runs]
     data = {
         "cluster": None if fabric is None else cl.summary(),
         "runs": runs,
@@ -93,15 +105,21 @@ def nccl_tests(
     _print(data)
 
 
-def _run(run: Any, fabric: Any) -> dict[str, Any]:
-    """One run as data, with predictions when ``fabric`` is given."""
+def _run(run: Any, fabric: Any, settings: dict[str, str]) -> dict[str, Any]:
+    """One run as data, with predictions when ``fabric`` is given: under the NCCL settings the
+    log reports, ``settings`` (``--env``) over them."""
     from commwall.collectives import Unsupported, choose
     from commwall.collectives.direct import nccl_init_channels
     from commwall.collectives.nccl import nccl_tests_time
+    from commwall.collectives.nccl_env import MODEL_READS, apply_nccl_env
     from commwall.collectives.ops import parse_op
 
     rows = []
     op = parse_op(run.op) if run.op else None
+    used = {**run.nccl_env, **settings}
+    algo = proto = None
+    if fabric is not None:
+        fabric, algo, proto = apply_nccl_env(fabric, used, "default", "default")
     for row in run.rows:
         t = row.out_of_place
         item: dict[str, Any] = {
@@ -113,7 +131,7 @@ def _run(run: Any, fabric: Any) -> dict[str, Any]:
         }
         if fabric is not None and op is not None and row.size > 0:
             try:
-                best = choose(op, float(row.size), fabric).best
+                best = choose(op, float(row.size), fabric, algo=algo, proto=proto).best
             except Unsupported as e:
                 item["prediction_error"] = str(e)
             else:
@@ -139,6 +157,8 @@ def _run(run: Any, fabric: Any) -> dict[str, Any]:
         "nccl_version": run.nccl_version,
         "avg_busbw_GBps": run.avg_busbw_GBps,
         "model_ranks": None if fabric is None else fabric.nranks,
+        "nccl_env": used,
+        "nccl_env_unread": sorted(k for k in used if k not in MODEL_READS),
         "nccl_channels": run.nccl_channels,
         "model_nccl_channels": None if fabric is None else nccl_init_channels(fabric),
         "median_abs_error_large": statistics.median(large) if large else None,
@@ -171,6 +191,15 @@ def _print(d: dict[str, Any]) -> None:
                 f"  note: the model's communicator has {run['model_ranks']} ranks, the log "
                 f"{run['ranks']} (give --nodes / --gpus-per-node to match)"
             )
+        if run["nccl_env"] and c:
+            read = [f"{k}={v}" for k, v in run["nccl_env"].items()
+                    if k not in run["nccl_env_unread"]]  # fmt: skip
+            if read:
+                out.print(f"  NCCL settings applied to the model: {', '.join(read)}")
+            if run["nccl_env_unread"]:
+                out.print(
+                    f"  NCCL settings the model does not read: {', '.join(run['nccl_env_unread'])}"
+                )
         for line in _channel_lines(run["nccl_channels"], run["model_nccl_channels"]):
             out.print(line)
         table = Table(show_header=True, header_style="bold")

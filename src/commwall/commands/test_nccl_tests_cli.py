@@ -94,3 +94,27 @@ def test_the_logs_nccl_channels_are_set_beside_the_models(tmp_path: Path) -> Non
     out = " ".join(result.output.split())
     assert "NCCL channels (model): 4 coll" in out
     assert "coll 2 vs 4; p2p 2 vs 4; p2p per peer 2 vs 4" in out
+
+
+def test_the_logs_nccl_settings_drive_the_model_and_env_overrides_them(tmp_path: Path) -> None:
+    version = "node1:1001:1001 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+    note = "node1:1001:1010 [0] NCCL INFO {} set by environment to {}\n"
+    text = SAMPLE.replace(
+        version,
+        version + note.format("NCCL_PROTO", "LL") + note.format("NCCL_IB_HCA", "mlx5_0"),
+    )
+    args = ["nccl-tests", _log(tmp_path, text), "--cluster", "dgx-h100", "--nodes", "2",
+            "--gpus-per-node", "1"]  # fmt: skip
+    run = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["runs"][0]
+    assert run["nccl_env"] == {"NCCL_PROTO": "LL", "NCCL_IB_HCA": "mlx5_0"}
+    assert run["nccl_env_unread"] == ["NCCL_IB_HCA"]
+    assert {r["algo"].split("/")[1] for r in run["rows"]} == {"LL"}
+    result = runner.invoke(app, [*args, "--env", "NCCL_PROTO=Simple", "--json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)["runs"][0]
+    assert {r["algo"].split("/")[1] for r in run["rows"]} == {"Simple"}
+    shown = runner.invoke(app, args).output
+    assert "NCCL settings applied to the model: NCCL_PROTO=LL" in shown
+    assert "does not read: NCCL_IB_HCA" in shown
+    bad = runner.invoke(app, [*args, "--env", "PROTO=LL"])
+    assert bad.exit_code == 2 and "--env: 'PROTO=LL' is not a setting" in bad.output

@@ -22,9 +22,10 @@ Launchers' line prefixes are removed before a line is read (:func:`strip_launche
 workers), ``0: `` (``srun --label``), ``host: `` (pdsh/clush), ``[pod/name/container] ``
 (``kubectl logs --prefix``) and ISO-8601 timestamps (``kubectl logs --timestamps``, journald).
 Lines that look like a result row but do not parse are reported with their line number and the
-reason, never raised (:attr:`NcclTestsLog.problems`); of NCCL's own ``INFO`` lines the version
-and the channel counts (``N coll channels, ... N p2p channels per peer``,
-:attr:`NcclTestsRun.nccl_channels`) are kept, and they and anything else are otherwise skipped. Format: nccl-tests ``src/common.cu`` (``PRINT`` of the header and rows) and
+reason, never raised (:attr:`NcclTestsLog.problems`); of NCCL's own ``INFO`` lines the version,
+the channel counts (``N coll channels, ... N p2p channels per peer``,
+:attr:`NcclTestsRun.nccl_channels`) and the settings it read (``NCCL_X set by environment to
+V``, :attr:`NcclTestsRun.nccl_env`) are kept; anything else is skipped. Format: nccl-tests ``src/common.cu`` (``PRINT`` of the header and rows) and
 ``doc/PERFORMANCE.md`` (algbw = size / time; busbw = algbw × the op's factor).
 
 >>> log = parse_nccl_tests(SAMPLE)
@@ -103,6 +104,8 @@ _CHANNELS = re.compile(
     r"NCCL INFO (\d+) coll channels,(?: (\d+) collnet channels,)?(?: (\d+) nvls channels,)?"
     r" (\d+) p2p channels, (\d+) p2p channels per peer"
 )
+#: NCCL's note of each setting it reads (``NCCL_DEBUG=INFO``): ``NCCL_X set by environment to V``.
+_ENV = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S.*?)\.?\s*$")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
 _NUMBER_START = re.compile(r"^\s*\d")
@@ -206,6 +209,9 @@ class NcclTestsRun:
     #: logged for the run: ``coll``, ``collnet``, ``nvls`` (absent from older NCCL's line),
     #: ``p2p`` and ``p2p_per_peer``; None when the log has no such line.
     nccl_channels: dict[str, int] | None = None
+    #: The ``NCCL_*`` settings NCCL says it read from the environment (``NCCL_DEBUG=INFO``:
+    #: ``NCCL_X set by environment to V``), the first value of each.
+    nccl_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def ranks(self) -> int:
@@ -255,6 +261,7 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
     pending_op = op
     version = None
     backend = None
+    pending_env: dict[str, str] = {}  # settings logged before a run's header
     for number, raw in enumerate(text.splitlines(), start=1):
         line = strip_launcher_prefix(raw.rstrip())
         if m := _MEASURE.match(line):
@@ -276,8 +283,15 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
         if m := _HEADER.match(line):
             run = NcclTestsRun(source, number, pending_op, int(m.group(1)), int(m.group(2)))
             run.nccl_version, run.backend = version, backend
+            run.nccl_env, pending_env = pending_env, {}
             runs.append(run)
             columns = None
+            continue
+        if m := _ENV.search(line):
+            if run is not None and not run.rows:
+                run.nccl_env.setdefault(m.group(1), m.group(2))
+            else:
+                pending_env.setdefault(m.group(1), m.group(2))
             continue
         if m := _CHANNELS.search(line):
             if run is not None and run.nccl_channels is None and not run.rows:
@@ -307,6 +321,7 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op: str | None = None)
         if run is None:  # rows with no header before them: a run of unknown shape
             run = NcclTestsRun(source, number, pending_op, 1, 0)
             run.nccl_version = version
+            run.nccl_env, pending_env = pending_env, {}
             runs.append(run)
         row = _row(line, number, columns)
         if isinstance(row, str):

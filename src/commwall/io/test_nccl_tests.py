@@ -260,3 +260,23 @@ def test_nccl_channel_counts_are_read_from_its_info_line() -> None:
     assert first.nccl_channels == {"coll": 4, "collnet": 4, "nvls": 0, "p2p": 4, "p2p_per_peer": 4}
     assert later.nccl_channels == {"coll": 16, "p2p": 16, "p2p_per_peer": 2}
     assert parse_nccl_tests(SAMPLE).runs[0].nccl_channels is None
+
+
+def test_the_settings_nccl_read_are_kept_per_run() -> None:
+    """NCCL_DEBUG=INFO logs "NCCL_X set by environment to V" (with a trailing period for
+    numeric parameters); the first value of each counts, and a setting logged before a run's
+    header belongs to that run."""
+    version = "node1:1001:1001 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+    note = "node1:1001:1010 [0] NCCL INFO {} set by environment to {}\n"
+    first = SAMPLE.replace(
+        version,
+        version
+        + note.format("NCCL_MIN_NCHANNELS", "32.")
+        + note.format("NCCL_MIN_NCHANNELS", "8.")
+        + note.format("NCCL_SOCKET_IFNAME", "ens6f0np0"),
+    )
+    later = note.format("NCCL_ALGO", "Ring") + SAMPLE
+    one, two = parse_nccl_tests(first + later).runs
+    assert one.nccl_env == {"NCCL_MIN_NCHANNELS": "32", "NCCL_SOCKET_IFNAME": "ens6f0np0"}
+    assert two.nccl_env == {"NCCL_ALGO": "Ring"}
+    assert parse_nccl_tests(SAMPLE).runs[0].nccl_env == {}

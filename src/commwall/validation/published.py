@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -19,15 +18,13 @@ import yaml
 
 from commwall.cluster import Cluster, build_cluster
 from commwall.collectives import (
-    CommFabric,
     Proto,
     Unsupported,
     choose,
-    parse_algo,
     parse_op,
-    parse_proto,
 )
 from commwall.collectives.nccl import nccl_tests_time
+from commwall.collectives.nccl_env import apply_nccl_env
 from commwall.scenario import ClusterSpec
 
 DATA_FILE: Final = "nccl_tests_public.yaml"
@@ -229,48 +226,6 @@ def measurement_cluster(m: Measurement, *, sharp: bool = False) -> Cluster | Non
             return None  # racks of unknown size
         spec["scale_up_domain"] = n_gpus  # one multi-node NVLink domain smaller than a rack
     return build_cluster(ClusterSpec.model_validate(spec))
-
-
-_MIN_CHANNEL_ENV: Final = ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS")
-_MAX_CHANNEL_ENV: Final = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS")
-
-
-def _env_int(env: dict[str, str], key: str) -> int | None:
-    m = re.match(r"\s*(\d+)", env.get(key, ""))
-    return int(m.group(1)) if m else None
-
-
-def apply_nccl_env(
-    fabric: CommFabric, env: dict[str, str], algo: str, proto: str
-) -> tuple[CommFabric, str | None, Proto | None]:
-    """The communicator, algorithm and protocol a run with NCCL settings ``env`` gets:
-    ``NCCL_ALGO``/``NCCL_PROTO`` force (as ``algo``/``proto`` do), ``NCCL_NVLS_ENABLE=0``
-    disables NVLink SHARP, ``NCCL_MIN_NCHANNELS``/``NCCL_MIN_CTAS`` raise and
-    ``NCCL_MAX_NCHANNELS``/``NCCL_MAX_CTAS`` lower the channel count (NCCL env.rst)."""
-    algo_name = None if algo in ("default", "") else algo
-    proto_name = None if proto in ("default", "") else proto
-    for key, value in env.items():
-        word = value.split()[0].strip(",;") if value.split() else ""
-        if key == "NCCL_ALGO" and word and algo_name is None:
-            algo_name = word
-        elif key == "NCCL_PROTO" and word and proto_name is None:
-            proto_name = word
-    lows = [v for k in _MIN_CHANNEL_ENV if (v := _env_int(env, k))]
-    highs = [v for k in _MAX_CHANNEL_ENV if (v := _env_int(env, k))]
-    channels = min([max([fabric.channels, *lows]), *highs])
-    if channels != fabric.channels:
-        fabric = replace(fabric, channels=channels)
-    if env.get("NCCL_NVLS_ENABLE", "").strip().startswith("0"):
-        fabric = replace(fabric, nvls=False)
-    try:
-        algo_out = parse_algo(algo_name.split(",")[0]) if algo_name else None
-    except ValueError:
-        algo_out = None
-    try:
-        proto_out = parse_proto(proto_name.split(",")[0]) if proto_name else None
-    except ValueError:
-        proto_out = None
-    return fabric, algo_out, proto_out
 
 
 def compare(m: Measurement, *, sharp: bool = False) -> list[Comparison]:

@@ -18,11 +18,7 @@ from commwall.cluster import build_cluster
 from commwall.collectives import Op, choose
 from commwall.scenario import ClusterSpec
 from commwall.validation import Measurement, compare, load_measurements
-from commwall.validation.published import (
-    _share_run_verdicts,
-    apply_nccl_env,
-    reference_statements,
-)
+from commwall.validation.published import _share_run_verdicts, reference_statements
 from commwall.validation.report import validation_report
 
 GIB = 2**30
@@ -127,20 +123,6 @@ def test_multi_node_ring_is_nic_bound_as_maintainers_state() -> None:
     ring = choose(Op.ALL_REDUCE, 8 * GIB, fabric, algo="ring").best
     assert 340e9 <= ring.busbw <= 396e9
     assert ring.busbw <= 8 * build_cluster(ClusterSpec(preset="dgx-h100", nodes=4)).net_bw_per_gpu
-
-
-def test_nccl_env_settings_are_applied() -> None:
-    fabric = build_cluster(ClusterSpec(preset="dgx-h100", nodes=2)).world()
-    env = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_MIN_NCHANNELS": "32",
-           "NCCL_NVLS_ENABLE": "0"}  # fmt: skip
-    out, algo, proto = apply_nccl_env(fabric, env, "default", "default")
-    assert (algo, proto is not None and proto.value) == ("ring", "Simple")
-    assert out.channels == 32 and not out.nvls
-    capped, _, _ = apply_nccl_env(fabric, {"NCCL_MAX_CTAS": "4"}, "default", "default")
-    assert capped.channels == 4
-    # The table's own algorithm wins over the environment's.
-    _, algo, _ = apply_nccl_env(fabric, {"NCCL_ALGO": "Tree"}, "ring", "default")
-    assert algo == "ring"
 
 
 def test_nvl72_rack_nvls_busbw_is_flat_from_8_to_72_gpus_within_10_percent() -> None:

@@ -1,0 +1,98 @@
+"""NCCL environment settings the collective model honours, and where they come from.
+
+A run's ``NCCL_*`` variables change what NCCL builds and picks. The model reads five of them
+(NCCL's ``docs/env.rst``):
+
+* ``NCCL_ALGO`` / ``NCCL_PROTO`` force the algorithm and protocol (the first one named);
+* ``NCCL_NVLS_ENABLE=0`` turns NVLink SHARP off;
+* ``NCCL_MIN_NCHANNELS`` / ``NCCL_MIN_CTAS`` raise and ``NCCL_MAX_NCHANNELS`` /
+  ``NCCL_MAX_CTAS`` lower the communicator's channels — and with them its p2p channels, which
+  NCCL takes from the channels (``p2pnChannels = pow2Up(min(nChannels, NCCL_MAX_P2P_NCHANNELS))``,
+  ``paths.cc``).
+
+Every other variable is reported as not read, never silently dropped. Settings come from the
+user (``--env KEY=VALUE``) or from a log NCCL wrote with ``NCCL_DEBUG=INFO``, where it prints
+``NCCL_X set by environment to V`` for each one it reads (:mod:`commwall.io.nccl_tests`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Final
+
+from commwall.collectives.constants import Proto
+from commwall.collectives.fabric import CommFabric
+from commwall.collectives.nccl import pow2_up
+from commwall.collectives.tuner import parse_algo, parse_proto
+
+__all__ = ["MODEL_READS", "apply_nccl_env", "parse_env_assignments"]
+
+_MIN_CHANNEL_ENV: Final = ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS")
+_MAX_CHANNEL_ENV: Final = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS")
+#: The variables the model reads; any other is reported as not read.
+MODEL_READS: Final = frozenset(
+    ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", *_MIN_CHANNEL_ENV, *_MAX_CHANNEL_ENV)
+)
+#: NCCL's most channels (``MAXCHANNELS``, ``device.h``).
+_MAX_CHANNELS: Final = 64
+_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
+
+
+def _env_int(env: dict[str, str], key: str) -> int | None:
+    m = re.match(r"\s*(\d+)", env.get(key, ""))
+    return int(m.group(1)) if m else None
+
+
+def apply_nccl_env(
+    fabric: CommFabric, env: dict[str, str], algo: str, proto: str
+) -> tuple[CommFabric, str | None, Proto | None]:
+    """The communicator, algorithm and protocol a run with NCCL settings ``env`` gets (module
+    doc); ``algo`` / ``proto`` (``default`` or empty: none) win over ``NCCL_ALGO`` /
+    ``NCCL_PROTO``. Names the model does not implement force nothing."""
+    algo_name = None if algo in ("default", "") else algo
+    proto_name = None if proto in ("default", "") else proto
+    for key, value in env.items():
+        word = value.split()[0].strip(",;") if value.split() else ""
+        if key == "NCCL_ALGO" and word and algo_name is None:
+            algo_name = word
+        elif key == "NCCL_PROTO" and word and proto_name is None:
+            proto_name = word
+    lows = [v for k in _MIN_CHANNEL_ENV if (v := _env_int(env, k))]
+    highs = [v for k in _MAX_CHANNEL_ENV if (v := _env_int(env, k))]
+    channels = max(1, min([max([fabric.channels, *lows]), *highs, _MAX_CHANNELS]))
+    if channels != fabric.channels:
+        fabric = replace(
+            fabric, channels=channels, p2p_channels=min(pow2_up(channels), _MAX_CHANNELS)
+        )
+    if env.get("NCCL_NVLS_ENABLE", "").strip().startswith("0"):
+        fabric = replace(fabric, nvls=False)
+    try:
+        algo_out = parse_algo(algo_name.split(",")[0]) if algo_name else None
+    except ValueError:
+        algo_out = None
+    try:
+        proto_out = parse_proto(proto_name.split(",")[0]) if proto_name else None
+    except ValueError:
+        proto_out = None
+    return fabric, algo_out, proto_out
+
+
+def parse_env_assignments(items: list[str], option: str = "--env") -> dict[str, str]:
+    """``KEY=VALUE`` settings as a dict; raises ``ValueError`` naming ``option``, the item and
+    what is allowed (an ``NCCL_`` name in capitals, ``=``, a value) for any other shape.
+
+    >>> parse_env_assignments(["NCCL_ALGO=Ring", "NCCL_MIN_NCHANNELS=32"])
+    {'NCCL_ALGO': 'Ring', 'NCCL_MIN_NCHANNELS': '32'}
+    """
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not _NAME.match(key) or not value.strip():
+            raise ValueError(
+                f"{option}: {item!r} is not a setting; allowed: NCCL_NAME=VALUE, e.g. "
+                "NCCL_MIN_NCHANNELS=32 (the name in capitals, a non-empty value)"
+            )
+        env[key] = value.strip()
+    return env

@@ -1,0 +1,51 @@
+"""NCCL environment settings the collective model honours (``commwall.collectives.nccl_env``)."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+from commwall.cluster import build_cluster
+from commwall.collectives import nccl_env
+from commwall.collectives.nccl_env import MODEL_READS, apply_nccl_env, parse_env_assignments
+from commwall.scenario import ClusterSpec
+
+
+def test_nccl_env_settings_are_applied() -> None:
+    fabric = build_cluster(ClusterSpec(preset="dgx-h100", nodes=2)).world()
+    env = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_MIN_NCHANNELS": "32",
+           "NCCL_NVLS_ENABLE": "0"}  # fmt: skip
+    out, algo, proto = apply_nccl_env(fabric, env, "default", "default")
+    assert (algo, proto is not None and proto.value) == ("ring", "Simple")
+    assert out.channels == 32 and not out.nvls
+    capped, _, _ = apply_nccl_env(fabric, {"NCCL_MAX_CTAS": "4"}, "default", "default")
+    assert capped.channels == 4
+    # The table's own algorithm wins over the environment's.
+    _, algo, _ = apply_nccl_env(fabric, {"NCCL_ALGO": "Tree"}, "ring", "default")
+    assert algo == "ring"
+
+
+def test_p2p_channels_follow_the_channels_and_nothing_exceeds_ncclS_64() -> None:
+    """paths.cc: p2pnChannels = pow2Up(min(nChannels, NCCL_MAX_P2P_NCHANNELS)), MAXCHANNELS 64."""
+    fabric = build_cluster(ClusterSpec(preset="dgx-h100", nodes=1)).world()
+    assert (fabric.channels, fabric.p2p_channels) == (24, 32)
+    six, _, _ = apply_nccl_env(fabric, {"NCCL_MAX_NCHANNELS": "6"}, "default", "default")
+    assert (six.channels, six.p2p_channels) == (6, 8)
+    huge, _, _ = apply_nccl_env(fabric, {"NCCL_MIN_CTAS": "1000"}, "default", "default")
+    assert (huge.channels, huge.p2p_channels) == (64, 64)
+    same, algo, proto = apply_nccl_env(fabric, {"NCCL_IB_HCA": "mlx5_0"}, "default", "default")
+    assert same == fabric and algo is None and proto is None
+    assert "NCCL_IB_HCA" not in MODEL_READS and "NCCL_MIN_CTAS" in MODEL_READS
+
+
+@pytest.mark.parametrize(
+    "item", ["NCCL_ALGO", "nccl_algo=Ring", "ALGO=Ring", "NCCL_ALGO=", "=Ring", "NCCL ALGO=x"]
+)
+def test_a_malformed_setting_is_an_error_naming_it(item: str) -> None:
+    with pytest.raises(ValueError, match=r"--env: .* is not a setting; allowed: NCCL_NAME=VALUE"):
+        parse_env_assignments([item])
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(nccl_env).failed == 0
