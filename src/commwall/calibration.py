@@ -41,6 +41,7 @@ from scipy.optimize import least_squares  # type: ignore[import-untyped]  # no s
 from commwall.cluster import Cluster
 from commwall.collectives import Unsupported, choose
 from commwall.collectives.constants import Proto
+from commwall.collectives.nccl_env import apply_nccl_env
 from commwall.collectives.ops import Op
 from commwall.errors import CommwallError
 from commwall.scenario import CalibrationSpec, LinkCalibration
@@ -79,6 +80,9 @@ class Measured:
     seconds: float
     cluster: Cluster
     ranks_per_node: int
+    #: The ``NCCL_*`` settings the run used (a log's ``set by environment`` lines): the model
+    #: prices it under them (:func:`~commwall.collectives.nccl_env.apply_nccl_env`).
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,12 @@ def predict(
     cluster = replace(point.cluster, calibration=calibration)
     fabric = cluster.world(point.ranks_per_node)
     chosen_algo = algo
-    if algo is not None and point.op in (Op.ALLTOALL, Op.SENDRECV):
+    if point.env:  # the run's own settings; a forced algorithm or protocol wins over them
+        fabric, env_algo, env_proto = apply_nccl_env(
+            fabric, point.env, algo or "default", proto.value if proto else ""
+        )
+        chosen_algo, proto = env_algo, env_proto
+    if chosen_algo is not None and point.op in (Op.ALLTOALL, Op.SENDRECV):
         chosen_algo = "direct"  # the only algorithm these operations have
     best = choose(point.op, point.nbytes, fabric, algo=chosen_algo, proto=proto).best
     return best.time, f"{best.algo}/{best.proto.value}"

@@ -112,6 +112,18 @@ def test_fit_starts_far_from_the_model() -> None:
     assert fit.calibration.pcie.latency == pytest.approx(300e-6, rel=0.02)
 
 
+def test_a_run_is_priced_under_its_own_nccl_settings() -> None:
+    """A log's NCCL_PROTO / NCCL_MAX_NCHANNELS (NCCL_DEBUG=INFO 'set by environment') shape the
+    model's prediction; an algorithm or protocol forced on the command line wins."""
+    cluster, none = h100(2), CalibrationSpec()
+    plain = Measured("x", Op.ALL_REDUCE, 64.0 * 2**20, 1.0, cluster, 8)
+    ll = replace(plain, env={"NCCL_PROTO": "LL", "NCCL_MAX_NCHANNELS": "4"})
+    assert predict(plain, none)[1] != "ring/LL"
+    seconds, ran = predict(ll, none)
+    assert ran.endswith("/LL") and seconds > predict(plain, none)[0]
+    assert predict(ll, none, proto=Proto.SIMPLE)[1].endswith("/Simple")
+
+
 def test_classes_seen_follow_the_communicator() -> None:
     one, four = h100(1), h100(4)
     assert classes_seen(Measured("x", Op.ALL_REDUCE, 1.0, 1.0, one, 8)) == {"nvlink"}

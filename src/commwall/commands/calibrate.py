@@ -248,7 +248,7 @@ def _points(
         op = parse_op(run.op)
         seconds = [row.out_of_place.time_us * 1e-6 for row in run.rows]
         points += [
-            Measured(where, op, float(row.size), t, built[key], g)
+            Measured(where, op, float(row.size), t, built[key], g, dict(run.nccl_env))
             for row, t in zip(run.rows, seconds, strict=True)
         ]
     return points, spec
