@@ -16,7 +16,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 
@@ -79,15 +79,17 @@ def nccl_tests(
         fail(
             f"{', '.join(logs)}: no nccl-tests result rows found" + (f" ({where})" if where else "")
         )
-    fabric = None
+    fabrics: list[Any] = [None] * len(log.runs)
+    summary = None
     if cluster is not None:
         from commwall.cluster import cluster_from_option
 
         cl = cluster_from_option(cluster, nodes=nodes)
-        fabric = cl.world(gpus_per_node)
-    runs = [_run(r, fabric, settings) for r in log.runs]
+        summary = cl.summary()
+        fabrics = [_fabric_for(r, cluster, cl, nodes, gpus_per_node) for r in log.runs]
+    runs = [_run(r, f, settings) for r, f in zip(log.runs, fabrics, strict=True)]
     data = {
-        "cluster": None if fabric is None else cl.summary(),
+        "cluster": summary,
         "runs": runs,
         "problems": [str(p) for p in log.problems],
     }
@@ -103,6 +105,41 @@ def nccl_tests(
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     _print(data)
+
+
+#: Catalog GPUs by what a device name in nccl-tests' ``# Using devices`` list contains, most
+#: specific first ("NVIDIA GB200" also contains "B200").
+_DEVICE_GPUS: Final = (
+    ("gb300", "gb300"), ("b300", "b300"), ("gb200", "gb200"), ("b200", "b200"),
+    ("h200", "h200"), ("h100", "h100-sxm"), ("h800", "h100-sxm"), ("a100", "a100-sxm"),
+    ("a800", "a100-sxm"),
+)  # fmt: skip
+
+
+def log_gpu(devices: list[str]) -> str | None:
+    """The catalog GPU a run's devices name (None: none or several kinds, or one not in the
+    catalog).
+
+    >>> log_gpu(["NVIDIA H100 80GB HBM3"]), log_gpu(["NVIDIA GB200"]), log_gpu(["Tesla V100"])
+    ('h100-sxm', 'gb200', None)
+    """
+    kinds = {next((gpu for key, gpu in _DEVICE_GPUS if key in d.lower()), None) for d in devices}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _fabric_for(run: Any, source: str, base: Any, nodes: int | None, per_node: int | None) -> Any:
+    """The communicator to price ``run`` on: the log's own shape (its hosts, and ranks per host)
+    on ``source``'s kind of node unless ``--nodes`` or ``--gpus-per-node`` say otherwise."""
+    from commwall.cluster import cluster_from_option
+    from commwall.scenario import ScenarioError
+
+    hosts, ranks = run.hosts, run.ranks
+    if nodes is None and per_node is None and run.devices and ranks % hosts == 0:
+        try:
+            return cluster_from_option(source, nodes=hosts).world(ranks // hosts)
+        except ScenarioError:
+            pass  # more ranks per host than the cluster's nodes hold: say so below
+    return base.world(per_node)
 
 
 def _run(run: Any, fabric: Any, settings: dict[str, str]) -> dict[str, Any]:
@@ -157,6 +194,10 @@ def _run(run: Any, fabric: Any, settings: dict[str, str]) -> dict[str, Any]:
         "nccl_version": run.nccl_version,
         "avg_busbw_GBps": run.avg_busbw_GBps,
         "model_ranks": None if fabric is None else fabric.nranks,
+        "model_shape": None
+        if fabric is None
+        else {"domains": fabric.n_domains, "ranks_per_domain": fabric.ranks_per_domain},
+        "log_gpu": log_gpu(devices),
         "nccl_env": used,
         "nccl_env_unread": sorted(k for k in used if k not in MODEL_READS),
         "nccl_channels": run.nccl_channels,
@@ -174,8 +215,9 @@ def _print(d: dict[str, Any]) -> None:
     c = d["cluster"]
     if c:
         out.print(
-            f"model: {c['name']}, {c['nodes']} nodes x {c['gpus_per_node']} {c['gpu']}, "
-            f"{c['nic']} ({c['fabric']}), {c['topology']}"
+            f"model: {c['name']} nodes of {c['gpus_per_node']} {c['gpu']}, "
+            f"{c['nic']} ({c['fabric']}), {c['topology']}; each run on its log's hosts and "
+            "ranks per host unless --nodes / --gpus-per-node say otherwise"
         )
     for run in d["runs"]:
         devices = ", ".join(run["devices"]) or "devices not listed"
@@ -186,6 +228,17 @@ def _print(d: dict[str, Any]) -> None:
         )
         if run["op_inferred"]:
             out.print(f"  note: the log does not name its binary; {run['op_inferred']}")
+        shape = run["model_shape"]
+        if shape is not None:
+            out.print(
+                f"  model communicator: {shape['domains']} domain(s) x "
+                f"{shape['ranks_per_domain']} rank(s)"
+            )
+        if c and run["log_gpu"] and run["log_gpu"] != c["gpu"]:
+            out.print(
+                f"  note: the log's GPUs are {run['log_gpu']}, the model's {c['gpu']} "
+                "(give a --cluster of that GPU)"
+            )
         if run["model_ranks"] is not None and run["model_ranks"] != run["ranks"]:
             out.print(
                 f"  note: the model's communicator has {run['model_ranks']} ranks, the log "

@@ -118,3 +118,24 @@ def test_the_logs_nccl_settings_drive_the_model_and_env_overrides_them(tmp_path:
     assert "does not read: NCCL_IB_HCA" in shown
     bad = runner.invoke(app, [*args, "--env", "PROTO=LL"])
     assert bad.exit_code == 2 and "--env: 'PROTO=LL' is not a setting" in bad.output
+
+
+def test_each_run_is_priced_on_its_own_hosts_and_ranks(tmp_path: Path) -> None:
+    """Without --nodes / --gpus-per-node the model takes the log's shape (SAMPLE: two hosts, one
+    rank each); a GPU other than the cluster's is named; given options win over the log."""
+    args = ["nccl-tests", _log(tmp_path), "--json"]
+    run = json.loads(runner.invoke(app, [*args, "--cluster", "dgx-h100"]).stdout)["runs"][0]
+    assert run["model_ranks"] == run["ranks"] == 2 and run["log_gpu"] == "h100-sxm"
+    assert run["model_shape"] == {"domains": 2, "ranks_per_domain": 1}
+    forced = runner.invoke(app, [*args, "--cluster", "dgx-h100", "--nodes", "1"])
+    assert json.loads(forced.stdout)["runs"][0]["model_ranks"] == 8
+    other = runner.invoke(app, [*args[:2], "--cluster", "dgx-b200"])
+    assert "the log's GPUs are h100-sxm, the model's b200" in " ".join(other.output.split())
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from commwall.commands import nccl_tests
+
+    assert doctest.testmod(nccl_tests).failed == 0
