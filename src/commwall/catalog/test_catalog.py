@@ -281,8 +281,11 @@ def test_blackwell_ultra_spot_values(cat: Catalog) -> None:
         assert gpu.peak_flops("bf16") == base.peak_flops("bf16")
         assert gpu.peak_flops("fp8") == base.peak_flops("fp8")
         assert gpu.peak_flops("fp4") > base.peak_flops("fp4")
-        assert gpu.hbm > 1.4 * base.hbm and gpu.hbm_bandwidth == base.hbm_bandwidth
+        assert gpu.hbm > 1.4 * base.hbm and gpu.hbm_bandwidth == 8e12
         assert cat.nccl_nvlink_bandwidth(gpu) == pytest.approx(721.8 * GB)
+    # B200's bus is 7,680 bits as its driver reports (pytorch/ao #4002): 7.67 TB/s, not 8
+    assert cat.gpu("b200").hbm_bandwidth == pytest.approx(7680 / 8 * 3996e6 * 2, rel=1e-3)
+    assert cat.gpu("gb200").hbm_bandwidth == 8e12
     assert gb300.peak_flops("fp4") == pytest.approx(15000e12) and gb300.tdp == 1400
     for name, gpu, domain in (("dgx-b300", "b300", 8), ("gb300-nvl72", "gb300", 72)):
         parts = cat.resolve(name)

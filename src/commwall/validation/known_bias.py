@@ -56,7 +56,7 @@ COMPUTE_BIAS: Final = (
         within=23,
         low=-0.348,
         high=-0.097,
-        median=-0.219,
+        median=-0.215,
     ),
 )
 

@@ -82,7 +82,7 @@ from commwall.workload.models import ModelSpec
 #: Clipping's in-place scale (8 more) runs only when the norm exceeds the limit and is left
 #: out. Cross-check: Megatron-LM's timers on one B200 for a 6.86 B-parameter GPT
 #: (mit-orcd/orcd-benchmarks @bca7147, b200-nodes/output-megatron) read 59–63 ms for the
-#: optimizer; 38 bytes at 84 % of 8 TB/s give 39 ms — still a lower bound.
+#: optimizer; 38 bytes at 84 % of 7.67 TB/s give 40 ms — still a lower bound.
 OPTIMIZER_BYTES_PER_PARAM = 4 + 28 + 6
 #: Transformer Engine's Userbuffers defaults (``initialize_ub`` in
 #: ``transformer_engine/pytorch/module/base.py``, TE 2.x): the pipelined and bulk overlaps run
