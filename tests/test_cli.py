@@ -152,6 +152,9 @@ def test_collective_env_applies_the_nccl_settings_the_model_reads() -> None:
     default = json.loads(runner.invoke(app, [*base, "--json"]).stdout)
     assert default["nccl_channels"]["coll"] == 16
     assert data["rows"][0]["time_us"] > default["rows"][0]["time_us"]
+    odd = runner.invoke(app, [*base, "--env", "NCCL_ALGO=^NVLS", "--json"])
+    notes = json.loads(odd.stdout)["notes"]
+    assert any("cannot use" in n and "NCCL_ALGO=^NVLS" in n for n in notes)
     for bad, says in [
         (["--env", "NCCL_MAX_NCHANNELS"], "--env: 'NCCL_MAX_NCHANNELS' is not a setting"),
         (["--env", "NCCL_ALGO=Ring", "--engine", "flow"], "--env needs --engine analytic"),

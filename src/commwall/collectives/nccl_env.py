@@ -1,7 +1,7 @@
 """NCCL environment settings the collective model honours, and where they come from.
 
-A run's ``NCCL_*`` variables change what NCCL builds and picks. The model reads five of them
-(NCCL's ``docs/env.rst``):
+A run's ``NCCL_*`` variables change what NCCL builds and picks. The model reads these (NCCL's
+``docs/env.rst``):
 
 * ``NCCL_ALGO`` / ``NCCL_PROTO`` force the algorithm and protocol (the first one named);
 * ``NCCL_NVLS_ENABLE=0`` turns NVLink SHARP off;
@@ -26,7 +26,7 @@ from commwall.collectives.fabric import CommFabric
 from commwall.collectives.nccl import pow2_up
 from commwall.collectives.tuner import parse_algo, parse_proto
 
-__all__ = ["MODEL_READS", "apply_nccl_env", "parse_env_assignments"]
+__all__ = ["MODEL_READS", "apply_nccl_env", "describe_env", "parse_env_assignments"]
 
 _MIN_CHANNEL_ENV: Final = ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS")
 _MAX_CHANNEL_ENV: Final = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS")
@@ -96,3 +96,32 @@ def parse_env_assignments(items: list[str], option: str = "--env") -> dict[str, 
             )
         env[key] = value.strip()
     return env
+
+
+def describe_env(env: dict[str, str]) -> dict[str, list[str]]:
+    """What the model makes of ``env``: ``applied`` (``NAME=VALUE`` it honours), ``not_read``
+    (names it has no model of) and ``not_understood`` (names it reads whose value it cannot:
+    an algorithm or protocol it does not implement, an exclusion list such as ``^NVLS``, a
+    channel count that is not a number).
+
+    >>> describe_env({"NCCL_ALGO": "^NVLS", "NCCL_MIN_CTAS": "8", "NCCL_IB_HCA": "mlx5_0"})
+    {'applied': ['NCCL_MIN_CTAS=8'], 'not_read': ['NCCL_IB_HCA'], 'not_understood': ['NCCL_ALGO=^NVLS']}
+    """
+    out: dict[str, list[str]] = {"applied": [], "not_read": [], "not_understood": []}
+    for key, value in env.items():
+        if key not in MODEL_READS:
+            out["not_read"].append(key)
+            continue
+        word = value.split()[0].strip(",;").split(",")[0] if value.split() else ""
+        try:
+            if key == "NCCL_ALGO":
+                parse_algo(word)
+            elif key == "NCCL_PROTO":
+                parse_proto(word)
+            elif key != "NCCL_NVLS_ENABLE" and _env_int(env, key) is None:
+                raise ValueError(value)
+        except ValueError:
+            out["not_understood"].append(f"{key}={value}")
+        else:
+            out["applied"].append(f"{key}={value}")
+    return out

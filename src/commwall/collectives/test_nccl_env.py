@@ -8,7 +8,12 @@ import pytest
 
 from commwall.cluster import build_cluster
 from commwall.collectives import nccl_env
-from commwall.collectives.nccl_env import MODEL_READS, apply_nccl_env, parse_env_assignments
+from commwall.collectives.nccl_env import (
+    MODEL_READS,
+    apply_nccl_env,
+    describe_env,
+    parse_env_assignments,
+)
 from commwall.scenario import ClusterSpec
 
 
@@ -45,6 +50,21 @@ def test_p2p_channels_follow_the_channels_and_nothing_exceeds_ncclS_64() -> None
 def test_a_malformed_setting_is_an_error_naming_it(item: str) -> None:
     with pytest.raises(ValueError, match=r"--env: .* is not a setting; allowed: NCCL_NAME=VALUE"):
         parse_env_assignments([item])
+
+
+def test_values_the_model_cannot_use_are_named_not_dropped() -> None:
+    """An exclusion list (NCCL_ALGO=^NVLS), an algorithm the model lacks or a channel count that
+    is not a number changes nothing and is reported as such."""
+    env = {"NCCL_ALGO": "^NVLS", "NCCL_PROTO": "LL128", "NCCL_MAX_CTAS": "many",
+           "NCCL_NVLS_ENABLE": "0", "NCCL_SOCKET_IFNAME": "eth0"}  # fmt: skip
+    seen = describe_env(env)
+    assert seen["applied"] == ["NCCL_PROTO=LL128", "NCCL_NVLS_ENABLE=0"]
+    assert seen["not_understood"] == ["NCCL_ALGO=^NVLS", "NCCL_MAX_CTAS=many"]
+    assert seen["not_read"] == ["NCCL_SOCKET_IFNAME"]
+    fabric = build_cluster(ClusterSpec(preset="dgx-h100", nodes=1)).world()
+    out, algo, proto = apply_nccl_env(fabric, env, "default", "default")
+    assert algo is None and proto is not None and proto.value == "LL128"
+    assert out.channels == fabric.channels and not out.nvls
 
 
 def test_doctests() -> None:

@@ -86,7 +86,8 @@ def nccl_tests(
 
         cl = cluster_from_option(cluster, nodes=nodes)
         summary = cl.summary()
-        fabrics = [_fabric_for(r, cluster, cl, nodes, gpus_per_node) for r in log.runs]
+        shaped: dict[tuple[int, int], Any] = {}
+        fabrics = [_fabric_for(r, cluster, cl, nodes, gpus_per_node, shaped) for r in log.runs]
     runs = [_run(r, f, settings) for r, f in zip(log.runs, fabrics, strict=True)]
     data = {
         "cluster": summary,
@@ -127,18 +128,30 @@ def log_gpu(devices: list[str]) -> str | None:
     return kinds.pop() if len(kinds) == 1 else None
 
 
-def _fabric_for(run: Any, source: str, base: Any, nodes: int | None, per_node: int | None) -> Any:
+def _fabric_for(
+    run: Any,
+    source: str,
+    base: Any,
+    nodes: int | None,
+    per_node: int | None,
+    shaped: dict[tuple[int, int], Any],
+) -> Any:
     """The communicator to price ``run`` on: the log's own shape (its hosts, and ranks per host)
-    on ``source``'s kind of node unless ``--nodes`` or ``--gpus-per-node`` say otherwise."""
+    on ``source``'s kind of node unless ``--nodes`` or ``--gpus-per-node`` say otherwise
+    (``shaped`` keeps the ones built, by shape)."""
     from commwall.cluster import cluster_from_option
     from commwall.scenario import ScenarioError
 
     hosts, ranks = run.hosts, run.ranks
     if nodes is None and per_node is None and run.devices and ranks % hosts == 0:
-        try:
-            return cluster_from_option(source, nodes=hosts).world(ranks // hosts)
-        except ScenarioError:
-            pass  # more ranks per host than the cluster's nodes hold: say so below
+        key = (hosts, ranks // hosts)
+        if key not in shaped:
+            try:
+                shaped[key] = cluster_from_option(source, nodes=hosts).world(key[1])
+            except ScenarioError:
+                shaped[key] = None  # more ranks per host than its nodes hold: said below
+        if shaped[key] is not None:
+            return shaped[key]
     return base.world(per_node)
 
 
@@ -148,7 +161,7 @@ def _run(run: Any, fabric: Any, settings: dict[str, str]) -> dict[str, Any]:
     from commwall.collectives import Unsupported, choose
     from commwall.collectives.direct import nccl_init_channels
     from commwall.collectives.nccl import nccl_tests_time
-    from commwall.collectives.nccl_env import MODEL_READS, apply_nccl_env
+    from commwall.collectives.nccl_env import apply_nccl_env, describe_env
     from commwall.collectives.ops import parse_op
 
     rows = []
@@ -199,7 +212,7 @@ def _run(run: Any, fabric: Any, settings: dict[str, str]) -> dict[str, Any]:
         else {"domains": fabric.n_domains, "ranks_per_domain": fabric.ranks_per_domain},
         "log_gpu": log_gpu(devices),
         "nccl_env": used,
-        "nccl_env_unread": sorted(k for k in used if k not in MODEL_READS),
+        "nccl_env_seen": describe_env(used),
         "nccl_channels": run.nccl_channels,
         "model_nccl_channels": None if fabric is None else nccl_init_channels(fabric),
         "median_abs_error_large": statistics.median(large) if large else None,
@@ -245,14 +258,12 @@ def _print(d: dict[str, Any]) -> None:
                 f"{run['ranks']} (give --nodes / --gpus-per-node to match)"
             )
         if run["nccl_env"] and c:
-            read = [f"{k}={v}" for k, v in run["nccl_env"].items()
-                    if k not in run["nccl_env_unread"]]  # fmt: skip
-            if read:
-                out.print(f"  NCCL settings applied to the model: {', '.join(read)}")
-            if run["nccl_env_unread"]:
-                out.print(
-                    f"  NCCL settings the model does not read: {', '.join(run['nccl_env_unread'])}"
-                )
+            seen = run["nccl_env_seen"]
+            for key, words in (("applied", "applied to the model"),
+                               ("not_read", "the model does not read"),
+                               ("not_understood", "whose value the model cannot use")):  # fmt: skip
+                if seen[key]:
+                    out.print(f"  NCCL settings {words}: {', '.join(seen[key])}")
         for line in _channel_lines(run["nccl_channels"], run["model_nccl_channels"]):
             out.print(line)
         table = Table(show_header=True, header_style="bold")

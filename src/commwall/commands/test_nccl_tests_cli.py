@@ -107,7 +107,7 @@ def test_the_logs_nccl_settings_drive_the_model_and_env_overrides_them(tmp_path:
             "--gpus-per-node", "1"]  # fmt: skip
     run = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["runs"][0]
     assert run["nccl_env"] == {"NCCL_PROTO": "LL", "NCCL_IB_HCA": "mlx5_0"}
-    assert run["nccl_env_unread"] == ["NCCL_IB_HCA"]
+    assert run["nccl_env_seen"]["not_read"] == ["NCCL_IB_HCA"]
     assert {r["algo"].split("/")[1] for r in run["rows"]} == {"LL"}
     result = runner.invoke(app, [*args, "--env", "NCCL_PROTO=Simple", "--json"])
     assert result.exit_code == 0, result.output

@@ -25,8 +25,9 @@ Lines that look like a result row but do not parse are reported with their line 
 reason, never raised (:attr:`NcclTestsLog.problems`); of NCCL's own ``INFO`` lines the version,
 the channel counts (``N coll channels, ... N p2p channels per peer``,
 :attr:`NcclTestsRun.nccl_channels`) and the settings it read (``NCCL_X set by environment to
-V``, :attr:`NcclTestsRun.nccl_env`) are kept; anything else is skipped. Format: nccl-tests ``src/common.cu`` (``PRINT`` of the header and rows) and
-``doc/PERFORMANCE.md`` (algbw = size / time; busbw = algbw × the op's factor).
+V``, :attr:`NcclTestsRun.nccl_env`) are kept; anything else is skipped. Format: nccl-tests
+``src/common.cu`` (``PRINT`` of the header and rows) and ``doc/PERFORMANCE.md`` (algbw = size /
+time; busbw = algbw × the op's factor).
 
 >>> log = parse_nccl_tests(SAMPLE)
 >>> run = log.runs[0]
