@@ -126,6 +126,7 @@ def _p2p_limits(f: CommFabric, network: bool) -> tuple[int, int]:
     net = p2p_channels_per_peer(
         nvlink_links=f.nvlink_links, network=True, nics=f.nics_per_rank, nic_gbps=f.nic_gbps,
         p2p_channels=f.p2p_channels, nranks=f.nranks, n_domains=f.n_domains,
+        net_peer_channels=f.net_peer_channels,
     )  # fmt: skip
     local = p2p_channels_per_peer(
         nvlink_links=f.nvlink_links if f.intra_hw is Hw.NVLINK else 1, network=False,

@@ -76,6 +76,9 @@ class CommFabric:
     its result is scaled by the factor like every other scale-up rate."""
     net_latency_adjust: float = 0.0
     """Fitted latency added to every network step (s; ``commwall calibrate``, may be < 0)."""
+    net_peer_channels: int | None = None
+    """``NCCL_NCHANNELS_PER_NET_PEER``: the p2p channels a network peer gets, as set (NCCL then
+    skips its halving for many peers, ``paths.cc``); None: NCCL's own count."""
 
     def __post_init__(self) -> None:
         if self.n_domains < 1 or self.ranks_per_domain < 1:
@@ -94,6 +97,8 @@ class CommFabric:
         for name in ("channels", "nvls_channels", "p2p_channels", "nvlink_links", "nics_per_rank"):
             if getattr(self, name) < 1:
                 raise CollectiveError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.net_peer_channels is not None and self.net_peer_channels < 1:
+            raise CollectiveError(f"net_peer_channels must be >= 1, got {self.net_peer_channels}")
 
     def memo(self, key: object, compute: Callable[[], T]) -> T:
         """``compute()`` once per fabric and ``key`` (the cost models derive the same per-fabric

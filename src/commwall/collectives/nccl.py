@@ -383,25 +383,30 @@ def p2p_channels_per_peer(
     p2p_channels: int,
     nranks: int,
     n_domains: int,
+    net_peer_channels: int | None = None,
 ) -> tuple[int, int]:
     """(nChannelsMin, nChannelsMax) a p2p operation may use (``ncclTopoGetNchannels``,
     ``ncclTopoComputeP2pChannels``, ``scheduleP2pTasksToPlan``).
 
     Per peer: two channels per NVLink of the path inside a node, else 2; across nodes at least
-    one per local NIC and enough for ``P2P_PER_CHANNEL_NET_BW`` each. Rounded up to a power of
-    two and capped by the p2p channels; across nodes halved until every peer of one batch fits.
-    The minimum is halved until every rank's share fits in the p2p channels.
+    one per local NIC and enough for ``P2P_PER_CHANNEL_NET_BW`` each, or
+    ``NCCL_NCHANNELS_PER_NET_PEER`` (``net_peer_channels``) when set. Rounded up to a power of
+    two and capped by the p2p channels; across nodes halved until every peer of one batch fits,
+    unless that setting was given. The minimum is halved until every rank's share fits in the
+    p2p channels.
 
     >>> p2p_channels_per_peer(nvlink_links=18, network=False, nics=1, nic_gbps=50,
     ...                       p2p_channels=32, nranks=8, n_domains=1)
     (4, 32)
     """
-    if network:
+    if network and net_peer_channels is not None:
+        per_peer = net_peer_channels
+    elif network:
         per_peer = max(max(1, nics), math.ceil(nic_gbps * max(1, nics) / P2P_PER_CHANNEL_NET_GBPS))
     else:
         per_peer = 2 * max(1, int(nvlink_links))
     per_peer = min(pow2_up(per_peer), p2p_channels)
-    if n_domains > 1:
+    if n_domains > 1 and net_peer_channels is None:
         while per_peer * math.ceil(nranks / P2P_PER_BATCH) > p2p_channels and per_peer > 1:
             per_peer //= 2
     low = per_peer

@@ -8,7 +8,9 @@ A run's ``NCCL_*`` variables change what NCCL builds and picks. The model reads 
 * ``NCCL_MIN_NCHANNELS`` / ``NCCL_MIN_CTAS`` raise and ``NCCL_MAX_NCHANNELS`` /
   ``NCCL_MAX_CTAS`` lower the communicator's channels — and with them its p2p channels, which
   NCCL takes from the channels (``p2pnChannels = pow2Up(min(nChannels, NCCL_MAX_P2P_NCHANNELS))``,
-  ``paths.cc``).
+  ``paths.cc``);
+* ``NCCL_NCHANNELS_PER_NET_PEER`` (at least 1; NCCL ignores lower values, ``init.cc``) sets the
+  p2p channels of a network peer, which NCCL then no longer halves for many peers.
 
 Every other variable is reported as not read, never silently dropped. Settings come from the
 user (``--env KEY=VALUE``) or from a log NCCL wrote with ``NCCL_DEBUG=INFO``, where it prints
@@ -32,8 +34,9 @@ _MIN_CHANNEL_ENV: Final = ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS")
 _MAX_CHANNEL_ENV: Final = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS")
 #: The variables the model reads; any other is reported as not read.
 MODEL_READS: Final = frozenset(
-    ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", *_MIN_CHANNEL_ENV, *_MAX_CHANNEL_ENV)
-)
+    ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_NCHANNELS_PER_NET_PEER",
+     *_MIN_CHANNEL_ENV, *_MAX_CHANNEL_ENV)
+)  # fmt: skip
 #: NCCL's most channels (``MAXCHANNELS``, ``device.h``).
 _MAX_CHANNELS: Final = 64
 _NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
@@ -67,6 +70,9 @@ def apply_nccl_env(
         )
     if env.get("NCCL_NVLS_ENABLE", "").strip().startswith("0"):
         fabric = replace(fabric, nvls=False)
+    per_net_peer = _env_int(env, "NCCL_NCHANNELS_PER_NET_PEER")
+    if per_net_peer is not None and per_net_peer >= 1:
+        fabric = replace(fabric, net_peer_channels=min(per_net_peer, _MAX_CHANNELS))
     try:
         algo_out = parse_algo(algo_name.split(",")[0]) if algo_name else None
     except ValueError:
@@ -118,8 +124,8 @@ def describe_env(env: dict[str, str]) -> dict[str, list[str]]:
                 parse_algo(word)
             elif key == "NCCL_PROTO":
                 parse_proto(word)
-            elif key != "NCCL_NVLS_ENABLE" and _env_int(env, key) is None:
-                raise ValueError(value)
+            elif key != "NCCL_NVLS_ENABLE" and not (_env_int(env, key) or 0) >= 1:
+                raise ValueError(value)  # not a whole number of channels, or below 1
         except ValueError:
             out["not_understood"].append(f"{key}={value}")
         else:

@@ -67,5 +67,24 @@ def test_values_the_model_cannot_use_are_named_not_dropped() -> None:
     assert out.channels == fabric.channels and not out.nvls
 
 
+def test_channels_per_net_peer_set_the_network_p2p_channels_without_halving() -> None:
+    """NCCL_NCHANNELS_PER_NET_PEER (init.cc: values below 1 are ignored) replaces NCCL's own
+    count for network peers and skips the halving for many peers (paths.cc): on 64 DGX H100
+    (512 ranks) NCCL's own count halves to 1, the setting keeps 4."""
+    from commwall.collectives.direct import nccl_init_channels, p2p_limits
+
+    big = build_cluster(ClusterSpec(preset="dgx-h100", nodes=64)).world()
+    assert p2p_limits(big, network=True)[1] == 1
+    four, _, _ = apply_nccl_env(big, {"NCCL_NCHANNELS_PER_NET_PEER": "4"}, "default", "default")
+    assert p2p_limits(four, network=True)[1] == 4
+    assert nccl_init_channels(four)["p2p_per_peer"] == 4
+    ignored, _, _ = apply_nccl_env(big, {"NCCL_NCHANNELS_PER_NET_PEER": "0"}, "default", "")
+    assert ignored == big
+    assert describe_env({"NCCL_NCHANNELS_PER_NET_PEER": "0"})["not_understood"]
+    one_node = build_cluster(ClusterSpec(preset="dgx-h100", nodes=1)).world()
+    local, _, _ = apply_nccl_env(one_node, {"NCCL_NCHANNELS_PER_NET_PEER": "2"}, "default", "")
+    assert p2p_limits(local, network=False) == p2p_limits(one_node, network=False)
+
+
 def test_doctests() -> None:
     assert doctest.testmod(nccl_env).failed == 0

@@ -52,8 +52,8 @@ def collective(
         list[str] | None,
         typer.Option(
             help="An NCCL setting the run uses, NCCL_NAME=VALUE (repeatable; analytic engine): "
-            "NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_MIN/MAX_NCHANNELS, NCCL_MIN/MAX_CTAS "
-            "are read, others are listed as not read."
+            "NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_MIN/MAX_NCHANNELS, NCCL_MIN/MAX_CTAS, "
+            "NCCL_NCHANNELS_PER_NET_PEER are read, others are listed as not read."
         ),
     ] = None,
     policy: Annotated[str, typer.Option(help="nccl (NCCL's algorithms) or all.")] = "nccl",
