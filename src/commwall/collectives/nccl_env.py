@@ -28,7 +28,7 @@ from commwall.collectives.fabric import CommFabric
 from commwall.collectives.nccl import pow2_up
 from commwall.collectives.tuner import parse_algo, parse_proto
 
-__all__ = ["MODEL_READS", "apply_nccl_env", "describe_env", "parse_env_assignments"]
+__all__ = ["MODEL_READS", "apply_nccl_env", "describe_env", "env_lines", "parse_env_assignments"]
 
 _MIN_CHANNEL_ENV: Final = ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS")
 _MAX_CHANNEL_ENV: Final = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS")
@@ -131,3 +131,22 @@ def describe_env(env: dict[str, str]) -> dict[str, list[str]]:
         else:
             out["applied"].append(f"{key}={value}")
     return out
+
+
+def env_lines(env: dict[str, str]) -> list[str]:
+    """:func:`describe_env` in words, one line per kind that is not empty (what ``collective``
+    notes and ``nccl-tests`` prints)."""
+    seen = describe_env(env)
+    words = {
+        "applied": ("applied to the model", ""),
+        "not_read": ("the model does not read", " (no effect)"),
+        "not_understood": (
+            "whose value the model cannot use",
+            " (no effect: it takes one algorithm or protocol name and whole channel counts)",
+        ),
+    }
+    return [
+        f"NCCL settings {what}: {', '.join(seen[key])}{why}"
+        for key, (what, why) in words.items()
+        if seen[key]
+    ]

@@ -107,7 +107,7 @@ def collective(
     """Predict the table nccl-tests would print for OP on a cluster you have not built yet."""
     from commwall.collectives import parse_algo, parse_op, parse_proto
     from commwall.collectives.direct import nccl_init_channels
-    from commwall.collectives.nccl_env import apply_nccl_env, parse_env_assignments
+    from commwall.collectives.nccl_env import apply_nccl_env, env_lines, parse_env_assignments
     from commwall.engines.nccl_table import nccl_tests_table
     from commwall.scenario import ScenarioError
     from commwall.units import parse_size
@@ -187,7 +187,7 @@ def collective(
         "gpus_per_process": gpus_per_process,
         "nccl_channels": nccl_init_channels(fabric),
         "nccl_env": settings,
-        "notes": [*notes, *_env_notes(settings)],
+        "notes": [*notes, *env_lines(settings)],
     }
     if result is not None:
         header["routing"] = result.details.get("routing")
@@ -283,23 +283,3 @@ def _print_nccl_table(header: dict[str, Any], rows: list[dict[str, Any]], explai
     print(f"# Avg bus bandwidth    : {avg:g}")
     for note in header.get("notes", []):
         print(f"# note: {note}")
-
-
-def _env_notes(settings: dict[str, str]) -> list[str]:
-    """What ``--env`` changed, and the settings the model does not read or understand."""
-    from commwall.collectives.nccl_env import describe_env
-
-    seen = describe_env(settings)
-    notes = []
-    if seen["applied"]:
-        notes.append(f"NCCL settings applied: {', '.join(seen['applied'])}")
-    if seen["not_read"]:
-        notes.append(
-            f"NCCL settings the model does not read (no effect here): {', '.join(seen['not_read'])}"
-        )
-    if seen["not_understood"]:
-        notes.append(
-            "NCCL settings whose value the model cannot use (no effect here; it takes one "
-            f"algorithm or protocol name and whole channel counts): {', '.join(seen['not_understood'])}"
-        )
-    return notes

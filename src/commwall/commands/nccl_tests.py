@@ -223,6 +223,7 @@ def _run(run: Any, fabric: Any, settings: dict[str, str]) -> dict[str, Any]:
 def _print(d: dict[str, Any]) -> None:
     from rich.table import Table
 
+    from commwall.collectives.nccl_env import env_lines
     from commwall.units import format_size
 
     c = d["cluster"]
@@ -258,12 +259,8 @@ def _print(d: dict[str, Any]) -> None:
                 f"{run['ranks']} (give --nodes / --gpus-per-node to match)"
             )
         if run["nccl_env"] and c:
-            seen = run["nccl_env_seen"]
-            for key, words in (("applied", "applied to the model"),
-                               ("not_read", "the model does not read"),
-                               ("not_understood", "whose value the model cannot use")):  # fmt: skip
-                if seen[key]:
-                    out.print(f"  NCCL settings {words}: {', '.join(seen[key])}")
+            for line in env_lines(run["nccl_env"]):
+                out.print(f"  {line}")
         for line in _channel_lines(run["nccl_channels"], run["model_nccl_channels"]):
             out.print(line)
         table = Table(show_header=True, header_style="bold")
