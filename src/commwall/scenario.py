@@ -544,16 +544,23 @@ class JobSpec(_Strict):
         "1 byte an element and the weights take one byte a parameter. Off by default, as in "
         "Megatron-Core; Megatron-Bridge's FP8 mixed-precision recipes turn it on.",
     )
-    ddp_bucket: Bytes = Field(
-        default=25 * 2**20,
+    ddp_bucket: Bytes | None = Field(
+        default=None,
         gt=0,
-        description="DDP gradient bucket cap (PyTorch default 25 MiB), bytes of parameters "
-        "at the training type's element size (2 in mixed precision): the ZeRO all-gathers use "
-        "the same buckets; a bucket reduced in fp32 (grad_reduce_in_fp32) moves twice its cap, "
-        "one gathered in FP8 (fp8_param_gather) half.",
+        description="Gradient bucket cap, bytes of parameters at the training type's element "
+        "size (2 in mixed precision); the ZeRO all-gathers use the same buckets, a bucket "
+        "reduced in fp32 (grad_reduce_in_fp32) moves twice its cap, one gathered in FP8 "
+        "(fp8_param_gather) half. Default: Megatron-Core's, max(40M, 1M x dp) parameters. "
+        "NeMo 2 and Megatron-Bridge set 128Mi parameters (256MiB), PyTorch DDP 25MiB (with "
+        "ddp_first_bucket 1MiB). As in Megatron-LM and NeMo, the cap applies to the first "
+        "model chunk: each later chunk of an interleaved pipeline, and every chunk without "
+        "overlap_grad_reduce, reduces in one bucket.",
     )
-    ddp_first_bucket: Bytes = Field(
-        default=2**20, gt=0, description="DDP first bucket (PyTorch default 1 MiB), bytes."
+    ddp_first_bucket: Bytes | None = Field(
+        default=None,
+        gt=0,
+        description="Cap of the first bucket filled, bytes (PyTorch DDP: 1MiB). Default: the "
+        "bucket cap (Megatron-Core has no smaller first bucket).",
     )
     zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP full shard).")
     recompute: Recompute = Field(default="selective", description="Activation recomputation.")

@@ -21,12 +21,15 @@ replica (all replicas behave alike on an ideal fabric):
   stage ``s`` runs ``pp−s−1`` warm-up forwards, then alternates, and sends ``b·s·h`` activations
   (``/tp`` with sequence parallelism) to its neighbour after each forward and backward, over
   that stage boundary's own two-rank group (cross-domain only where ``tp-dp-pp`` order splits it).
-* **Data parallel**: gradients of the last micro-batch's backward are bucketed exactly like
-  PyTorch DDP (reverse registration order, first bucket 1 MiB, then 25 MiB caps;
-  ``reducer.cpp``), each bucket's all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) starting when
-  its last gradient is ready and overlapping the rest of backward (``overlap_grad_reduce``,
-  default ``overlap``). ZeRO-1/2 all-gather updated parameters after the optimizer (hidden under
-  the next step's first forward with ``overlap_param_gather``, default ``overlap``).
+* **Data parallel**: gradients of the last micro-batch's backward are bucketed as
+  Megatron-Core's DDP does (reverse registration order; ``max(40M, 1M × DP)`` parameters a
+  bucket, :data:`MEGATRON_BUCKET_PARAMS`, or ``job.ddp_bucket``, with PyTorch DDP's 1 MiB first
+  bucket as ``job.ddp_first_bucket``; one bucket for each model chunk after the first and
+  without ``overlap_grad_reduce``), each bucket's all-reduce (ZeRO-0) or reduce-scatter
+  (ZeRO-1/2) starting when its last gradient is ready and overlapping the rest of backward
+  (``overlap_grad_reduce``, default ``overlap``). ZeRO-1/2 all-gather updated parameters after
+  the optimizer (hidden under the next step's first forward with ``overlap_param_gather``,
+  default ``overlap``).
   ZeRO-3/FSDP all-gathers each layer before its forward and backward (``fsdp_prefetch`` layers
   ahead, PyTorch FSDP's default 1; on demand without ``overlap_param_gather``) and
   reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023); in backward a
@@ -52,6 +55,7 @@ replica (all replicas behave alike on an ideal fabric):
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -430,13 +434,23 @@ def split_expert_gradients(
     return dense, expert
 
 
+#: Megatron-Core's default DDP bucket, in parameters: ``max(40_000_000, 1_000_000 × DP)``, DP
+#: counted without context parallelism ("If using very large dp_sizes, make buckets larger to
+#: ensure that chunks used in NCCL ring-reduce implementations are large enough to remain
+#: bandwidth-bound rather than latency-bound": ``megatron/core/distributed/
+#: distributed_data_parallel.py``, the same rule from core_v0.8.0 to Megatron-LM @d98e8a6, 2026).
+MEGATRON_BUCKET_PARAMS: Final = 40_000_000
+MEGATRON_BUCKET_PARAMS_PER_DP_RANK: Final = 1_000_000
+
+
 def ddp_buckets(
     grads: list[tuple[int, float]], cap: float, first_cap: float
 ) -> list[tuple[float, int]]:
-    """PyTorch DDP buckets over ``grads`` taken in reverse: (bytes, layer whose backward fills it).
+    """DDP buckets over ``grads`` taken in reverse: (bytes, layer whose backward fills it).
 
-    A bucket closes once it reaches its cap (1 MiB for the first, then ``cap``), as
-    ``reducer.cpp`` assigns whole tensors in reverse registration order.
+    A bucket closes once it reaches its cap (``first_cap`` for the first, then ``cap``; an
+    infinite cap makes one bucket), as PyTorch's ``reducer.cpp`` and Megatron-Core's
+    ``ParamAndGradBuffer`` assign whole tensors in reverse registration order.
     """
     buckets: list[tuple[float, int]] = []
     size, layer, limit = 0.0, 0, first_cap
@@ -1131,6 +1145,31 @@ class _Builder:
         self.dp_buckets(stage, chunk, done_after)
         return last
 
+    def bucket_caps(self, chunk: int) -> tuple[float, float]:
+        """(cap, first cap) of a model chunk's gradient buckets, in 16-bit parameter bytes.
+
+        Megatron-Core's rule: ``max(40M, 1M × DP)`` parameters a bucket
+        (:data:`MEGATRON_BUCKET_PARAMS`) unless ``job.ddp_bucket`` sets the cap (with
+        ``job.ddp_first_bucket`` for the first bucket: PyTorch DDP's 25 MiB and 1 MiB), for the
+        first model chunk only: each later chunk of an interleaved pipeline reduces in one bucket
+        (``disable_bucketing=(model_chunk_idx > 0)`` in Megatron-LM's ``get_model`` and NeMo 2's
+        ``MegatronParallel``: "communication for these model chunks is overlapped with compute
+        anyway"), and so does every chunk without ``overlap_grad_reduce`` (``bucket_size`` set to
+        None).
+        """
+        spec, job = self.spec, self.job
+        if chunk > 0 or not self.grad_overlap:
+            return math.inf, math.inf
+        if spec.ddp_bucket is not None:
+            cap = float(spec.ddp_bucket)
+        else:
+            cap = float(
+                max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PARAMS_PER_DP_RANK * job.dp)
+                * job.element_bytes
+            )
+        first = spec.ddp_first_bucket
+        return cap, (cap if first is None else float(first))
+
     def dp_buckets(
         self, stage: int, chunk: int, done_after: dict[int, int], tag: str = ""
     ) -> tuple[int, ...]:
@@ -1144,8 +1183,8 @@ class _Builder:
         reduces :attr:`~commwall.workload.job.Job.grad_reduce_bytes` an element, fp32 by default
         for bf16 and fp8.
         """
-        spec, job = self.spec, self.job
-        op = Op.ALL_REDUCE if spec.zero_stage == 0 else Op.REDUCE_SCATTER
+        job = self.job
+        op = Op.ALL_REDUCE if self.spec.zero_stage == 0 else Op.REDUCE_SCATTER
         label = "all-reduce" if op is Op.ALL_REDUCE else "reduce-scatter"
         dense, expert = split_expert_gradients(job, stage, chunk)
         added: list[int] = []
@@ -1155,7 +1194,7 @@ class _Builder:
         ):
             if not grads or group.nranks == 1:
                 continue
-            for size, layer in ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket):
+            for size, layer in ddp_buckets(grads, *self.bucket_caps(chunk)):
                 nbytes = size * self.grad_wire
                 dep = done_after.get(layer, done_after[-1]) if self.grad_overlap else done_after[-1]
                 added.append(
@@ -1219,22 +1258,30 @@ class _Builder:
             )
             if spec.zero_stage not in (1, 2):
                 continue
-            for grads, group, kind in (
-                (dense, self.groups.dp, "ZeRO"),
-                (expert, self.groups.edp, "expert ZeRO"),
-            ):
-                if not grads or group.nranks == 1:
-                    continue
-                for nbytes, _ in ddp_buckets(grads, spec.ddp_bucket, spec.ddp_first_bucket):
-                    self.marks[s].param_gather.append(
-                        self.add(
-                            f"s{s} {kind} parameter all-gather",
-                            CollectiveTask(Op.ALL_GATHER, nbytes * self.weight_wire, group),
-                            "dp",
-                            f"s{s}.dp",
-                            (self.marks[s].optimizer,),
-                        )
+            # the gathers follow the gradient buckets, chunk by chunk (one buffer each)
+            for chunk in range(self.v):
+                self.param_gathers(s, chunk)
+
+    def param_gathers(self, stage: int, chunk: int) -> None:
+        """ZeRO-1/2 parameter all-gathers of one chunk's buckets, after the optimizer step."""
+        dense, expert = split_expert_gradients(self.job, stage, chunk)
+        marks = self.marks[stage]
+        for grads, group, kind in (
+            (dense, self.groups.dp, "ZeRO"),
+            (expert, self.groups.edp, "expert ZeRO"),
+        ):
+            if not grads or group.nranks == 1:
+                continue
+            for nbytes, _ in ddp_buckets(grads, *self.bucket_caps(chunk)):
+                marks.param_gather.append(
+                    self.add(
+                        f"s{stage} {kind} parameter all-gather",
+                        CollectiveTask(Op.ALL_GATHER, nbytes * self.weight_wire, group),
+                        "dp",
+                        f"s{stage}.dp",
+                        (marks.optimizer,),
                     )
+                )
 
 
 def build_step(job: Job, cluster: Cluster) -> StepPlan:

@@ -287,6 +287,59 @@ def reference_buckets(sizes: list[float], limits: list[float]) -> list[list[int]
     return out
 
 
+def megatron_caps(job: Job) -> tuple[float, float]:
+    """Megatron-Core's default bucket: max(40M, 1M x dp) parameters of 16-bit bytes."""
+    cap = max(40e6, 1e6 * job.dp) * HALF_BYTES
+    return cap, cap
+
+
+def bucket_phases(report: StepReport, stage: int = 0) -> list[float]:
+    return [
+        p.nbytes for p in report.result.phases if p.name == f"s{stage} DP bucket reduce-scatter"
+    ]
+
+
+def test_default_buckets_follow_megatron_core() -> None:
+    """max(40M, 1M x dp) parameters a bucket (distributed_data_parallel.py), no 1 MiB first one."""
+    spec = {"model": "llama3-8b", "tp": 1, "pp": 1, "global_batch": 64}
+    job, _ = resolved(spec)
+    assert job.dp < 40
+    calls = bucket_phases(run(spec))
+    wire = job.grad_reduce_bytes / HALF_BYTES
+    assert calls == [b * wire for b, _ in ddp_buckets(stage_gradient_bytes(job, 0), 80e6, 80e6)]
+    assert min(calls[:-1]) >= 80e6 * wire  # every bucket but the last reaches the cap
+    # an explicit cap and first bucket (PyTorch DDP's 25 MiB and 1 MiB) are taken as given
+    torch_ddp = bucket_phases(run({**spec, "ddp_bucket": 25 * MIB, "ddp_first_bucket": MIB}))
+    assert torch_ddp == [
+        b * wire for b, _ in ddp_buckets(stage_gradient_bytes(job, 0), 25 * MIB, MIB)
+    ]
+    assert len(torch_ddp) > len(calls)
+
+
+def test_default_bucket_grows_with_data_parallel_ranks() -> None:
+    job, _ = resolved({"tp": 1, "pp": 1, "global_batch": 1024}, nodes=16)
+    assert job.dp == 128
+    assert megatron_caps(job)[0] == 128e6 * HALF_BYTES
+
+
+def test_later_model_chunks_reduce_in_one_bucket() -> None:
+    """Megatron-LM and NeMo disable bucketing for model chunks after the first."""
+    spec = {"model": "llama3-70b", "tp": 8, "pp": 4, "virtual_stages": 2, "global_batch": 64}
+    job, _ = resolved(spec, nodes=8)
+    r = run(spec, nodes=8)
+    calls = sorted(
+        p.nbytes
+        for p in r.result.phases
+        for _ in range(p.repeat)
+        if p.name == "s0 DP bucket reduce-scatter"
+    )
+    wire = job.grad_reduce_bytes / HALF_BYTES
+    later = sum(b for _, b in stage_gradient_bytes(job, 0, 1)) * wire
+    first = ddp_buckets(stage_gradient_bytes(job, 0, 0), *megatron_caps(job))
+    assert len(first) > 1
+    assert calls == pytest.approx(sorted([later] + [b * wire for b, _ in first]), rel=1e-12)
+
+
 def test_first_bucket_closes_at_one_mib() -> None:
     grads = [(i, 0.25 * MIB) for i in range(12)]
     buckets = ddp_buckets(grads, 25 * MIB, MIB)
@@ -375,7 +428,9 @@ def test_exposed_dp_without_overlap_is_sum_of_bucket_calls(zero: int) -> None:
     spec = {"tp": 1, "pp": 1, "zero_stage": zero, "global_batch": 64, "overlap": False}
     job, cluster = resolved(spec)
     dp = job_groups(job, cluster).dp
-    buckets = ddp_buckets(stage_gradient_bytes(job, 0), 25 * MIB, MIB)
+    # Megatron-Core without overlap_grad_reduce: one bucket of every gradient
+    buckets = ddp_buckets(stage_gradient_bytes(job, 0), math.inf, math.inf)
+    assert len(buckets) == 1
     wire = job.grad_reduce_bytes / HALF_BYTES  # gradients reduce in fp32, parameters gather in bf16
     rs = sum(cost(Op.REDUCE_SCATTER, b * wire, dp, cluster) for b, _ in buckets)
     ag = sum(cost(Op.ALL_GATHER, b, dp, cluster) for b, _ in buckets)
@@ -393,7 +448,8 @@ def test_exposed_dp_with_overlap_at_least_the_last_bucket() -> None:
     spec = {"tp": 1, "pp": 1, "zero_stage": 0, "global_batch": 64}
     job, cluster = resolved(spec)
     dp = job_groups(job, cluster).dp
-    buckets = ddp_buckets(stage_gradient_bytes(job, 0), 25 * MIB, MIB)
+    buckets = ddp_buckets(stage_gradient_bytes(job, 0), *megatron_caps(job))
+    assert len(buckets) > 2
     assert buckets[-1][1] == -1  # the embedding is ready only when backward ends
     last = cost(Op.ALL_REDUCE, buckets[-1][0], dp, cluster)
     total = sum(cost(Op.ALL_REDUCE, b, dp, cluster) for b, _ in buckets)
@@ -635,7 +691,7 @@ def test_zero2_reduce_scatters_every_micro_batch_zero1_once() -> None:
     base = {"tp": 8, "pp": 1, "global_batch": 64}
     job, _ = resolved({**base, "zero_stage": 2})
     assert job.micro_batches > 1
-    buckets = len(ddp_buckets(stage_gradient_bytes(job, 0), 25 * MIB, MIB))
+    buckets = len(ddp_buckets(stage_gradient_bytes(job, 0), *megatron_caps(job)))
 
     def rs_calls(report: StepReport) -> int:
         return sum(
