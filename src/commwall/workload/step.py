@@ -58,6 +58,7 @@ import functools
 import math
 import re
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -1183,30 +1184,36 @@ class _Builder:
         reduces :attr:`~commwall.workload.job.Job.grad_reduce_bytes` an element, fp32 by default
         for bf16 and fp8.
         """
-        job = self.job
         op = Op.ALL_REDUCE if self.spec.zero_stage == 0 else Op.REDUCE_SCATTER
         label = "all-reduce" if op is Op.ALL_REDUCE else "reduce-scatter"
-        dense, expert = split_expert_gradients(job, stage, chunk)
         added: list[int] = []
+        for size, layer, group, kind in self.chunk_buckets(stage, chunk, ("DP", "expert-DP")):
+            dep = done_after.get(layer, done_after[-1]) if self.grad_overlap else done_after[-1]
+            added.append(
+                self.add(
+                    f"s{stage} {tag}{kind} bucket {label}",
+                    CollectiveTask(op, size * self.grad_wire, group),
+                    "dp",
+                    f"s{stage}.dp",
+                    (dep,),
+                )
+            )
+        return tuple(added)
+
+    def chunk_buckets(
+        self, stage: int, chunk: int, kinds: tuple[str, str]
+    ) -> Iterator[tuple[float, int, Group, str]]:
+        """(16-bit bytes, layer that fills it, group, kind) of each bucket of one chunk: dense
+        gradients over DP, expert ones over expert-DP, named by ``kinds``."""
+        dense, expert = split_expert_gradients(self.job, stage, chunk)
         for grads, group, kind in (
-            (dense, self.groups.dp, "DP"),
-            (expert, self.groups.edp, "expert-DP"),
+            (dense, self.groups.dp, kinds[0]),
+            (expert, self.groups.edp, kinds[1]),
         ):
             if not grads or group.nranks == 1:
                 continue
             for size, layer in ddp_buckets(grads, *self.bucket_caps(chunk)):
-                nbytes = size * self.grad_wire
-                dep = done_after.get(layer, done_after[-1]) if self.grad_overlap else done_after[-1]
-                added.append(
-                    self.add(
-                        f"s{stage} {tag}{kind} bucket {label}",
-                        CollectiveTask(op, nbytes, group),
-                        "dp",
-                        f"s{stage}.dp",
-                        (dep,),
-                    )
-                )
-        return tuple(added)
+                yield size, layer, group, kind
 
     # ---- the whole step -------------------------------------------------------------------
 
@@ -1264,24 +1271,17 @@ class _Builder:
 
     def param_gathers(self, stage: int, chunk: int) -> None:
         """ZeRO-1/2 parameter all-gathers of one chunk's buckets, after the optimizer step."""
-        dense, expert = split_expert_gradients(self.job, stage, chunk)
         marks = self.marks[stage]
-        for grads, group, kind in (
-            (dense, self.groups.dp, "ZeRO"),
-            (expert, self.groups.edp, "expert ZeRO"),
-        ):
-            if not grads or group.nranks == 1:
-                continue
-            for nbytes, _ in ddp_buckets(grads, *self.bucket_caps(chunk)):
-                marks.param_gather.append(
-                    self.add(
-                        f"s{stage} {kind} parameter all-gather",
-                        CollectiveTask(Op.ALL_GATHER, nbytes * self.weight_wire, group),
-                        "dp",
-                        f"s{stage}.dp",
-                        (marks.optimizer,),
-                    )
+        for size, _, group, kind in self.chunk_buckets(stage, chunk, ("ZeRO", "expert ZeRO")):
+            marks.param_gather.append(
+                self.add(
+                    f"s{stage} {kind} parameter all-gather",
+                    CollectiveTask(Op.ALL_GATHER, size * self.weight_wire, group),
+                    "dp",
+                    f"s{stage}.dp",
+                    (marks.optimizer,),
                 )
+            )
 
 
 def build_step(job: Job, cluster: Cluster) -> StepPlan:
