@@ -5,6 +5,7 @@
 >>> # commwall validate --min-size 1GiB --role held_out
 >>> # commwall validate --markdown > docs/validation.md
 >>> # commwall validate --training               # steps of published training runs
+>>> # commwall validate --training --source mlperf --role held_out   # some of them
 
 Each table (``src/commwall/validation/nccl_tests_public.yaml``, with its source and a verbatim
 row) is rebuilt from the catalog presets and what the source says of its NICs and NCCL settings,
@@ -16,11 +17,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from commwall.console import fail, friendly, op_option, out
+
+if TYPE_CHECKING:
+    from commwall.validation.training import TrainingRun
 
 
 def register(app: typer.Typer) -> None:
@@ -51,9 +55,17 @@ def validate(
         bool,
         typer.Option(
             "--training",
-            help="Training steps against published measured runs instead (about 2 minutes).",
+            help="Training steps against published measured runs instead (all runs: about 7 "
+            "minutes on two cores; --source and --role pick fewer).",
         ),
     ] = False,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            help="With --training: only runs whose source starts so (mlperf, mlperf50, "
+            "mbridge2604, ...; the report's source groups)."
+        ),
+    ] = None,
 ) -> None:
     """Predicted vs measured busbw for every bundled public nccl-tests table: median and worst
     error per size regime, operation, scale and role, and the tables not compared with why
@@ -62,11 +74,22 @@ def validate(
     from commwall.validation.report import markdown_page, validation_report
 
     if training:
-        if (min_size, max_size, op, role, rows) != ("0B", None, None, None, False):
-            fail("--training: compares whole steps; --min-size, --max-size, --op, --role and "
-                 "--rows apply to collectives only")  # fmt: skip
-        _training(as_json, markdown)
+        if (min_size, max_size, op, rows) != ("0B", None, None, False):
+            fail("--training: compares whole steps; --min-size, --max-size, --op and --rows "
+                 "apply to collectives only")  # fmt: skip
+        if markdown and (role, source) != (None, None):
+            fail("--markdown: the page (docs/validation-training.md) is the whole table; "
+                 "--role and --source apply to the terminal and --json")  # fmt: skip
+        from commwall.validation.training import select_training_runs
+
+        try:
+            runs = select_training_runs(role, source)
+        except ValueError as e:
+            fail(str(e))
+        _training(as_json, markdown, runs)
         return
+    if source is not None:
+        fail("--source: picks training runs; it applies with --training only")
 
     try:
         low = parse_size(min_size)
@@ -132,12 +155,12 @@ def _print(data: dict[str, Any], rows: bool) -> None:
         out.print(f"not compared: {x['id']} ({x['why']})", markup=False)
 
 
-def _training(as_json: bool, markdown: bool) -> None:
+def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> None:
     from rich.table import Table
 
     from commwall.validation.training import TRAINING_GROUPS, training_markdown, training_report
 
-    data = training_report()
+    data = training_report(runs)
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return

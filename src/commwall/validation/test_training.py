@@ -5,6 +5,7 @@ docs/validation-training.md and the known compute bias current (slow: the whole 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from commwall.validation.training import (
     ValidationDataError,
     _group_key,
     load_training_runs,
+    select_training_runs,
     training_comparisons,
     training_markdown,
     training_report,
@@ -108,6 +110,40 @@ def test_a_run_the_model_cannot_build_is_listed_not_raised() -> None:
 def test_the_command_refuses_collective_filters() -> None:
     result = runner.invoke(app, ["validate", "--training", "--op", "all_reduce"])
     assert result.exit_code == 2 and "--training" in result.output
+
+
+def test_runs_are_picked_by_source_prefix_and_role() -> None:
+    mlperf = select_training_runs(source="mlperf")
+    assert len(mlperf) == 19 and all(r.id.startswith("mlperf") for r in mlperf)
+    assert {r.id.split("-")[0] for r in mlperf} == {"mlperf40", "mlperf50", "mlperf51"}
+    assert len(select_training_runs(source="mlperf50")) == 12
+    held = select_training_runs(role="held_out", source="nemo24")
+    assert held and all(r.role == "held_out" and r.id.startswith("nemo2407") for r in held)
+    assert select_training_runs() == load_training_runs()
+    with pytest.raises(ValueError, match=r"--source: 'mlperf99' starts no source.*mlperf51"):
+        select_training_runs(source="mlperf99")
+    with pytest.raises(ValueError, match="--source: '' starts no source"):
+        select_training_runs(source="")
+    with pytest.raises(ValueError, match="--role: 'test' is not allowed; allowed: dev, held_out"):
+        select_training_runs(role="test")
+
+
+def test_the_command_runs_only_the_picked_runs() -> None:
+    result = runner.invoke(app, ["validate", "--training", "--source", "mbridge260401", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [r["id"] for r in data["runs"]] == [
+        r.id for r in select_training_runs(source="mbridge260401")
+    ]
+    assert data["overall"]["model"]["n"] == len(data["runs"]) == 1
+    for args, needle in (
+        (["validate", "--source", "mlperf"], "--training only"),
+        (["validate", "--training", "--source", "mlperf", "--markdown"], "whole table"),
+        (["validate", "--training", "--source", "nope"], "sources: aicr2605"),
+        (["validate", "--training", "--role", "test"], "allowed: dev, held_out"),
+    ):
+        bad = runner.invoke(app, args)
+        assert bad.exit_code == 2 and needle in bad.output, (args, bad.output)
 
 
 @pytest.fixture(scope="module")

@@ -207,9 +207,34 @@ def summary(errors: list[float]) -> dict[str, float | int]:
     }
 
 
-def training_report() -> dict[str, Any]:
-    """Every run compared, grouped summaries, and the runs not compared (JSON-ready)."""
-    compared, skipped = training_comparisons()
+def select_training_runs(
+    role: str | None = None, source: str | None = None
+) -> tuple[TrainingRun, ...]:
+    """The bundled runs of one role (``dev``, ``held_out``) and of the sources whose key (the
+    report's ``source`` group: the id up to its first ``-``, e.g. ``mlperf50``) starts with
+    ``source``; ``None`` keeps all. An unknown role or a source no run has is a ValueError
+    naming what is allowed."""
+    runs = load_training_runs()
+    if role is not None:
+        roles = sorted({r.role for r in runs})
+        if role not in roles:
+            raise ValueError(f"--role: {role!r} is not allowed; allowed: {', '.join(roles)}")
+        runs = tuple(r for r in runs if r.role == role)
+    if source is not None:
+        keys = sorted({r.id.split("-")[0] for r in load_training_runs()})
+        if not source or not any(k.startswith(source) for k in keys):
+            raise ValueError(
+                f"--source: {source!r} starts no source of the bundled runs; sources: "
+                + ", ".join(keys)
+            )
+        runs = tuple(r for r in runs if r.id.split("-")[0].startswith(source))
+    return runs
+
+
+def training_report(runs: tuple[TrainingRun, ...] | None = None) -> dict[str, Any]:
+    """Every run compared (or those of ``runs``), grouped summaries, and the runs not compared
+    (JSON-ready)."""
+    compared, skipped = training_comparisons(runs)
 
     def group(key: str) -> dict[str, dict[str, Any]]:
         out: dict[str, list[TrainingComparison]] = {}
