@@ -126,6 +126,8 @@ def test_runs_are_picked_by_source_prefix_and_role() -> None:
         select_training_runs(source="")
     with pytest.raises(ValueError, match="--role: 'test' is not allowed; allowed: dev, held_out"):
         select_training_runs(role="test")
+    with pytest.raises(ValueError, match="--role dev --source mlperf: no bundled run is both"):
+        select_training_runs(role="dev", source="mlperf")
 
 
 def test_the_command_runs_only_the_picked_runs() -> None:

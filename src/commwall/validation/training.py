@@ -212,8 +212,8 @@ def select_training_runs(
 ) -> tuple[TrainingRun, ...]:
     """The bundled runs of one role (``dev``, ``held_out``) and of the sources whose key (the
     report's ``source`` group: the id up to its first ``-``, e.g. ``mlperf50``) starts with
-    ``source``; ``None`` keeps all. An unknown role or a source no run has is a ValueError
-    naming what is allowed."""
+    ``source``; ``None`` keeps all. An unknown role, a source no run has, or a pair no run
+    has is a ValueError naming what is allowed."""
     runs = load_training_runs()
     if role is not None:
         roles = sorted({r.role for r in runs})
@@ -228,6 +228,8 @@ def select_training_runs(
                 + ", ".join(keys)
             )
         runs = tuple(r for r in runs if r.id.split("-")[0].startswith(source))
+    if not runs:
+        raise ValueError(f"--role {role} --source {source}: no bundled run is both")
     return runs
 
 

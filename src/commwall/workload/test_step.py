@@ -317,9 +317,15 @@ def test_default_buckets_follow_megatron_core() -> None:
 
 
 def test_default_bucket_grows_with_data_parallel_ranks() -> None:
-    job, _ = resolved({"tp": 1, "pp": 1, "global_batch": 1024}, nodes=16)
+    """Past 40 ranks a bucket holds 1M parameters a DP rank: 128M (256 MB) on 128."""
+    spec = {"model": "llama3-8b", "tp": 1, "pp": 1, "global_batch": 1024}
+    job, _ = resolved(spec, nodes=16)
     assert job.dp == 128
-    assert megatron_caps(job)[0] == 128e6 * HALF_BYTES
+    wire = job.grad_reduce_bytes / HALF_BYTES
+    calls = bucket_phases(run(spec, nodes=16))
+    grads = stage_gradient_bytes(job, 0)
+    assert calls == [b * wire for b, _ in ddp_buckets(grads, 256e6, 256e6)]
+    assert len(calls) < len(ddp_buckets(grads, 80e6, 80e6))
 
 
 def test_later_model_chunks_reduce_in_one_bucket() -> None:
