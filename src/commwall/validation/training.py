@@ -66,6 +66,11 @@ class TrainingRun:
         return model_from_def(ModelDef(**self.model))
 
     @property
+    def source_key(self) -> str:
+        """The report's ``source`` group: the id up to its first ``-`` (``mlperf50``)."""
+        return self.id.split("-")[0]
+
+    @property
     def n_gpus(self) -> int:
         """GPUs of the run: the product of its parallel degrees."""
         j = self.job
@@ -214,20 +219,20 @@ def select_training_runs(
     report's ``source`` group: the id up to its first ``-``, e.g. ``mlperf50``) starts with
     ``source``; ``None`` keeps all. An unknown role, a source no run has, or a pair no run
     has is a ValueError naming what is allowed."""
-    runs = load_training_runs()
+    every = runs = load_training_runs()
     if role is not None:
-        roles = sorted({r.role for r in runs})
+        roles = sorted({r.role for r in every})
         if role not in roles:
             raise ValueError(f"--role: {role!r} is not allowed; allowed: {', '.join(roles)}")
         runs = tuple(r for r in runs if r.role == role)
     if source is not None:
-        keys = sorted({r.id.split("-")[0] for r in load_training_runs()})
+        keys = sorted({r.source_key for r in every})
         if not source or not any(k.startswith(source) for k in keys):
             raise ValueError(
                 f"--source: {source!r} starts no source of the bundled runs; sources: "
                 + ", ".join(keys)
             )
-        runs = tuple(r for r in runs if r.id.split("-")[0].startswith(source))
+        runs = tuple(r for r in runs if r.source_key.startswith(source))
     if not runs:
         raise ValueError(f"--role {role} --source {source}: no bundled run is both")
     return runs
@@ -286,7 +291,7 @@ def _group_key(c: TrainingComparison, key: str) -> str:
     if key == "precision":
         return str(run.job["precision"])
     if key == "source":
-        return run.id.split("-")[0]
+        return run.source_key
     params = run.spec.total_params()
     return "< 20B" if params < 20e9 else ("20-200B" if params < 200e9 else ">= 200B")
 
