@@ -111,7 +111,7 @@ def _routing_field(value: object) -> object:
 
 
 Routing = Annotated[str, BeforeValidator(_routing_field)]
-Precision = Literal["bf16", "fp16", "fp8", "tf32"]
+Precision = Literal["bf16", "fp16", "fp8", "fp4", "tf32"]
 Recompute = Literal["none", "selective", "full"]
 CpuVendor = Literal["intel", "amd", "other"]
 ScaleUp = Literal["nvlink", "pcie"]
@@ -489,7 +489,11 @@ class JobSpec(_Strict):
     )
     seq_len: int = Field(default=8192, ge=1, le=10_000_000, description="Tokens per sequence.")
     precision: Precision = Field(
-        default="bf16", description="Matmul precision for the compute peak."
+        default="bf16",
+        description="Matmul precision of the transformer layers' GEMMs: bf16, fp16, tf32, fp8 "
+        "(Transformer Engine's FP8 recipes, fp8_recipe) or fp4 (NVFP4 on Blackwell: Megatron-Core "
+        "--fp4-format e2m1 --fp4-recipe nvfp4, every GEMM of every layer in NVFP4; the LM head, "
+        "embedding, norms and attention stay 16-bit).",
     )
     compute_efficiency: float | None = Field(
         default=None,
@@ -518,6 +522,13 @@ class JobSpec(_Strict):
         description="Megatron-Core's --fp8-recipe for precision fp8: delayed (default: scales "
         "from the amax history), tensorwise (current scaling, 'FP8-CS': an amax pass before each "
         "cast), mxfp8 (Blackwell block scaling) or blockwise.",
+    )
+    fp8_attention: bool = Field(
+        default=False,
+        description="Megatron-Core's --fp8-dot-product-attention (precision fp8 or fp4, "
+        "attention flash, Blackwell): cuDNN's fused attention computes QKᵀ and P·V in FP8 "
+        "(Transformer Engine's current-scaling recipe: Q, K, V and the output gradient cast "
+        "first, the output kept 16-bit). Off by default, as in Megatron-Core.",
     )
     cross_entropy: Literal["unfused", "fused", "te"] = Field(
         default="unfused",

@@ -181,7 +181,7 @@ CASES: list[tuple[str, str, list[str]]] = [
     (
         "precision-not-allowed",
         "job:\n  precision: int4\n",
-        ["job.precision: allowed values are 'bf16', 'fp16', 'fp8' or 'tf32' (got 'int4')"],
+        ["job.precision: allowed values are 'bf16', 'fp16', 'fp8', 'fp4' or 'tf32' (got 'int4')"],
     ),
     (
         "engine-not-allowed",

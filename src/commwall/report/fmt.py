@@ -111,4 +111,6 @@ def sharding_and_kernel(job: dict[str, Any]) -> str:
     """The end of a job's one-line summary: its ZeRO stage and, on the kernel compute model,
     the attention kernel it is priced with (``job`` is a result's ``job`` section)."""
     kernel = job.get("attention_kernel")
+    if kernel and job.get("fp8_attention"):
+        kernel += " in FP8"
     return f", ZeRO-{job.get('zero_stage')}" + (f", {kernel}" if kernel else "")

@@ -45,21 +45,24 @@ class KnownBias:
 
 
 #: Blackwell (not Blackwell Ultra): MIT ORCD's and MGHPCC's Megatron-LM logs, NeMo 25.02 and
-#: 25.04, Megatron-Bridge 25.09 to 26.04, and NVIDIA's and CoreWeave's MLPerf Training v5.0 and
-#: v5.1 submissions, BF16 and FP8, Megatron-FSDP included since its backward gathers no longer
-#: queue behind reduce-scatters. The one run outside the range is MLPerf's Llama 3.1 8B on 512
-#: GB200 (-49 %, and its GB300 twin -48 %): a ~40 ms step across eight NVL72 racks that the
-#: model does not explain yet (docs/compute-model.md). H100 and GB300 runs are within about 7 %
-#: on their median.
+#: 25.04, Megatron-Bridge 25.09 to 26.04, and the MLPerf Training v5.0 and v5.1 submissions of
+#: NVIDIA, CoreWeave and eight partners on B200 and GB200, BF16, FP8 and NVFP4, Megatron-FSDP
+#: included since its backward gathers no longer queue behind reduce-scatters. Outside the
+#: range: MLPerf's Llama 3.1 8B on 512 GB200 (-49 %, and its GB300 twin -48 %), a ~40 ms step
+#: across eight NVL72 racks that the model does not explain yet (docs/compute-model.md);
+#: Megatron-Bridge's Llama 3.1 405B on 256 B200 (-35 %); and NVIDIA's NVFP4 Llama 3.1 405B on
+#: 512 to 5,120 GB200 (-1 % to -5 %). H100 and H200 runs are at -4 % on their median; Blackwell
+#: Ultra at -13 % (MLPerf's 8B runs 12-18 % fast, Megatron-Bridge's within 7 %), too mixed
+#: across sources for a note.
 COMPUTE_BIAS: Final = (
     KnownBias(
         gpus=("b200", "gb200"),
         presets=("dgx-b200", "dgx-b200-roce", "gb200-nvl72"),
-        runs=32,
-        within=31,
-        low=-0.346,
-        high=-0.097,
-        median=-0.196,
+        runs=57,
+        within=52,
+        low=-0.249,
+        high=-0.074,
+        median=-0.189,
     ),
 )
 

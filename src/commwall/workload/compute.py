@@ -55,6 +55,8 @@ from commwall.workload.models import ModelSpec
 
 __all__ = [
     "ATTENTION",
+    "ATTENTION_FP8",
+    "FP4_CEILING",
     "GEMM_CEILING",
     "HBM_SHARE",
     "KERNEL_LAUNCH",
@@ -78,13 +80,24 @@ __all__ = [
 #: A100 TF32: ~130 of 156 TFLOP/s read off NVIDIA's "CUDA 11 features revealed" cuBLAS figure.
 #: Values marked ``*`` have no published measurement and take the nearest precision's share;
 #: GB300 has none at all and takes GB200's (the same peaks, package and power class; its die is
-#: B300's, whose shares are within 3 points of B200's) — docs/compute-model.md lists them.
+#: B300's, whose shares are within 3 points of B200's) — docs/compute-model.md lists them. FP4:
+#: :data:`FP4_CEILING`.
+#: NVFP4 GEMMs (``precision: fp4``) have no published MAMF. Transformer Engine's GEMM profiling
+#: tutorial (``docs/examples/gemm_profiling/gemm_profiling.rst`` @d0067d0, the source of
+#: :data:`SUSTAINED_GEMM`) also times the layer's twelve GEMMs pre-quantized — the kernels alone
+#: — on B300: 13.102 ms in BF16, 6.812 in FP8 (current scaling) and 3.764 in NVFP4. FP4's share
+#: of its peak is BF16's MAMF share times that measured speed-up times the peaks' ratio (B300:
+#: BF16 2,250, FP4 12,600 TFLOP/s): 0.786 × 3.481 × 0.179 = 0.489 (derived; the same steps give
+#: FP8 0.756 against its measured MAMF share of 0.745). The FP4 tensor cores run far below their
+#: nominal rate on real layer shapes. Every Blackwell GPU takes this share of its own FP4 peak
+#: (*): no other NVFP4 GEMM measurement was found.
+FP4_CEILING: Final = (1769.0 / 2250.0) * (13.102 / 3.764) * (2250.0 / 12600.0)
 _GB200_CEILING: Final = {
     "bf16": 1822 / 2500,
     "fp16": 1822 / 2500,
     "tf32": 1822 / 2500,
     "fp8": 3615.6 / 5000,
-    "fp4": 3615.6 / 5000,
+    "fp4": FP4_CEILING,
 }
 GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
     "a100-sxm": {"bf16": 271.2 / 312, "fp16": 271.2 / 312, "tf32": 130 / 156},
@@ -105,14 +118,14 @@ GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
         "fp16": 1745 / 2250,
         "tf32": 1745 / 2250,
         "fp8": 3432.5 / 4500,
-        "fp4": 3432.5 / 4500,
+        "fp4": FP4_CEILING,
     },  # tf32*, fp4*
     "b300": {
         "bf16": 1769 / 2250,
         "fp16": 1769 / 2250,
         "tf32": 1769 / 2250,
         "fp8": 3353.3 / 4500,
-        "fp4": 3353.3 / 4500,
+        "fp4": FP4_CEILING,
     },  # tf32*, fp4*
     "gb200": _GB200_CEILING,  # tf32*, fp4*
     "gb300": _GB200_CEILING,  # all * (GB200's)
@@ -137,7 +150,8 @@ SUSTAINED_GEMM: Final = 1523.0 / 1769.0
 #: BF16, causal ``top_left`` mask, GQA 64/8 heads, batch 2, forward and non-deterministic
 #: backward timed apart; NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/
 #: llama3.1/{gb200,gb300}/*.csv @3929da2) — Blackwell Ultra's doubled exponential throughput
-#: shows in its faster forward.
+#: shows in its faster forward. ``cudnn-fp8-gb200`` / ``cudnn-fp8-gb300``: the same runs'
+#: FP8 rows (:data:`ATTENTION_FP8`).
 _ATTENTION_TFLOPS: Final[dict[str, dict[int, tuple[float, float]]]] = {
     "fa2-a100": {512: (99, 99), 1024: (133, 133), 2048: (155, 155), 4096: (173, 173),
                  8192: (182, 182), 16384: (189, 189)},
@@ -149,11 +163,15 @@ _ATTENTION_TFLOPS: Final[dict[str, dict[int, tuple[float, float]]]] = {
                     16384: (1708, 1328), 32768: (1622, 1226)},
     "cudnn-gb300": {2048: (1373, 967), 4096: (1703, 1248), 8192: (1856, 1435),
                     16384: (1915, 1507), 32768: (1953, 1490)},
+    "cudnn-fp8-gb200": {2048: (1420, 831), 4096: (1805, 1178), 8192: (2047, 1454),
+                        16384: (2154, 1632), 32768: (2197, 1687)},
+    "cudnn-fp8-gb300": {2048: (1954, 944), 4096: (2532, 1396), 8192: (2897, 1781),
+                        16384: (3054, 2035), 32768: (3108, 2128)},
 }  # fmt: skip
 #: The BF16 peak those measurements ran against (A100 312, H100 989.4, GB200/GB300 2500 TFLOP/s).
 _ATTENTION_PEAK: Final = {
     "fa2-a100": 312.0, "fa2-h100": 989.4, "cudnn-h100": 989.4, "cudnn-gb200": 2500.0,
-    "cudnn-gb300": 2500.0,
+    "cudnn-gb300": 2500.0, "cudnn-fp8-gb200": 2500.0, "cudnn-fp8-gb300": 2500.0,
 }  # fmt: skip
 #: Which measured kernel ``attention: flash`` / ``flash2`` means on each GPU: B200 takes the
 #: GB200 cuDNN shares of its own peak and B300 GB300's (the same silicon; *); FlashAttention-2
@@ -166,6 +184,17 @@ ATTENTION: Final[dict[str, dict[str, str]]] = {
     "b300": {"flash": "cudnn-gb300", "flash2": "fa2-h100"},
     "gb200": {"flash": "cudnn-gb200", "flash2": "fa2-h100"},
     "gb300": {"flash": "cudnn-gb300", "flash2": "fa2-h100"},
+}
+#: The measured kernel ``job.fp8_attention`` prices (``cudnn-fp8-*``: the same cudnn-frontend
+#: files' FP8 rows, E4M3 in both passes, timed beside the BF16 ones; B200 and B300 take the
+#: GB200 and GB300 shares of their own peaks, *). Transformer Engine keeps the output and the
+#: gradients 16-bit and casts Q, K, V and the output gradient first (:func:`_attention`). No
+#: Hopper measurement of cuDNN's FP8 backward was found, so Hopper has none.
+ATTENTION_FP8: Final[dict[str, str]] = {
+    "b200": "cudnn-fp8-gb200",
+    "gb200": "cudnn-fp8-gb200",
+    "b300": "cudnn-fp8-gb300",
+    "gb300": "cudnn-fp8-gb300",
 }
 #: The kernel a measured attention family's name starts with, in words (a step's one-line
 #: summary): ``fa2-h100`` is FlashAttention-2, ``cudnn-gb200`` cuDNN's fused kernel.
@@ -361,6 +390,7 @@ def layer_work(
     cross_entropy: str = "unfused",
     fp8_recipe: str = "delayed",
     expert_tp: int | None = None,
+    fp8_attention: bool = False,
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
@@ -374,14 +404,20 @@ def layer_work(
     ring (``cp_comm`` p2p or a2a+p2p), so the partial results of its steps are merged
     (:func:`_ring_merges`); the all-gather variant computes each block in one kernel.
     ``cross_entropy``: the loss's implementation (:data:`CROSS_ENTROPY_PASSES`);
-    ``fp8_recipe``: how FP8 operands are scaled (:data:`FP8_QUANTIZE`; FP8 jobs only);
+    ``fp8_recipe``: how FP8 operands are scaled (:data:`LOW_PRECISION_CAST`; FP8 jobs only;
+    FP4 jobs cast with ``nvfp4``); ``fp8_attention``: the attention core in FP8
+    (:data:`ATTENTION_FP8`);
     ``expert_tp``: the ranks that split each expert's GEMMs (default ``tp``).
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
     low = dev.precision in ("fp8", "fp4")
-    # GEMM inputs: 1 byte in FP8 (Transformer Engine casts them first), else the element size
-    g_bytes = 1.0 if low else float(elem_bytes)
+    recipe = "nvfp4" if dev.precision == "fp4" else fp8_recipe
+    # GEMM inputs: 1 byte in FP8 and 9/16 in NVFP4 (Transformer Engine casts them first), else
+    # the element size
+    g_bytes = float(elem_bytes)
+    if low:
+        g_bytes = LOW_PRECISION_CAST["nvfp4"][0] if recipe == "nvfp4" else 1.0
     fwd: list[Kernel] = []
     bwd: list[Kernel] = []
 
@@ -394,29 +430,39 @@ def layer_work(
         grads = gemm_seconds(m, k, n, dev, g_bytes, count) + gemm_seconds(
             k, n, m, dev, g_bytes, count
         )
+        if recipe == "nvfp4":
+            # each NVFP4 GEMM first swizzles both operands' scales and computes its alpha
+            # from their amaxes (gemm.cpp swizzle_scaling_factors, cublaslt_gemm.cu
+            # compute_nvfp4_per_tensor_scale_kernel @v2.8): three small kernels
+            f += NVFP4_GEMM_KERNELS * KERNEL_LAUNCH
+            grads += 2 * NVFP4_GEMM_KERNELS * KERNEL_LAUNCH
         fwd.append(Kernel(name, "gemm", flops, 0.0, f))
         bwd.append(Kernel(f"{name} dgrad+wgrad", "gemm", 2 * flops, 0.0, grads))
         if low:
-            # Transformer Engine keeps a row-wise copy of each FP8 GEMM operand for one GEMM
-            # and a transposed one for the other (fp8_cast_transpose_fused; a quantizer's
-            # rowwise and columnwise usages in TE 2.x): an input the weight gradient needs is
-            # cast and transposed in one pass (read 2 bytes, write 1 + 1), the output gradient
-            # likewise (grad_output_preprocess). With sequence parallelism the input is cast
-            # before its all-gather (1/t of the rows) and the gathered copy transposed in the
-            # backward (tex.fp8_transpose: read 1, write 1).
-            # The recipe adds what its quantizer does first (FP8_QUANTIZE).
-            extra, launches = FP8_QUANTIZE[fp8_recipe]
+            # Transformer Engine keeps a row-wise copy of each low-precision GEMM operand for
+            # one GEMM and a column-wise (transposed) one for the other (a quantizer's rowwise
+            # and columnwise usages in TE 2.x): an input the weight gradient needs is cast to
+            # both in one pass (fp8_cast_transpose_fused, nvfp4_quantize_transpose), the output
+            # gradient likewise (grad_output_preprocess); LOW_PRECISION_CAST holds each
+            # recipe's bytes. With sequence parallelism the input is cast before its all-gather
+            # (1/t of the rows): FP8 casts the row-wise copy and transposes the gathered one in
+            # the backward (tex.fp8_transpose: read 1, write 1); NVFP4 cannot transpose its
+            # 1×16 blocks, so it casts both copies first and the backward re-gathers the
+            # column-wise one and reorders it (swap_first_dims: read and write it once).
+            written, extra, launches = LOW_PRECISION_CAST[recipe]
+            both = 2.0 + extra + 2.0 * written  # read, amax pass, both copies written
             inputs, grads = m * k * count, m * n * count
-            if gathered:
-                fwd.append(_memory(f"{name} fp8 cast", (3.0 + extra) * inputs / t, dev, launches))
-                bwd.append(_memory(f"{name} fp8 transpose", 2.0 * inputs, dev))
+            label = "fp4" if recipe == "nvfp4" else "fp8"
+            if gathered and recipe == "nvfp4":
+                fwd.append(_memory(f"{name} fp4 cast", both * inputs / t, dev, launches))
+                bwd.append(_memory(f"{name} fp4 reorder", 2.0 * written * inputs, dev))
+            elif gathered:
+                cast = 2.0 + extra + written
+                fwd.append(_memory(f"{name} fp8 cast", cast * inputs / t, dev, launches))
+                bwd.append(_memory(f"{name} fp8 transpose", 2.0 * written * inputs, dev))
             else:
-                fwd.append(
-                    _memory(f"{name} fp8 cast+transpose", (4.0 + extra) * inputs, dev, launches)
-                )
-            bwd.append(
-                _memory(f"{name} grad fp8 cast+transpose", (4.0 + extra) * grads, dev, launches)
-            )
+                fwd.append(_memory(f"{name} {label} cast+transpose", both * inputs, dev, launches))
+            bwd.append(_memory(f"{name} grad {label} cast+transpose", both * grads, dev, launches))
 
     gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h, gathered=gathered_input)
     gemm("attention out", tokens, h, model.q_dim // t)
@@ -448,7 +494,7 @@ def layer_work(
         active_ffn = model.ffn_hidden
     attn_fwd, attn_bwd = _attention(
         model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel,
-        context_a2a,
+        context_a2a, fp8_attention,
     )  # fmt: skip
     if context_ring and attention in ("flash", "flash2"):
         ring = max(1, context_parallel // max(1, context_a2a))
@@ -520,25 +566,37 @@ def _embedding(
     )
 
 
-#: What each FP8 recipe (Megatron-Core ``--fp8-recipe``; Transformer Engine's quantizers,
-#: ``transformer_engine/pytorch/csrc/quantizer.cpp`` @d0067d0) adds to the cast of one GEMM
-#: operand beyond delayed scaling's fused cast-and-transpose (read 2 bytes, write 1 + 1): bytes
-#: per element, and kernels launched in all.
+#: How each low-precision recipe casts one GEMM operand (Transformer Engine's quantizers,
+#: ``transformer_engine/pytorch/csrc/quantizer.cpp`` @d0067d0; NVFP4 as of TE v2.8): bytes
+#: written per element for each of the two copies it keeps (the row-wise one feeds one GEMM, the
+#: column-wise or transposed one the other), bytes read beyond the cast's own read of the 2-byte
+#: input, and kernels launched in all.
 #:
-#: * ``delayed`` (Megatron-Core's default): the scale comes from the amax history; the cast
-#:   kernel records the new amax as it goes — nothing more, one kernel.
+#: * ``delayed`` (Megatron-Core's default ``--fp8-recipe``): the scale comes from the amax
+#:   history; the cast kernel records the new amax as it goes — one byte each way, one kernel.
 #: * ``tensorwise`` (current scaling, "FP8-CS"): ``Float8CurrentScalingQuantizer`` first
 #:   computes the tensor's amax (``nvte_compute_amax``: one more read of the 2-byte input), then
 #:   the scale from it (``nvte_compute_scale_from_amax``), then casts — 2 bytes, three kernels.
 #: * ``mxfp8`` (Blackwell) and ``blockwise``: one quantize kernel finds each block's scale as it
 #:   casts (``MXFP8Quantizer``, ``Float8BlockQuantizer``) and writes the scales too — an E8M0
-#:   byte per 32 elements each way (2/32), or an fp32 per 128 (8/128) — one kernel.
-FP8_QUANTIZE: Final[dict[str, tuple[float, int]]] = {
-    "delayed": (0.0, 1),
-    "tensorwise": (2.0, 3),
-    "mxfp8": (2.0 / 32.0, 1),
-    "blockwise": (8.0 / 128.0, 1),
+#:   byte per 32 elements each way, or an fp32 per 128 — one kernel.
+#: * ``nvfp4`` (``precision: fp4``; ``NVFP4Quantizer``): the per-tensor amax in its own pass
+#:   (``nvte_compute_amax_with_config``: a zeroing kernel and the amax kernel, one more read),
+#:   then one kernel (``nvfp4_quantize_transpose``) writes both copies, E2M1 data (half a byte)
+#:   and an E4M3 scale per 16 elements each. Its random Hadamard transform (the wgrad operands),
+#:   stochastic rounding (the output gradient) and 16×16 weight blocks are not priced: the
+#:   transform reads the input about once more where it is on (TE's default; MLPerf v5.1 turns
+#:   it off, ``NVTE_NVFP4_DISABLE_RHT=1``), the other two happen inside the cast kernel.
+#: Small kernels before each NVFP4 GEMM: a scale swizzle per operand and the alpha kernel.
+NVFP4_GEMM_KERNELS: Final = 3
+LOW_PRECISION_CAST: Final[dict[str, tuple[float, float, int]]] = {
+    "delayed": (1.0, 0.0, 1),
+    "tensorwise": (1.0, 2.0, 3),
+    "mxfp8": (1.0 + 1.0 / 32.0, 0.0, 1),
+    "blockwise": (1.0 + 4.0 / 128.0, 0.0, 1),
+    "nvfp4": (0.5 + 1.0 / 16.0, 2.0, 3),
 }
+
 
 #: Bytes moved per logit and kernels launched by the vocabulary-parallel cross-entropy
 #: (forward, backward) of each implementation, with 16-bit logits from the LM head:
@@ -683,8 +741,15 @@ def _attention(
     elem_bytes: int,
     cp: int = 1,
     a2a: int = 1,
+    fp8: bool = False,
 ) -> tuple[list[Kernel], list[Kernel]]:
-    """Attention core kernels, forward and backward (module docstring)."""
+    """Attention core kernels, forward and backward (module docstring).
+
+    ``fp8``: cuDNN's FP8 kernel (:data:`ATTENTION_FP8`) with Transformer Engine's current
+    scaling around it (``FusedAttnFunc``, ``attention/dot_product_attention/backends.py``
+    @v2.8): forward, Q, K and V are concatenated (read 2, write 2 bytes an element) and cast
+    together (an amax pass, then read 2, write 1); backward, the output gradient is cast
+    likewise (read 2 + 2, write 1). The output and dQ, dK, dV stay 16-bit."""
     heads = model.n_heads // t
     d = model.head_dim
     full = 4.0 * b * s * s * heads * d / cp  # QKᵀ and softmax·V over every score
@@ -693,15 +758,21 @@ def _attention(
         # of cp/a ranks (a: the all-to-all group; Ulysses' a = cp leaves whole sequences)
         ring = max(1, cp // max(1, a2a))
         block = s if ring == 1 else s // (2 * ring)
-        share_f, share_b = attention_share(ATTENTION[dev.name][kind], block)
+        family = ATTENTION_FP8[dev.name] if fp8 else ATTENTION[dev.name][kind]
+        share_f, share_b = attention_share(family, block)
         causal = full / 2.0
         grad = 2.5 * causal
-        return (
-            [Kernel("attention", "attention", causal, 0.0,
-                    causal / (dev.half_peak * share_f) + KERNEL_LAUNCH)],
-            [Kernel("attention (grad)", "attention", grad, 0.0,
-                    grad / (dev.half_peak * share_b) + KERNEL_LAUNCH)],
-        )  # fmt: skip
+        forward = causal / (dev.half_peak * share_f) + KERNEL_LAUNCH
+        backward = grad / (dev.half_peak * share_b) + KERNEL_LAUNCH
+        fwd = [Kernel("attention", "attention", causal, 0.0, forward)]
+        bwd = [Kernel("attention (grad)", "attention", grad, 0.0, backward)]
+        if fp8:
+            tokens = b * s / cp
+            qkv = tokens * (model.q_dim + 2 * model.kv_dim) / t
+            fwd.append(_memory("attention Q, K, V fp8 concat+cast", 9.0 * qkv, dev, 4))
+            grad_out = tokens * model.q_dim / t
+            bwd.append(_memory("attention output grad fp8 cast", 5.0 * grad_out, dev, 3))
+        return fwd, bwd
     # unfused (Megatron 2021): batched QKᵀ (s×s×d) and softmax·V (s×d×s) over b·heads, a fused
     # scale-mask-softmax (read + write the scores) and dropout (read, write, 1-byte mask)
     half = _sixteen_bit(dev)

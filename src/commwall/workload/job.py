@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from commwall.catalog import CatalogError
 from commwall.cluster import Cluster
 from commwall.scenario import JobSpec, ScenarioError
-from commwall.workload.compute import Device, attention_kernel, device_for
+from commwall.workload.compute import ATTENTION_FP8, Device, attention_kernel, device_for
 from commwall.workload.hf_config import ModelDefinitionError, resolve_model
 from commwall.workload.models import ModelSpec, UnknownModelError
 from commwall.workload.pipeline_layout import LayoutError, VirtualStage, even_layout, parse_layout
@@ -26,8 +26,14 @@ MAX_PIPELINE_SLOTS = 50_000
 #: Bytes per element of activations, parameters and gradients in mixed precision (bf16/fp16).
 HALF_BYTES = 2
 #: Bytes per communicated element by matmul precision: TF32 training keeps fp32 tensors; FP8
-#: recipes (Transformer Engine) still keep and exchange bf16 activations and gradients.
-ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 2, "tf32": 4}
+#: and NVFP4 recipes (Transformer Engine) still keep and exchange bf16 activations and gradients.
+ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 2, "fp4": 2, "tf32": 4}
+#: Bytes per element of a sequence-parallel all-gather of a GEMM input that Transformer Engine
+#: quantizes before gathering: FP8 data, or NVFP4's E2M1 data (half a byte) and its E4M3 scale
+#: per 16 elements (``_all_gather_nvfp4`` gathers the row-wise data and scales:
+#: ``transformer_engine/pytorch/distributed.py`` and ``module/linear.py`` @v2.8, the TE of
+#: MLPerf Training v5.1's NeMo 25.09 containers).
+LOW_PRECISION_GATHER_BYTES = {"fp8": 1.0, "fp4": 0.5 + 1.0 / 16.0}
 
 
 def cp_a2a_size(spec: JobSpec) -> int:
@@ -157,8 +163,14 @@ class Job:
         unless ``--grad-reduce-in-bf16``), else :attr:`element_bytes`."""
         fp32 = self.spec.grad_reduce_in_fp32
         if fp32 is None:
-            fp32 = self.spec.precision in ("bf16", "fp8")
+            fp32 = self.spec.precision in ("bf16", "fp8", "fp4")
         return 4 if fp32 else self.element_bytes
+
+    @property
+    def tp_gather_bytes(self) -> float:
+        """Bytes per element of a sequence-parallel all-gather of a GEMM input
+        (:data:`LOW_PRECISION_GATHER_BYTES` under FP8 and NVFP4, else :attr:`element_bytes`)."""
+        return LOW_PRECISION_GATHER_BYTES.get(self.spec.precision, float(self.element_bytes))
 
     @property
     def param_bytes(self) -> int:
@@ -205,6 +217,7 @@ class Job:
             ),
             "cross_entropy": self.spec.cross_entropy,
             "fp8_recipe": self.spec.fp8_recipe,
+            "fp8_attention": self.spec.fp8_attention,
             "grad_reduce_bytes": self.grad_reduce_bytes,
             "param_bytes": self.param_bytes,
         }
@@ -299,8 +312,19 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
     if spec.fp8_param_gather and spec.precision != "fp8":
         errors.append(
             f"job.fp8_param_gather: keeps the weights in FP8, so it needs precision fp8 "
-            f"(precision is {spec.precision})"
+            f"(precision is {spec.precision}; under fp4 Megatron-Core gathers 16-bit weights)"
         )
+    if spec.fp8_attention:
+        if spec.precision not in ("fp8", "fp4"):
+            errors.append(
+                f"job.fp8_attention: runs inside Transformer Engine's FP8 or NVFP4 autocast, so "
+                f"it needs precision fp8 or fp4 (precision is {spec.precision})"
+            )
+        if spec.attention != "flash":
+            errors.append(
+                f"job.fp8_attention: is cuDNN's fused FP8 attention, so it needs attention "
+                f"flash (attention is {spec.attention})"
+            )
     if spec.tp_comm_overlap and (spec.tp == 1 or not spec.sequence_parallel):
         errors.append(
             f"job.tp_comm_overlap: needs tensor parallelism with sequence parallelism (as "
@@ -393,6 +417,12 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             )
         except (ValueError, CatalogError) as e:
             errors.append(f"job.compute_efficiency: not set, and {e}")
+        if spec.fp8_attention and gpu.name not in ATTENTION_FP8:
+            errors.append(
+                f"job.fp8_attention: no measured FP8 attention rate for {gpu.name} (measured: "
+                f"{', '.join(sorted(ATTENTION_FP8))}); leave it off or set "
+                "job.compute_efficiency to use the flat model"
+            )
     if errors:
         raise ScenarioError(errors)
     return Job(

@@ -219,6 +219,7 @@ def unit_times(job: Job) -> UnitTimes:
             cross_entropy=spec.cross_entropy,
             fp8_recipe=spec.fp8_recipe,
             expert_tp=job.expert_tp,
+            fp8_attention=spec.fp8_attention,
         )
         times = UnitTimes(
             work.layer_forward(),
@@ -659,11 +660,25 @@ class _Builder:
             groups = [(job.tp, tp_ops, self.groups.tp, "TP")]
         else:
             groups.append((job.expert_tp, expert_ops, self.groups.etp, "expert TP"))
+        # Transformer Engine casts a GEMM input (and an output gradient) to FP8 or NVFP4 before
+        # it all-gathers it (Job.tp_gather_bytes); reductions move the 16-bit GEMM outputs. A
+        # MoE layer's TP group also gathers the experts' 16-bit tokens: kept 16-bit there.
+        low = self.tp_bytes * (1.0 if moe else job.tp_gather_bytes / job.element_bytes)
         out: list[_Blocking] = []
         for size, ops, group, kind in groups:
             if size > 1:
                 out += [
-                    (kind, label, CollectiveTask(op, self.tp_bytes, group), "tp", calls)
+                    (
+                        kind,
+                        label,
+                        CollectiveTask(
+                            op,
+                            low if op is Op.ALL_GATHER and kind == "TP" else self.tp_bytes,
+                            group,
+                        ),
+                        "tp",
+                        calls,
+                    )
                     for op, label, calls in ops
                     if calls
                 ]
@@ -728,10 +743,10 @@ class _Builder:
         )
         blocked = self.blocking_comm(stage, tag, layers, ())
         last = blocked if blocked >= 0 else last
-        gather = self.tp_bytes / self.job.element_bytes if self.spec.precision == "fp8" else None
+        gather = self.tp_bytes * self.job.tp_gather_bytes / self.job.element_bytes
         calls: tuple[tuple[Op, str, float], ...] = (
             (
-                (Op.ALL_GATHER, "all-gather beside dgrad", gather or self.tp_bytes),
+                (Op.ALL_GATHER, "all-gather beside dgrad", gather),
                 (Op.REDUCE_SCATTER, "reduce-scatter beside wgrad", self.tp_bytes),
             )
             if self.sp
@@ -782,8 +797,10 @@ class _Builder:
             (Op.REDUCE_SCATTER, "reduce-scatter", 1.0 / UB_PIPELINE_SPLITS if forward else 0.0),
         )
         # FP8: Userbuffers all-gathers the GEMM's FP8 input, one byte an element (TE's default
-        # ``fp8_buf`` for every all-gather overlap); reduce-scatters move the GEMM's output
-        gather_bytes = 1.0 / self.job.element_bytes if self.spec.precision == "fp8" else 1.0
+        # ``fp8_buf`` for every all-gather overlap; NVFP4 taken the same way, its gathered data
+        # and scales, though TE v2.8 has no Userbuffers NVFP4 path); reduce-scatters move the
+        # GEMM's output
+        gather_bytes = self.job.tp_gather_bytes / self.job.element_bytes
         for i, gemm in enumerate(pairs):
             op, label, exposed = blocks[i % 2]
             nbytes = self.tp_bytes * (gather_bytes if op is Op.ALL_GATHER else 1.0)

@@ -11,9 +11,12 @@ from commwall import simulate
 from commwall.errors import CommwallError
 from commwall.workload import WorkloadError
 from commwall.workload.compute import (
+    ATTENTION_FP8,
+    FP4_CEILING,
     GEMM_CEILING,
     HBM_SHARE,
     KERNEL_LAUNCH,
+    NVFP4_GEMM_KERNELS,
     SUSTAINED_GEMM,
     attention_kernel,
     attention_share,
@@ -357,3 +360,129 @@ def test_every_catalog_gpu_names_the_attention_kernel_it_prices() -> None:
         ), gpu
         assert attention_kernel(gpu, "flash2") == "FlashAttention-2", gpu
         assert attention_kernel(gpu, "unfused") == "unfused attention", gpu
+
+
+B300_FP4 = device_for("b300", 12600e12, 2250e12, 8.0e12, "fp4")
+B300 = device_for("b300", 2250e12, 2250e12, 8.0e12, "bf16")
+GB200_FP4 = device_for("gb200", 10000e12, 2500e12, 8.0e12, "fp4")
+GB200_FP8 = device_for("gb200", 5000e12, 2500e12, 8.0e12, "fp8")
+
+
+def test_the_fp4_ceiling_is_derived_from_te_s_measured_layer() -> None:
+    """FP4's share is BF16's MAMF share times the measured BF16/NVFP4 speed-up on one layer's
+    twelve GEMMs (TE's GEMM profiling tutorial on B300) times the peaks' ratio; the same steps
+    give FP8 within 2 % of its own measured MAMF share, which is the check on the method."""
+    bf16 = GEMM_CEILING["b300"]["bf16"]
+    share = FP4_CEILING
+    assert share == pytest.approx(bf16 * 13.102 / 3.764 * 2250 / 12600)
+    assert share == pytest.approx(0.489, abs=5e-4)
+    fp8_derived = bf16 * 13.102 / 6.812 * 2250 / 4500
+    assert fp8_derived == pytest.approx(GEMM_CEILING["b300"]["fp8"], rel=0.02)
+    for gpu in ("b200", "b300", "gb200", "gb300"):
+        assert GEMM_CEILING[gpu]["fp4"] == FP4_CEILING
+
+
+def test_the_tutorial_layer_runs_at_its_measured_fp4_speed_up() -> None:
+    """The tutorial's layer (hidden 4096, FFN 16384, 15,872 tokens) priced on B300: NVFP4
+    GEMMs about 3.5x faster than BF16 ones, as measured (13.102 / 3.764 = 3.48)."""
+    m, h, f = 15872, 4096, 16384
+    shapes = ((m, 3 * h, h), (m, h, h), (m, f, h), (m, h, f))
+
+    def layer(dev: object) -> float:
+        total = 0.0
+        for mm, n, k in shapes:  # fprop, dgrad, wgrad
+            total += gemm_seconds(mm, n, k, dev, 1, 1)  # type: ignore[arg-type]
+            total += gemm_seconds(mm, k, n, dev, 1, 1)  # type: ignore[arg-type]
+            total += gemm_seconds(k, n, mm, dev, 1, 1)  # type: ignore[arg-type]
+        return total
+
+    assert layer(B300) / layer(B300_FP4) == pytest.approx(13.102 / 3.764, rel=0.1)
+    # and the BF16 layer itself within 10 % of the tutorial's pre-quantized 13.102 ms
+    assert layer(B300) * 1e3 == pytest.approx(13.102, rel=0.1)
+
+
+def test_nvfp4_casts_write_half_a_byte_and_a_scale_per_16_each_way() -> None:
+    """An NVFP4 operand: an amax pass (read 2 bytes), then one kernel reading 2 and writing the
+    row-wise and column-wise copies, 0.5 + 1/16 bytes each: 5.125 bytes an element, 3 kernels;
+    each GEMM also launches its scale swizzles and alpha kernel."""
+    model = get_model("llama3-8b")
+    work = layer_work(model, GB200_FP4, micro_batch=1, seq_len=4096, tp=1)
+    cast = {k.name: k for k in work.forward}["qkv fp4 cast+transpose"]
+    assert cast.nbytes == pytest.approx(5.125 * 4096 * model.hidden)
+    hbm = 8.0e12 * HBM_SHARE["gb200"]
+    assert cast.seconds == pytest.approx(cast.nbytes / hbm + 3 * KERNEL_LAUNCH)
+    grad = {k.name: k for k in work.backward}["qkv grad fp4 cast+transpose"]
+    assert grad.nbytes == pytest.approx(5.125 * 4096 * (model.q_dim + 2 * model.kv_dim))
+    qkv = {k.name: k for k in work.forward}["qkv"]
+    n = model.q_dim + 2 * model.kv_dim
+    bare = gemm_seconds(4096, n, model.hidden, GB200_FP4, 0.5625)
+    assert qkv.seconds == pytest.approx(bare + NVFP4_GEMM_KERNELS * KERNEL_LAUNCH)
+
+
+def test_nvfp4_casts_both_copies_before_a_sequence_parallel_gather() -> None:
+    """With sequence parallelism NVFP4 casts the local rows to both copies before the
+    all-gather (its 1×16 blocks cannot be transposed after), and the backward reorders the
+    re-gathered column-wise copy; FP8 casts one copy and transposes the gathered one."""
+    model = get_model("llama3-70b")
+    t, s = 4, 8192
+    fp4 = layer_work(model, GB200_FP4, micro_batch=1, seq_len=s, tp=t)
+    fwd = {k.name: k for k in fp4.forward}
+    bwd = {k.name: k for k in fp4.backward}
+    assert fwd["qkv fp4 cast"].nbytes == pytest.approx(5.125 * s * model.hidden / t)
+    assert bwd["qkv fp4 reorder"].nbytes == pytest.approx(1.125 * s * model.hidden)
+    fp8 = layer_work(model, GB200_FP8, micro_batch=1, seq_len=s, tp=t)
+    assert {k.name: k for k in fp8.forward}["qkv fp8 cast"].nbytes == pytest.approx(
+        3.0 * s * model.hidden / t
+    )
+    # the attention output's input is not gathered: cast and transposed in one pass
+    assert fwd["attention out fp4 cast+transpose"].nbytes == pytest.approx(
+        5.125 * s * model.q_dim / t
+    )
+
+
+def test_fp8_attention_runs_at_cudnn_s_measured_fp8_rates() -> None:
+    """FP8 attention on GB200 at 8K: cuDNN's measured FP8 rows (2,047 / 1,454 TFLOP/s against
+    BF16's 1,574 / 1,332), plus TE's casts of Q, K, V (concatenated first) and of the output
+    gradient; on Hopper there is no measurement and the job says so."""
+    assert attention_share("cudnn-fp8-gb200", 8192) == pytest.approx((2047 / 2500, 1454 / 2500))
+    model = get_model("llama3-8b")
+    s = 8192
+    plain = layer_work(model, GB200_FP8, micro_batch=1, seq_len=s, tp=1)
+    fp8 = layer_work(model, GB200_FP8, micro_batch=1, seq_len=s, tp=1, fp8_attention=True)
+    att = {k.name: k for k in plain.forward}["attention"]
+    att8 = {k.name: k for k in fp8.forward}["attention"]
+    assert att.seconds / att8.seconds == pytest.approx(2047 / 1574, rel=0.01)
+    qkv = s * (model.q_dim + 2 * model.kv_dim)
+    cast = {k.name: k for k in fp8.forward}["attention Q, K, V fp8 concat+cast"]
+    assert cast.nbytes == pytest.approx(9.0 * qkv)
+    dcast = {k.name: k for k in fp8.backward}["attention output grad fp8 cast"]
+    assert dcast.nbytes == pytest.approx(5.0 * s * model.q_dim)
+    assert set(ATTENTION_FP8) == {"b200", "gb200", "b300", "gb300"}
+
+
+def test_fp4_and_fp8_attention_are_job_fields_with_clear_errors() -> None:
+    base = {"cluster": {"preset": "dgx-b200", "nodes": 1},
+            "job": {"model": "llama3-8b", "tp": 1, "global_batch": 8, "seq_len": 8192}}  # fmt: skip
+    fp8 = simulate({**base, "job": {**base["job"], "precision": "fp8"}})
+    fp4 = simulate({**base, "job": {**base["job"], "precision": "fp4"}})
+    assert fp4.step_time < fp8.step_time
+    assert fp4.job["precision"] == "fp4"
+    with_attention = simulate(
+        {**base, "job": {**base["job"], "precision": "fp4", "fp8_attention": True}}
+    )
+    # at 8K the faster kernel outweighs its casts (at 4K it does not: they scale with s, the
+    # kernel with s²)
+    assert with_attention.step_time < fp4.step_time
+    assert with_attention.job["fp8_attention"] is True
+    with pytest.raises(CommwallError, match=r"job\.fp8_attention: .*\(precision is bf16\)"):
+        simulate({**base, "job": {**base["job"], "fp8_attention": True}})
+    with pytest.raises(CommwallError, match=r"job\.fp8_attention: .*\(attention is flash2\)"):
+        simulate({**base, "job": {**base["job"], "precision": "fp8", "fp8_attention": True,
+                                  "attention": "flash2"}})  # fmt: skip
+    hopper = {"cluster": {"preset": "dgx-h100", "nodes": 1}, "job": dict(base["job"])}
+    with pytest.raises(CommwallError, match=r"job\.precision: h100-sxm has no fp4 peak"):
+        simulate({**hopper, "job": {**hopper["job"], "precision": "fp4"}})
+    with pytest.raises(CommwallError, match=r"job\.fp8_attention: no measured FP8 attention"):
+        simulate({**hopper, "job": {**hopper["job"], "precision": "fp8", "fp8_attention": True}})
+    with pytest.raises(CommwallError, match=r"job\.fp8_param_gather: .*\(precision is fp4;"):
+        simulate({**base, "job": {**base["job"], "precision": "fp4", "fp8_param_gather": True}})

@@ -554,9 +554,25 @@ def test_backward_tp_overlap_gathers_fp8_inputs_in_one_byte_and_takes_sms() -> N
     stats = {c.name: c for c in r.collectives if c.category == "tp"}
     assert stats["TP all-gather beside dgrad"].nbytes == 2048 * job.model.hidden
     assert stats["TP reduce-scatter beside wgrad"].nbytes == 2048 * job.model.hidden * 2
+    # the blocking ones too: TE casts a GEMM input (and an output gradient) before gathering
+    assert stats["TP all-gather"].nbytes == 2048 * job.model.hidden
+    assert stats["TP reduce-scatter"].nbytes == 2048 * job.model.hidden * 2
     off = run({**spec, "tp_backward_overlap": False})
     assert off.compute_slowed_by_comm < r.compute_slowed_by_comm
     assert r.breakdown["tp"] < off.breakdown["tp"]
+
+
+def test_nvfp4_gathers_half_a_byte_and_a_scale_per_16_elements() -> None:
+    """NVFP4 all-gathers E2M1 data and E4M3 scales (9/16 of a byte an element); its gradients
+    reduce-scatter in 16 bits."""
+    spec = {"tp": 4, "global_batch": 64, "precision": "fp4"}
+    r = run(spec, nodes=1, preset="dgx-b200")
+    stats = {c.name: c for c in r.collectives if c.category == "tp"}
+    sixteen_bit = stats["TP reduce-scatter"].nbytes  # b·s·h in 2 bytes
+    assert stats["TP reduce-scatter beside wgrad"].nbytes == sixteen_bit
+    for name in ("TP all-gather", "TP all-gather beside dgrad"):
+        assert stats[name].nbytes == pytest.approx(sixteen_bit * (0.5 + 1 / 16) / 2)
+    assert r.job["precision"] == "fp4"
 
 
 def test_tp_without_sequence_parallelism_all_reduces() -> None:
