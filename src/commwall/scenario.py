@@ -151,6 +151,24 @@ def _printable(value: object) -> object:
 
 Text = Annotated[str, BeforeValidator(_printable)]
 
+_RELEASE = re.compile(r"(\d{1,3})\.(\d{1,3})(\.\d{1,4})?")
+
+
+def _release(value: object) -> object:
+    """A ``major.minor[.patch]`` library release written as text: YAML reads ``9.10`` as the
+    number 9.1, so a number is refused rather than guessed."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ScenarioFieldError(
+            f"{value!r} is a number; write the release as text, e.g. '9.13' (YAML reads 9.10 "
+            "as 9.1)"
+        )
+    if isinstance(value, str) and not _RELEASE.fullmatch(value.strip()):
+        raise ScenarioFieldError(f"{value!r} is not a release; allowed: major.minor, e.g. '9.13'")
+    return value.strip() if isinstance(value, str) else value
+
+
+Release = Annotated[str, BeforeValidator(_release)]
+
 
 Bytes = Annotated[float, BeforeValidator(_quantity(parse_size))]
 Seconds = Annotated[float, BeforeValidator(_quantity(parse_time))]
@@ -522,6 +540,13 @@ class JobSpec(_Strict):
         description="Megatron-Core's --fp8-recipe for precision fp8: delayed (default: scales "
         "from the amax history), tensorwise (current scaling, 'FP8-CS': an amax pass before each "
         "cast), mxfp8 (Blackwell block scaling) or blockwise.",
+    )
+    cudnn: Release | None = Field(
+        default=None,
+        description="The cuDNN release the job's container ships, as text (e.g. '9.13' for "
+        "NGC PyTorch 25.09): on Blackwell it picks cuDNN's measured fused-attention rate of "
+        "the newest measured release at or below it (9.13, 9.17, 9.22; docs/compute-model.md). "
+        "Default: the newest measured. A100 and Hopper have one measurement each.",
     )
     fp8_attention: bool = Field(
         default=False,

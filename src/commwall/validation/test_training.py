@@ -45,6 +45,17 @@ def test_every_run_is_sourced_and_either_skipped_with_a_reason_or_a_scenario() -
         assert r.measured_step() > 0
 
 
+def test_every_blackwell_run_names_the_cudnn_release_it_ran() -> None:
+    """Blackwell's attention depends on the cuDNN release (job.cudnn), so every Blackwell row
+    states its container's, with the reason in its assumptions; Hopper rows need none."""
+    gpus = {"b200", "b300", "gb200", "gb300"}
+    blackwell = [r for r in load_training_runs() if gpus & set(r.preset.split("-"))]
+    assert len(blackwell) >= 80
+    for r in blackwell:
+        assert "cudnn" in r.job, r.id
+        assert any(a.startswith(f"cudnn {r.job['cudnn']}:") for a in r.assumed), r.id
+
+
 def test_measured_figures_become_step_times_as_the_source_counts() -> None:
     runs = {r.id: r for r in load_training_runs()}
     # Narayanan et al. SC'21 Table 1, 1.7B: 137 TFLOP/s per GPU on 32 GPUs, eq. 3 FLOPs

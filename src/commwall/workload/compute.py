@@ -56,6 +56,7 @@ from commwall.workload.models import ModelSpec
 __all__ = [
     "ATTENTION",
     "ATTENTION_FP8",
+    "CUDNN_RELEASES",
     "FP4_CEILING",
     "GEMM_CEILING",
     "HBM_SHARE",
@@ -64,6 +65,7 @@ __all__ = [
     "Device",
     "Kernel",
     "LayerWork",
+    "attention_family",
     "attention_share",
     "device_for",
     "gemm_seconds",
@@ -167,11 +169,31 @@ _ATTENTION_TFLOPS: Final[dict[str, dict[int, tuple[float, float]]]] = {
                         16384: (2154, 1632), 32768: (2197, 1687)},
     "cudnn-fp8-gb300": {2048: (1954, 944), 4096: (2532, 1396), 8192: (2897, 1781),
                         16384: (3054, 2035), 32768: (3108, 2128)},
+    # older cuDNN releases (CUDNN_RELEASES)
+    "cudnn917-gb200": {2048: (1068, 656), 4096: (1378, 1054), 8192: (1583, 1211),
+                       16384: (1673, 1303), 32768: (1687, 1311)},
+    "cudnn917-gb300": {2048: (1310, 634), 4096: (1680, 1110), 8192: (1899, 1293),
+                       16384: (1975, 1399), 32768: (2006, 1438)},
+    "cudnn917-fp8-gb200": {2048: (1324, 671), 4096: (1663, 1088), 8192: (1894, 1263),
+                           16384: (2033, 1373), 32768: (2124, 1429)},
+    "cudnn917-fp8-gb300": {2048: (1700, 696), 4096: (2197, 1178), 8192: (2565, 1400),
+                           16384: (2810, 1534), 32768: (2967, 1605)},
+    "cudnn913-b200": {2048: (908, 545), 4096: (1141, 833), 8192: (1384, 995),
+                      16384: (1475, 1152), 32768: (1515, 1180)},
+    "cudnn913-gb300": {2048: (1000, 545), 4096: (1445, 942), 8192: (1716, 1150),
+                       16384: (1836, 1291), 32768: (1884, 1350)},
+    "cudnn913-fp8-b200": {2048: (974, 556), 4096: (1231, 972), 8192: (1502, 1255),
+                          16384: (1692, 1469), 32768: (1781, 1582)},
+    "cudnn913-fp8-gb300": {2048: (1030, 573), 4096: (1675, 1156), 8192: (2074, 1514),
+                           16384: (2267, 1746), 32768: (2352, 1880)},
 }  # fmt: skip
 #: The BF16 peak those measurements ran against (A100 312, H100 989.4, GB200/GB300 2500 TFLOP/s).
 _ATTENTION_PEAK: Final = {
     "fa2-a100": 312.0, "fa2-h100": 989.4, "cudnn-h100": 989.4, "cudnn-gb200": 2500.0,
     "cudnn-gb300": 2500.0, "cudnn-fp8-gb200": 2500.0, "cudnn-fp8-gb300": 2500.0,
+    "cudnn917-gb200": 2500.0, "cudnn917-gb300": 2500.0, "cudnn917-fp8-gb200": 2500.0,
+    "cudnn917-fp8-gb300": 2500.0, "cudnn913-b200": 2250.0, "cudnn913-gb300": 2500.0,
+    "cudnn913-fp8-b200": 2250.0, "cudnn913-fp8-gb300": 2500.0,
 }  # fmt: skip
 #: Which measured kernel ``attention: flash`` / ``flash2`` means on each GPU: B200 takes the
 #: GB200 cuDNN shares of its own peak and B300 GB300's (the same silicon; *); FlashAttention-2
@@ -196,6 +218,58 @@ ATTENTION_FP8: Final[dict[str, str]] = {
     "b300": "cudnn-fp8-gb300",
     "gb300": "cudnn-fp8-gb300",
 }
+#: cuDNN's fused attention got faster release by release on Blackwell, mostly its backward (at
+#: 8K: 0.44, 0.48 and 0.53 of the BF16 peak in 9.13, 9.17 and 9.22), so ``job.cudnn`` picks the
+#: measurement of the release a job runs: the newest measured at or below it (below 9.13, 9.13's,
+#: the oldest measured; no ``job.cudnn``: the newest). The same cudnn-frontend benchmark, BF16
+#: and FP8 rows timed apart with cuDNN called directly, as Transformer Engine calls it, Llama 3.1
+#: 405B's heads (128 query, 8 key/value, head dim 128), causal:
+#:
+#: * 9.13.1: ``benchmark/sdpa_benchmark_training/artifacts/sdpa_fp8_benchmark_results_NVIDIA_
+#:   {B200,GB300}.csv`` @0b1577c (``nvcr.io/nvidia/pytorch:25.09-py3``, the MLPerf Training
+#:   v5.1 stack) — B200 measured itself;
+#: * 9.17.0: the same files for GB200 and GB300 @b372d39 (``pytorch:25.11-py3``);
+#: * 9.22: the ``cudnn-gb200`` / ``cudnn-gb300`` tables above (@3929da2).
+#:
+#: Each GPU takes its own GPU's measurement or its sibling's shares of its own peak, as above.
+#: A100 and Hopper have one measurement each; ``job.cudnn`` does not change them.
+CUDNN_RELEASES: Final[dict[str, tuple[tuple[tuple[int, int], str, str], ...]]] = {
+    "b200": (((9, 13), "cudnn913-b200", "cudnn913-fp8-b200"),
+             ((9, 17), "cudnn917-gb200", "cudnn917-fp8-gb200"),
+             ((9, 22), "cudnn-gb200", "cudnn-fp8-gb200")),
+    "gb200": (((9, 13), "cudnn913-b200", "cudnn913-fp8-b200"),
+              ((9, 17), "cudnn917-gb200", "cudnn917-fp8-gb200"),
+              ((9, 22), "cudnn-gb200", "cudnn-fp8-gb200")),
+    "b300": (((9, 13), "cudnn913-gb300", "cudnn913-fp8-gb300"),
+             ((9, 17), "cudnn917-gb300", "cudnn917-fp8-gb300"),
+             ((9, 22), "cudnn-gb300", "cudnn-fp8-gb300")),
+    "gb300": (((9, 13), "cudnn913-gb300", "cudnn913-fp8-gb300"),
+              ((9, 17), "cudnn917-gb300", "cudnn917-fp8-gb300"),
+              ((9, 22), "cudnn-gb300", "cudnn-fp8-gb300")),
+}  # fmt: skip
+
+
+def attention_family(
+    gpu: str, attention: str, *, fp8: bool = False, cudnn: tuple[int, int] | None = None
+) -> str:
+    """The measured kernel (a key of the attention tables) ``attention`` prices on ``gpu``:
+    cuDNN's on Blackwell at the release ``cudnn`` (:data:`CUDNN_RELEASES`), FP8 with ``fp8``.
+
+    >>> attention_family("b200", "flash", cudnn=(9, 15))
+    'cudnn913-b200'
+    >>> attention_family("gb300", "flash", fp8=True), attention_family("h100-sxm", "flash2")
+    ('cudnn-fp8-gb300', 'fa2-h100')
+    """
+    releases = CUDNN_RELEASES.get(gpu)
+    if attention != "flash" or releases is None:
+        return ATTENTION_FP8[gpu] if fp8 else ATTENTION[gpu][attention]
+    picked = releases[-1] if cudnn is None else releases[0]
+    for release in releases:
+        if cudnn is not None and release[0] <= cudnn:
+            picked = release
+    return picked[2] if fp8 else picked[1]
+
+
 #: The kernel a measured attention family's name starts with, in words (a step's one-line
 #: summary): ``fa2-h100`` is FlashAttention-2, ``cudnn-gb200`` cuDNN's fused kernel.
 ATTENTION_KERNEL: Final[dict[str, str]] = {
@@ -204,8 +278,9 @@ ATTENTION_KERNEL: Final[dict[str, str]] = {
 }
 
 
-def attention_kernel(gpu: str, attention: str) -> str:
-    """The attention kernel ``job.attention`` prices on catalog GPU ``gpu``, in words.
+def attention_kernel(gpu: str, attention: str, cudnn: str | None = None) -> str:
+    """The attention kernel ``job.attention`` prices on catalog GPU ``gpu``, in words, with the
+    cuDNN release ``job.cudnn`` names where it picks the measurement (:data:`CUDNN_RELEASES`).
 
     >>> attention_kernel("h100-sxm", "flash"), attention_kernel("h100-sxm", "flash2")
     ('cuDNN fused attention', 'FlashAttention-2')
@@ -215,7 +290,10 @@ def attention_kernel(gpu: str, attention: str) -> str:
     family = ATTENTION.get(gpu, {}).get(attention)
     if family is None:
         return "unfused attention" if attention == "unfused" else f"{attention} attention"
-    return ATTENTION_KERNEL[family.split("-", 1)[0]]
+    words = ATTENTION_KERNEL[family.split("-", 1)[0]]
+    if cudnn and attention == "flash" and gpu in CUDNN_RELEASES:
+        return words.replace("cuDNN", f"cuDNN {cudnn}")
+    return words
 
 
 #: Achieved share of the spec HBM bandwidth by streaming element-wise kernels: A100 80GB 1.80 of
@@ -391,6 +469,7 @@ def layer_work(
     fp8_recipe: str = "delayed",
     expert_tp: int | None = None,
     fp8_attention: bool = False,
+    cudnn: tuple[int, int] | None = None,
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
@@ -406,7 +485,7 @@ def layer_work(
     ``cross_entropy``: the loss's implementation (:data:`CROSS_ENTROPY_PASSES`);
     ``fp8_recipe``: how FP8 operands are scaled (:data:`LOW_PRECISION_CAST`; FP8 jobs only;
     FP4 jobs cast with ``nvfp4``); ``fp8_attention``: the attention core in FP8
-    (:data:`ATTENTION_FP8`);
+    (:data:`ATTENTION_FP8`); ``cudnn``: the cuDNN release (:data:`CUDNN_RELEASES`);
     ``expert_tp``: the ranks that split each expert's GEMMs (default ``tp``).
     """
     tokens = micro_batch * seq_len // context_parallel
@@ -494,7 +573,7 @@ def layer_work(
         active_ffn = model.ffn_hidden
     attn_fwd, attn_bwd = _attention(
         model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel,
-        context_a2a, fp8_attention,
+        context_a2a, fp8_attention, cudnn,
     )  # fmt: skip
     if context_ring and attention in ("flash", "flash2"):
         ring = max(1, context_parallel // max(1, context_a2a))
@@ -742,6 +821,7 @@ def _attention(
     cp: int = 1,
     a2a: int = 1,
     fp8: bool = False,
+    cudnn: tuple[int, int] | None = None,
 ) -> tuple[list[Kernel], list[Kernel]]:
     """Attention core kernels, forward and backward (module docstring).
 
@@ -758,7 +838,7 @@ def _attention(
         # of cp/a ranks (a: the all-to-all group; Ulysses' a = cp leaves whole sequences)
         ring = max(1, cp // max(1, a2a))
         block = s if ring == 1 else s // (2 * ring)
-        family = ATTENTION_FP8[dev.name] if fp8 else ATTENTION[dev.name][kind]
+        family = attention_family(dev.name, kind, fp8=fp8, cudnn=cudnn)
         share_f, share_b = attention_share(family, block)
         causal = full / 2.0
         grad = 2.5 * causal

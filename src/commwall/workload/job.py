@@ -167,6 +167,14 @@ class Job:
         return 4 if fp32 else self.element_bytes
 
     @property
+    def cudnn(self) -> tuple[int, int] | None:
+        """``job.cudnn`` as (major, minor), or None (the newest measured release)."""
+        if self.spec.cudnn is None:
+            return None
+        major, minor = self.spec.cudnn.split(".")[:2]
+        return int(major), int(minor)
+
+    @property
     def tp_gather_bytes(self) -> float:
         """Bytes per element of a sequence-parallel all-gather of a GEMM input
         (:data:`LOW_PRECISION_GATHER_BYTES` under FP8 and NVFP4, else :attr:`element_bytes`)."""
@@ -213,11 +221,12 @@ class Job:
             "attention_kernel": (
                 None
                 if self.device is None
-                else attention_kernel(self.device.name, self.spec.attention)
+                else attention_kernel(self.device.name, self.spec.attention, self.spec.cudnn)
             ),
             "cross_entropy": self.spec.cross_entropy,
             "fp8_recipe": self.spec.fp8_recipe,
             "fp8_attention": self.spec.fp8_attention,
+            "cudnn": self.spec.cudnn,
             "grad_reduce_bytes": self.grad_reduce_bytes,
             "param_bytes": self.param_bytes,
         }

@@ -220,6 +220,7 @@ def unit_times(job: Job) -> UnitTimes:
             fp8_recipe=spec.fp8_recipe,
             expert_tp=job.expert_tp,
             fp8_attention=spec.fp8_attention,
+            cudnn=job.cudnn,
         )
         times = UnitTimes(
             work.layer_forward(),

@@ -12,12 +12,14 @@ from commwall.errors import CommwallError
 from commwall.workload import WorkloadError
 from commwall.workload.compute import (
     ATTENTION_FP8,
+    CUDNN_RELEASES,
     FP4_CEILING,
     GEMM_CEILING,
     HBM_SHARE,
     KERNEL_LAUNCH,
     NVFP4_GEMM_KERNELS,
     SUSTAINED_GEMM,
+    attention_family,
     attention_kernel,
     attention_share,
     device_for,
@@ -486,3 +488,42 @@ def test_fp4_and_fp8_attention_are_job_fields_with_clear_errors() -> None:
         simulate({**hopper, "job": {**hopper["job"], "precision": "fp8", "fp8_attention": True}})
     with pytest.raises(CommwallError, match=r"job\.fp8_param_gather: .*\(precision is fp4;"):
         simulate({**base, "job": {**base["job"], "precision": "fp4", "fp8_param_gather": True}})
+
+
+def test_the_cudnn_release_picks_its_measured_attention() -> None:
+    """Blackwell's attention follows the cuDNN release: the newest measured at or below it
+    (9.13 below 9.13 too), the newest without one; its backward got faster release by release
+    (at 8K: 995, 1,211 and 1,332 TFLOP/s in 9.13 on B200, 9.17 and 9.22 on GB200)."""
+    assert attention_family("b200", "flash", cudnn=(9, 13)) == "cudnn913-b200"
+    assert attention_family("b200", "flash", cudnn=(9, 16)) == "cudnn913-b200"
+    assert attention_family("gb200", "flash", cudnn=(9, 17)) == "cudnn917-gb200"
+    assert attention_family("gb200", "flash", cudnn=(8, 9)) == "cudnn913-b200"
+    assert attention_family("gb300", "flash", cudnn=(9, 30)) == "cudnn-gb300"
+    assert attention_family("b300", "flash") == "cudnn-gb300"
+    assert attention_family("b200", "flash", fp8=True, cudnn=(9, 13)) == "cudnn913-fp8-b200"
+    assert attention_family("h100-sxm", "flash", cudnn=(9, 13)) == "cudnn-h100"  # one curve
+    assert attention_family("b200", "flash2", cudnn=(9, 13)) == "fa2-h100"
+    backward = [attention_share(f, 8192)[1] for f in ("cudnn913-b200", "cudnn917-gb200",
+                                                       "cudnn-gb200")]  # fmt: skip
+    assert backward == pytest.approx([995 / 2250, 1211 / 2500, 1332 / 2500])
+    assert backward == sorted(backward)
+    for releases in CUDNN_RELEASES.values():
+        assert [r[0] for r in releases] == sorted(r[0] for r in releases)
+
+
+def test_the_cudnn_release_is_a_job_field_written_as_text() -> None:
+    base = {"cluster": {"preset": "dgx-b200", "nodes": 1},
+            "job": {"model": "llama3-8b", "tp": 1, "global_batch": 8, "seq_len": 8192}}  # fmt: skip
+    newest = simulate(base)
+    old = simulate({**base, "job": {**base["job"], "cudnn": "9.13"}})
+    assert old.step_time > newest.step_time
+    assert old.job["attention_kernel"] == "cuDNN 9.13 fused attention"
+    assert newest.job["attention_kernel"] == "cuDNN fused attention"
+    with pytest.raises(CommwallError, match=r"job\.cudnn: 9\.1 is a number; write the release"):
+        simulate({**base, "job": {**base["job"], "cudnn": 9.10}})
+    with pytest.raises(CommwallError, match=r"job\.cudnn: '9\.x' is not a release"):
+        simulate({**base, "job": {**base["job"], "cudnn": "9.x"}})
+    hopper = {"cluster": {"preset": "dgx-h100", "nodes": 1}, "job": dict(base["job"])}
+    assert simulate({**hopper, "job": {**hopper["job"], "cudnn": "9.13"}}).step_time == (
+        simulate(hopper).step_time
+    )
