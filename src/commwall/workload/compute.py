@@ -27,8 +27,8 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
   plus the scale-mask-softmax and dropout passes over the ``s²`` scores in HBM.
 * **Memory-bound kernels** — norms, residual adds, the MLP activation, rotary embedding, bias
   and dropout (GPT), a MoE layer's token permutations around its all-to-alls
-  (:func:`_token_permutation`), the FP8 casts of every GEMM input and output gradient (Transformer
-  Engine writes a row-wise and a transposed copy of each), the merges of a context-parallel
+  (:func:`_token_permutation`), the FP8 or NVFP4 casts of every GEMM input and output gradient
+  (Transformer Engine writes a row-wise and a transposed copy of each, :data:`LOW_PRECISION_CAST`), the merges of a context-parallel
   ring attention's partial results (:func:`_ring_merges`) and the LM head's cross-entropy
   (the passes of the implementation ``job.cross_entropy`` names, :data:`CROSS_ENTROPY_PASSES`),
   priced by the bytes they move at the achieved HBM bandwidth (:data:`HBM_SHARE`); backward
@@ -233,20 +233,23 @@ ATTENTION_FP8: Final[dict[str, str]] = {
 #:
 #: Each GPU takes its own GPU's measurement or its sibling's shares of its own peak, as above.
 #: A100 and Hopper have one measurement each; ``job.cudnn`` does not change them.
+_BLACKWELL_RELEASES: Final = (
+    ((9, 13), "cudnn913-b200", "cudnn913-fp8-b200"),
+    ((9, 17), "cudnn917-gb200", "cudnn917-fp8-gb200"),
+    ((9, 22), "cudnn-gb200", "cudnn-fp8-gb200"),
+)
+_ULTRA_RELEASES: Final = (
+    ((9, 13), "cudnn913-gb300", "cudnn913-fp8-gb300"),
+    ((9, 17), "cudnn917-gb300", "cudnn917-fp8-gb300"),
+    ((9, 22), "cudnn-gb300", "cudnn-fp8-gb300"),
+)
+#: (release, BF16 family, FP8 family) per GPU, oldest first.
 CUDNN_RELEASES: Final[dict[str, tuple[tuple[tuple[int, int], str, str], ...]]] = {
-    "b200": (((9, 13), "cudnn913-b200", "cudnn913-fp8-b200"),
-             ((9, 17), "cudnn917-gb200", "cudnn917-fp8-gb200"),
-             ((9, 22), "cudnn-gb200", "cudnn-fp8-gb200")),
-    "gb200": (((9, 13), "cudnn913-b200", "cudnn913-fp8-b200"),
-              ((9, 17), "cudnn917-gb200", "cudnn917-fp8-gb200"),
-              ((9, 22), "cudnn-gb200", "cudnn-fp8-gb200")),
-    "b300": (((9, 13), "cudnn913-gb300", "cudnn913-fp8-gb300"),
-             ((9, 17), "cudnn917-gb300", "cudnn917-fp8-gb300"),
-             ((9, 22), "cudnn-gb300", "cudnn-fp8-gb300")),
-    "gb300": (((9, 13), "cudnn913-gb300", "cudnn913-fp8-gb300"),
-              ((9, 17), "cudnn917-gb300", "cudnn917-fp8-gb300"),
-              ((9, 22), "cudnn-gb300", "cudnn-fp8-gb300")),
-}  # fmt: skip
+    "b200": _BLACKWELL_RELEASES,
+    "gb200": _BLACKWELL_RELEASES,
+    "b300": _ULTRA_RELEASES,
+    "gb300": _ULTRA_RELEASES,
+}
 
 
 def attention_family(
@@ -645,6 +648,10 @@ def _embedding(
     )
 
 
+#: Small kernels before each NVFP4 GEMM: a scale swizzle per operand and the alpha kernel
+#: (``swizzle_scaling_factors`` in ``pytorch/csrc/extensions/gemm.cpp``,
+#: ``compute_nvfp4_per_tensor_scale_kernel`` in ``common/gemm/cublaslt_gemm.cu`` @v2.8).
+NVFP4_GEMM_KERNELS: Final = 3
 #: How each low-precision recipe casts one GEMM operand (Transformer Engine's quantizers,
 #: ``transformer_engine/pytorch/csrc/quantizer.cpp`` @d0067d0; NVFP4 as of TE v2.8): bytes
 #: written per element for each of the two copies it keeps (the row-wise one feeds one GEMM, the
@@ -666,8 +673,6 @@ def _embedding(
 #:   stochastic rounding (the output gradient) and 16×16 weight blocks are not priced: the
 #:   transform reads the input about once more where it is on (TE's default; MLPerf v5.1 turns
 #:   it off, ``NVTE_NVFP4_DISABLE_RHT=1``), the other two happen inside the cast kernel.
-#: Small kernels before each NVFP4 GEMM: a scale swizzle per operand and the alpha kernel.
-NVFP4_GEMM_KERNELS: Final = 3
 LOW_PRECISION_CAST: Final[dict[str, tuple[float, float, int]]] = {
     "delayed": (1.0, 0.0, 1),
     "tensorwise": (1.0, 2.0, 3),

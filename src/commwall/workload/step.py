@@ -667,22 +667,10 @@ class _Builder:
         low = self.tp_bytes * (1.0 if moe else job.tp_gather_bytes / job.element_bytes)
         out: list[_Blocking] = []
         for size, ops, group, kind in groups:
-            if size > 1:
-                out += [
-                    (
-                        kind,
-                        label,
-                        CollectiveTask(
-                            op,
-                            low if op is Op.ALL_GATHER and kind == "TP" else self.tp_bytes,
-                            group,
-                        ),
-                        "tp",
-                        calls,
-                    )
-                    for op, label, calls in ops
-                    if calls
-                ]
+            for op, label, calls in ops if size > 1 else ():
+                if calls:
+                    nbytes = low if op is Op.ALL_GATHER and kind == "TP" else self.tp_bytes
+                    out.append((kind, label, CollectiveTask(op, nbytes, group), "tp", calls))
         if job.ep > 1 and job.model.n_experts > 1:
             task = CollectiveTask(Op.ALLTOALL, self.a2a_bytes, self.groups.ep)
             out.append(("EP", "all-to-all", task, "ep", 2 * (layers + redo)))
