@@ -19,6 +19,7 @@ from commwall.workload.compute import (
     KERNEL_LAUNCH,
     NVFP4_GEMM_KERNELS,
     SUSTAINED_GEMM,
+    Device,
     attention_family,
     attention_kernel,
     attention_share,
@@ -390,12 +391,12 @@ def test_the_tutorial_layer_runs_at_its_measured_fp4_speed_up() -> None:
     m, h, f = 15872, 4096, 16384
     shapes = ((m, 3 * h, h), (m, h, h), (m, f, h), (m, h, f))
 
-    def layer(dev: object) -> float:
+    def layer(dev: Device) -> float:
         total = 0.0
         for mm, n, k in shapes:  # fprop, dgrad, wgrad
-            total += gemm_seconds(mm, n, k, dev, 1, 1)  # type: ignore[arg-type]
-            total += gemm_seconds(mm, k, n, dev, 1, 1)  # type: ignore[arg-type]
-            total += gemm_seconds(k, n, mm, dev, 1, 1)  # type: ignore[arg-type]
+            total += gemm_seconds(mm, n, k, dev, 1, 1)
+            total += gemm_seconds(mm, k, n, dev, 1, 1)
+            total += gemm_seconds(k, n, mm, dev, 1, 1)
         return total
 
     assert layer(B300) / layer(B300_FP4) == pytest.approx(13.102 / 3.764, rel=0.1)
