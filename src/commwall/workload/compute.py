@@ -207,17 +207,6 @@ ATTENTION: Final[dict[str, dict[str, str]]] = {
     "gb200": {"flash": "cudnn-gb200", "flash2": "fa2-h100"},
     "gb300": {"flash": "cudnn-gb300", "flash2": "fa2-h100"},
 }
-#: The measured kernel ``job.fp8_attention`` prices (``cudnn-fp8-*``: the same cudnn-frontend
-#: files' FP8 rows, E4M3 in both passes, timed beside the BF16 ones; B200 and B300 take the
-#: GB200 and GB300 shares of their own peaks, *). Transformer Engine keeps the output and the
-#: gradients 16-bit and casts Q, K, V and the output gradient first (:func:`_attention`). No
-#: Hopper measurement of cuDNN's FP8 backward was found, so Hopper has none.
-ATTENTION_FP8: Final[dict[str, str]] = {
-    "b200": "cudnn-fp8-gb200",
-    "gb200": "cudnn-fp8-gb200",
-    "b300": "cudnn-fp8-gb300",
-    "gb300": "cudnn-fp8-gb300",
-}
 #: cuDNN's fused attention got faster release by release on Blackwell, mostly its backward (at
 #: 8K: 0.44, 0.48 and 0.53 of the BF16 peak in 9.13, 9.17 and 9.22), so ``job.cudnn`` picks the
 #: measurement of the release a job runs: the newest measured at or below it (below 9.13, 9.13's,
@@ -249,6 +238,17 @@ CUDNN_RELEASES: Final[dict[str, tuple[tuple[tuple[int, int], str, str], ...]]] =
     "gb200": _BLACKWELL_RELEASES,
     "b300": _ULTRA_RELEASES,
     "gb300": _ULTRA_RELEASES,
+}
+
+
+#: The measured kernel ``job.fp8_attention`` prices by default (the newest release's FP8 rows
+#: of the same cudnn-frontend files, E4M3 in both passes, timed beside the BF16 ones; B200 and
+#: B300 take the GB200 and GB300 shares of their own peaks, *), and the GPUs it can run on.
+#: Transformer Engine keeps the output and the gradients 16-bit and casts Q, K, V and the output
+#: gradient first (:func:`_attention`). No Hopper measurement of cuDNN's FP8 backward was found,
+#: so Hopper has none.
+ATTENTION_FP8: Final[dict[str, str]] = {
+    gpu: releases[-1][2] for gpu, releases in CUDNN_RELEASES.items()
 }
 
 
