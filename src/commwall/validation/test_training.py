@@ -71,9 +71,25 @@ def test_measured_figures_become_step_times_as_the_source_counts() -> None:
     assert runs["korthikanti22-t5-gpt3-175b-seqsel"].measured_step() == 13.75
 
 
+def test_megatron_s_flops_give_the_throughput_its_log_prints() -> None:
+    """Megatron-LM's log of MIT ORCD's B200 GPT 7B step (11,374.3 ms, 128 × 2048 tokens on one
+    GPU) prints 989.0 TFLOP/s; the ``megatron`` count gives that figure, and the closed form
+    12·B·s·l·h²·((2 + s/(2h)) + f/h + V/(2lh)) for this MHA, GeLU model."""
+    run = {r.id: r for r in load_training_runs()}["mitorcd2607-b200-bf16-gpt7b-1gpu"]
+    flops = run.step_flops("megatron")
+    assert flops / 11.3743 / 1e12 == pytest.approx(989.0, abs=0.1)
+    b, s, layers, h, f, v = 128, 2048, 36, 4096, 14336, 50432
+    closed = 12 * b * s * layers * h * h * (2 + s / (2 * h) + f / h + v / (2 * layers * h))
+    assert flops == pytest.approx(closed)
+    moe = {r.id: r for r in load_training_runs()}["mbridge2604-h100-fp8-qwen3-30b-a3b-16gpu"]
+    with pytest.raises(ValidationDataError, match="'megatron' is for dense models"):
+        moe.step_flops("megatron")
+
+
 def test_an_unknown_flops_formula_raises_validation_data_error() -> None:
     run = load_training_runs()[0]
-    with pytest.raises(ValidationDataError, match="'palm'; allowed: narayanan, model") as info:
+    allowed = "'palm'; allowed: narayanan, model, megatron"
+    with pytest.raises(ValidationDataError, match=allowed) as info:
         run.step_flops("palm")
     assert isinstance(info.value, CommwallError) and isinstance(info.value, ValueError)
 

@@ -12,7 +12,12 @@ time with the measured one. Measured figures become step times as their source c
 * ``tflops_per_gpu`` with ``flops: narayanan`` — Narayanan et al. SC'21 eq. 3,
   ``96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))`` per step, recomputation included;
 * ``tflops_per_gpu`` with ``flops: model`` — :meth:`ModelSpec.training_flops_per_token` per
-  token (``6·N_matmul + 12·l·(a·d)·s``, PaLM's count, as Llama 3 reports MFU).
+  token (``6·N_matmul + 12·l·(a·d)·s``, PaLM's count, as Llama 3 reports MFU);
+* ``tflops_per_gpu`` with ``flops: megatron`` — what Megatron-LM's ``--log-throughput`` divides
+  by (``transformer_flops`` in ``megatron/training/training.py``, 2025-): per token
+  ``3·2·(l·(h·(q + 2·kv) + q·s/2·2 + q·h + m·f·h) + h·V)``, the attention core halved by the
+  causal mask, ``m`` 3 for a gated MLP and 2 otherwise, ``V`` the padded vocabulary (dense
+  models only; it gives 989.0 TFLOP/s for MIT ORCD's logged 11,374 ms B200 step, as logged).
 
 The error is ``predicted / measured − 1`` of the step time (negative: the model is faster).
 """
@@ -109,8 +114,19 @@ class TrainingRun:
             )
         if formula == "model":
             return float(self.spec.training_flops_per_token(s) * batch * s)
+        if formula == "megatron":
+            m = self.spec
+            if m.n_experts > 1:
+                raise ValidationDataError(
+                    f"{self.id}: measured.flops 'megatron' is for dense models; "
+                    f"{m.name} has {m.n_experts} experts"
+                )
+            q, kv, h = m.q_dim, m.kv_dim, m.hidden
+            mlp = (3 if m.gated_mlp else 2) * m.ffn_hidden * h
+            layer = h * (q + 2 * kv) + q * s + q * h + mlp  # q·s/2 (causal) × 2 products
+            return float(6 * (m.n_layers * layer + h * m.vocab) * batch * s)
         raise ValidationDataError(
-            f"{self.id}: measured.flops {formula!r}; allowed: narayanan, model"
+            f"{self.id}: measured.flops {formula!r}; allowed: narayanan, model, megatron"
         )
 
 

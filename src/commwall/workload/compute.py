@@ -13,7 +13,11 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
     GEMMs at the FP8 peak; the LM head stays 16-bit, as Megatron-Core builds it outside TE);
   - ``ceiling`` is the measured *maximum achievable* matmul throughput of that GPU and
     precision as a share of the peak (:data:`GEMM_CEILING`, sources there) — no GPU reaches its
-    datasheet peak even on the best shape;
+    datasheet peak even on the best shape — times the share long back-to-back layer GEMMs
+    sustain of it (:data:`SUSTAINED_GEMM`);
+  - where a GPU's sustained rate at its power limit is measured (every GPU of a node running
+    GEMMs for a minute, :data:`POWER_BOUND_GEMM`), the GEMM runs at no more than that: the
+    power cap lowers the clock, more in FP8 than in BF16;
   - ``waves(M, N)`` is wave and tile quantization (NVIDIA, "Matrix Multiplication Background
     User's Guide", §"Wave Quantization"): the output is cut into thread-block tiles, the tiles
     run in waves of one per SM, and the last wave may be partly idle. The best of cuBLAS's
@@ -38,8 +42,9 @@ Recomputation is charged as what is recomputed: ``full`` runs every forward kern
 again in backward, ``selective`` only the attention core (Korthikanti et al. 2022 §5).
 
 What is not here: kernel-launch gaps and host overhead, data loading, clock throttling under
-power limits, and any overlap of these kernels with each other — the numbers are a GPU running
-one kernel after another at the measured ceilings. ``job.compute_efficiency`` replaces all of
+power limits beyond the measured GEMM bound above (attention and the memory-bound kernels run at
+their benchmarks' rates), and any overlap of these kernels with each other — the numbers are a
+GPU running one kernel after another at the measured ceilings. ``job.compute_efficiency`` replaces all of
 this with the old flat model (executed FLOPs at a share of peak), e.g. from a measured step.
 """
 
@@ -61,6 +66,7 @@ __all__ = [
     "GEMM_CEILING",
     "HBM_SHARE",
     "KERNEL_LAUNCH",
+    "POWER_BOUND_GEMM",
     "SUSTAINED_GEMM",
     "Device",
     "Kernel",
@@ -140,6 +146,23 @@ GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
 #: of MAMF, the 1.1–1.4 ms ones 0.84–0.86: long back-to-back GEMMs run below the best shape's
 #: short benchmark. The one measurement of real layer shapes found; applied to every GPU.
 SUSTAINED_GEMM: Final = 1523.0 / 1769.0
+#: Dense GEMM TFLOP/s a GPU sustains at its power limit, per precision: every GPU of a node
+#: running its tuned GEMM shape with cuBLASLt 13.8 for 60 s (the first 10 s dropped), MIT ORCD's
+#: HGX nodes — B200 at its 1,000 W limit, B300 at 1,100 W (mit-orcd/orcd-benchmarks
+#: ``b300-nodes/COMPARISON-b200-vs-b300.md`` @cd7f796, §3 "cuBLASLt GEMM": "Sustained = tuned
+#: shape for 60 s, first 10 s dropped, what a long job gets"). Both draw 991–994 W (B300
+#: 1,086–1,091 W) and the power cap pulls the SM clock from ~1,965 MHz to 1,299 MHz in BF16 and
+#: 1,131 MHz in FP8 on B200 (1,241 and 1,114 on B300): FP8 sustains 56 % of its datasheet peak,
+#: BF16 62 %, where the short best-shape MAMF benchmark behind :data:`GEMM_CEILING` reaches 76
+#: and 78 %. A GEMM runs at the lower of this and ``ceiling × SUSTAINED_GEMM`` of its peak (two
+#: bounds, power and shape): BF16, FP16, TF32 and FP8 are power-bound on both GPUs, NVFP4 is
+#: shape-bound (5,708 and 6,877 TFLOP/s sustained on the tuned shape, above the 3,787 and 5,301
+#: real layer shapes reach by :data:`FP4_CEILING`). GPUs with no such measurement (GB200 at
+#: 1,200 W, GB300 at 1,400 W, Hopper, A100) take the shape bound alone.
+POWER_BOUND_GEMM: Final[dict[str, dict[str, float]]] = {
+    "b200": {"bf16": 1396.0, "fp16": 1322.0, "tf32": 720.0, "fp8": 2524.0, "fp4": 5708.0},
+    "b300": {"bf16": 1437.0, "fp16": 1333.0, "tf32": 756.0, "fp8": 2524.0, "fp4": 6877.0},
+}
 #: Causal attention throughput, head dim 128, TFLOP/s counting the computed half (FlashAttention
 #: papers' convention), by sequence length: (forward, backward) per kernel family.
 #: ``fa2-a100``: FlashAttention-2 on A100 80GB, forward+backward (Dao 2023, Fig. 4 =
@@ -364,6 +387,9 @@ class Device:
     hbm: float  #: achieved HBM bytes/s
     precision: str
     gemm_ceiling: float  #: share of ``peak`` the best GEMM shape reaches (:data:`GEMM_CEILING`)
+    #: FLOP/s the GPU sustains at its power limit in this precision (:data:`POWER_BOUND_GEMM`);
+    #: infinite where not measured.
+    gemm_bound: float = math.inf
 
 
 def device_for(
@@ -379,7 +405,14 @@ def device_for(
     if ceiling is None:
         raise WorkloadError(f"no {precision} GEMM data for {gpu_name}")
     hbm = hbm_bw * HBM_SHARE[gpu_name]
-    return Device(gpu_name, SMS[gpu_name], peak, half_peak, hbm, precision, ceiling)
+    bound = _power_bound(gpu_name, precision)
+    return Device(gpu_name, SMS[gpu_name], peak, half_peak, hbm, precision, ceiling, bound)
+
+
+def _power_bound(gpu_name: str, precision: str) -> float:
+    """FLOP/s ``gpu_name`` sustains at its power limit in ``precision`` (infinite if unmeasured)."""
+    tflops = POWER_BOUND_GEMM.get(gpu_name, {}).get(precision)
+    return math.inf if tflops is None else tflops * 1e12
 
 
 def wave_efficiency(m: int, n: int, sms: int) -> float:
@@ -400,17 +433,21 @@ def wave_efficiency(m: int, n: int, sms: int) -> float:
 
 def gemm_seconds(m: int, n: int, k: int, dev: Device, elem_bytes: float, count: int = 1) -> float:
     """Seconds of ``count`` GEMMs ``(m × k)·(k × n)`` on ``dev`` run as one launch (grouped or
-    batched): the slower of the math at the wave-quantized ceiling and the operands' HBM
-    traffic (module docstring), plus one launch.
+    batched): the slower of the math at the wave-quantized ceiling (or the power bound, where
+    lower) and the operands' HBM traffic (module docstring), plus one launch.
 
     >>> h100 = device_for("h100-sxm", 989.4e12, 989.4e12, 3.35e12, "bf16")
     >>> round(gemm_seconds(8192, 8192, 8192, h100, 2) * 1e3, 3)  # 1.1 TFLOP at 0.80·0.86·0.97
     1.659
+    >>> b200 = device_for("b200", 4500e12, 2250e12, 8e12, "fp8")
+    >>> round(gemm_seconds(8192, 8192, 8192, b200, 1) * 1e3, 3)  # at 2,524 TFLOP/s × 0.988
+    0.443
     """
     if min(m, n, k, count) < 1:
         return 0.0
     flops = 2.0 * m * n * k * count
-    rate = dev.peak * dev.gemm_ceiling * SUSTAINED_GEMM * wave_efficiency(m, n * count, dev.sms)
+    rate = min(dev.peak * dev.gemm_ceiling * SUSTAINED_GEMM, dev.gemm_bound)
+    rate *= wave_efficiency(m, n * count, dev.sms)
     memory = elem_bytes * (m * k + k * n + m * n) * count / dev.hbm
     return max(flops / rate, memory) + KERNEL_LAUNCH
 
@@ -713,7 +750,12 @@ CROSS_ENTROPY_PASSES: Final[dict[str, tuple[tuple[float, int], tuple[float, int]
 
 def _sixteen_bit(dev: Device) -> Device:
     """``dev`` running 16-bit GEMMs: the BF16 dense peak at the BF16 ceiling."""
-    return replace(dev, peak=dev.half_peak, gemm_ceiling=GEMM_CEILING[dev.name]["bf16"])
+    return replace(
+        dev,
+        peak=dev.half_peak,
+        gemm_ceiling=GEMM_CEILING[dev.name]["bf16"],
+        gemm_bound=_power_bound(dev.name, "bf16"),
+    )
 
 
 def _cross_entropy(logits: float, dev: Device, kind: str) -> tuple[Kernel, Kernel]:
