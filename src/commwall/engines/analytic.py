@@ -9,7 +9,7 @@ ended. Microseconds per answer, so sweeps can call it thousands of times.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from commwall.collectives.constants import Proto
 from commwall.collectives.cost import Cost
@@ -36,13 +36,33 @@ class AnalyticEngine:
         fabric = cluster.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
         return _cached_choice(task, fabric, self.policy)
 
+    def _price(self, task: CollectiveTask, cluster: Cluster) -> _Priced:
+        """The tuner's choice for ``task`` and what its phases report."""
+        fabric = cluster.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
+        cost, busbw, over = _facts(task.op, task.nbytes, task.algo, task.proto, fabric, self.policy)
+        return _Priced(
+            cost,
+            fabric,
+            over,
+            cost.time,
+            task.op.value,
+            task.nbytes,
+            task.group.nranks,
+            cost.algo,
+            cost.proto.value,
+            busbw,
+            cost.bottleneck,
+            task,
+        )
+
     def run(
         self, schedule: Schedule, cluster: Cluster, routing: str | None = None, *, seed: int = 0
     ) -> Result:
         """List-schedule ``schedule``; ``routing`` and ``seed`` do not change a closed form."""
         stream_free: dict[str, float] = {}
-        #: id(task) -> (cost, busbw, over the injection check, fabric, the task kept alive)
-        seen: dict[int, tuple[Cost, float, bool, CommFabric, CollectiveTask]] = {}
+        #: id(task) -> what a collective phase of that task reports (the task kept alive so its
+        #: id is not reused): a step repeats the same task objects, so each is priced once
+        seen: dict[int, _Priced] = {}
         ends: list[float] = []
         results: list[PhaseResult] = []
         bytes_moved = 0.0
@@ -54,45 +74,42 @@ class AnalyticEngine:
                 ready = ends[after[0]]
             else:
                 ready = max(ends[d] for d in after)
-            free = stream_free.get(phase.stream, 0.0)
+            stream = phase.stream
+            free = stream_free.get(stream, 0.0)
             start = ready if ready > free else free
-            if isinstance(phase.task, ComputeTask):
-                duration = phase.task.seconds * phase.repeat
+            task = phase.task
+            if isinstance(task, ComputeTask):
+                duration = task.seconds * phase.repeat
                 result = PhaseResult(
-                    phase.name, phase.category, phase.stream, start, start + duration, phase.repeat
+                    phase.name, phase.category, stream, start, start + duration, phase.repeat
                 )
             else:
-                task = phase.task
-                # a step repeats the same task objects: look each up once per run
-                known = seen.get(id(task))
-                if known is None:
-                    fabric = cluster.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
-                    facts = _facts(task.op, task.nbytes, task.algo, task.proto, fabric, self.policy)
-                    known = seen[id(task)] = (*facts, fabric, task)
-                cost, busbw, over, fabric, _ = known
-                if over:
-                    _check_capacity(phase.name, cost, fabric)
-                duration = cost.time * phase.repeat
-                bytes_moved += phase.task.nbytes * phase.repeat
+                priced = seen.get(id(task))
+                if priced is None:
+                    priced = seen[id(task)] = self._price(task, cluster)
+                if priced.over:
+                    _check_capacity(phase.name, priced.cost, priced.fabric)
+                duration = priced.time * phase.repeat
+                bytes_moved += priced.nbytes * phase.repeat
                 result = PhaseResult(
                     phase.name,
                     phase.category,
-                    phase.stream,
+                    stream,
                     start,
                     start + duration,
                     phase.repeat,
-                    op=phase.task.op.value,
-                    nbytes=phase.task.nbytes,
-                    nranks=phase.task.group.nranks,
-                    algo=cost.algo,
-                    proto=cost.proto.value,
-                    busbw=busbw,
-                    bottleneck=cost.bottleneck,
+                    priced.op,
+                    priced.nbytes,
+                    priced.nranks,
+                    priced.algo,
+                    priced.proto,
+                    priced.busbw,
+                    priced.bottleneck,
                 )
             if duration < 0:
                 raise InvariantError(f"phase {index} {phase.name!r} has negative duration")
             ends.append(result.end)
-            stream_free[phase.stream] = result.end
+            stream_free[stream] = result.end
             results.append(result)
         check_order(schedule, results)
         makespan = max(ends, default=0.0)
@@ -108,6 +125,23 @@ class AnalyticEngine:
                 "no rank injects above its links (point-to-point algorithms)",
             ),
         )
+
+
+class _Priced(NamedTuple):
+    """One collective task as its phases report it (computed once per task and run)."""
+
+    cost: Cost
+    fabric: CommFabric
+    over: bool  #: breaks the injection check (raised for each phase, with its name)
+    time: float
+    op: str
+    nbytes: float
+    nranks: int
+    algo: str
+    proto: str
+    busbw: float
+    bottleneck: str
+    task: CollectiveTask  #: kept alive so its id is not reused within the run
 
 
 #: Algorithms whose busbw may legitimately exceed a rank's links: the network reduces for them.
