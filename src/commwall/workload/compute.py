@@ -158,7 +158,13 @@ SUSTAINED_GEMM: Final = 1523.0 / 1769.0
 #: bounds, power and shape): BF16, FP16, TF32 and FP8 are power-bound on both GPUs, NVFP4 is
 #: shape-bound (5,708 and 6,877 TFLOP/s sustained on the tuned shape, above the 3,787 and 5,301
 #: real layer shapes reach by :data:`FP4_CEILING`). GPUs with no such measurement (GB200 at
-#: 1,200 W, GB300 at 1,400 W, Hopper, A100) take the shape bound alone.
+#: 1,200 W, GB300 at 1,400 W, Hopper, A100) take the shape bound alone. A cross-check on the same
+#: nodes: gpu-fryer's 8192³ cuBLASLt loop on all eight GPUs for 300 s sustains 1,456 TFLOP/s in
+#: BF16 on B200 (mean of ten nodes) and 1,521 on B300 (§2), 4 and 6 % above; its FP8 figures
+#: (~4,000) are not used: it fills FP8 operands by casting random 32-bit integers to E4M3
+#: (huggingface/gpu-fryer ``src/main.rs``), nearly all beyond its 448 maximum, so the operands
+#: are all one value, and predictable data draws less power and runs faster (H. He, "Strangely,
+#: Matrix Multiplications on GPUs Run Faster When Given 'Predictable' Data!", 2024).
 POWER_BOUND_GEMM: Final[dict[str, dict[str, float]]] = {
     "b200": {"bf16": 1396.0, "fp16": 1322.0, "tf32": 720.0, "fp8": 2524.0, "fp4": 5708.0},
     "b300": {"bf16": 1437.0, "fp16": 1333.0, "tf32": 756.0, "fp8": 2524.0, "fp4": 6877.0},
