@@ -19,6 +19,9 @@ time with the measured one. Measured figures become step times as their source c
   causal mask, ``m`` 3 for a gated MLP and 2 otherwise, ``V`` the padded vocabulary (dense
   models only; it gives 989.0 TFLOP/s for MIT ORCD's logged 11,374 ms B200 step, as logged).
 
+``measured.peak_memory_gib``, where a source gives it (MIT ORCD's sweep: PyTorch's maximum
+allocated on rank 0), is the run's peak memory; a test holds the memory model to it.
+
 The error is ``predicted / measured − 1`` of the step time (negative: the model is faster).
 """
 

@@ -66,6 +66,7 @@ __all__ = [
     "GEMM_CEILING",
     "HBM_SHARE",
     "KERNEL_LAUNCH",
+    "NON_TN_FP8",
     "POWER_BOUND_GEMM",
     "SUSTAINED_GEMM",
     "Device",
@@ -73,6 +74,7 @@ __all__ = [
     "LayerWork",
     "attention_family",
     "attention_share",
+    "cached_weight_bytes",
     "device_for",
     "gemm_seconds",
     "layer_work",
@@ -723,6 +725,39 @@ LOW_PRECISION_CAST: Final[dict[str, tuple[float, float, int]]] = {
     "blockwise": (1.0 + 4.0 / 128.0, 0.0, 1),
     "nvfp4": (0.5 + 1.0 / 16.0, 2.0, 3),
 }
+
+
+#: GPUs whose FP8 GEMMs take any operand layout, so Transformer Engine keeps no transposed
+#: copy of an FP8 tensor on them (``is_non_tn_fp8_gemm_supported``: compute capability 10.x and
+#: 11.x, Blackwell, in ``transformer_engine/pytorch/utils.py``); Hopper's need the TN layout.
+NON_TN_FP8: Final = frozenset({"b200", "b300", "gb200", "gb300"})
+
+
+def cached_weight_bytes(gpu: str, precision: str, recipe: str, fp8_param_gather: bool) -> float:
+    """Bytes a decoder-layer GEMM weight costs in the low-precision copies Transformer Engine
+    keeps through the step, beyond the weight itself.
+
+    Megatron-Core's TE layers pass ``is_first_microbatch``, so TE quantizes each weight once a
+    step and keeps the result in a workspace (``get_weight_workspace(..., cache_name="weight")``
+    in ``module/base.py``): a row-wise and a column-wise copy, each of
+    :data:`LOW_PRECISION_CAST`'s bytes, except that per-tensor FP8 (``delayed``,
+    ``tensorwise``) on a GPU in :data:`NON_TN_FP8` uses the row-wise data for both GEMMs. With
+    ``fp8_param_gather`` the parameter is itself the quantized weight and nothing is added (the
+    transposed or column-wise data TE derives from it for the backward is not counted: no
+    measurement). 0 for 16-bit jobs. MIT ORCD's measured peaks of FP8 runs on B200 and B300
+    agree with one byte a parameter (``validation/test_training.py``).
+
+    >>> cached_weight_bytes("b200", "fp8", "delayed", False), cached_weight_bytes("h100-sxm", "fp8", "delayed", False)
+    (1.0, 2.0)
+    >>> cached_weight_bytes("gb200", "fp4", "delayed", False)
+    1.125
+    """
+    if precision not in ("fp8", "fp4") or fp8_param_gather:
+        return 0.0
+    kind = "nvfp4" if precision == "fp4" else recipe
+    per_copy = LOW_PRECISION_CAST[kind][0]
+    per_tensor = kind in ("delayed", "tensorwise")
+    return per_copy * (1 if per_tensor and gpu in NON_TN_FP8 else 2)
 
 
 #: Bytes moved per logit and kernels launched by the vocabulary-parallel cross-entropy

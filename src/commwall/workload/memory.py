@@ -143,6 +143,7 @@ def model_state_bytes(
 class _StageParams:
     dense: float  # parameters replicated over the whole data-parallel group
     expert: float  # MoE expert parameters, replicated over the expert-DP ranks only
+    linear: float = 0.0  # the decoder layers' GEMM weights (dense and expert), a subset
 
 
 def _stage_params(
@@ -181,7 +182,11 @@ def _stage_params(
         )
     else:
         extra = input_side if first else output_side
-    return _StageParams(dense=layers * dense_layer + extra, expert=layers * expert_layer)
+    return _StageParams(
+        dense=layers * dense_layer + extra,
+        expert=layers * expert_layer,
+        linear=layers * (dense_layer - replicated + expert_layer),
+    )
 
 
 def params_per_gpu(model: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int = 1) -> float:
@@ -417,12 +422,16 @@ def memory_per_gpu(
     flash_attention: bool = False,
     fp8: bool = False,
     expert_tp: int | None = None,
+    quantized_weight_bytes: float = 0.0,
 ) -> MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage of a TP x PP x DP (x EP) job.
 
     - Weights: ``ceil(L/pp)`` layers split over ``tp`` (MoE experts also over ``ep``), plus the
       embedding on the first stage and LM head on the last (see :func:`params_per_gpu`). When
       ``pp`` does not divide ``n_layers`` the stage holds ``ceil(L/pp)`` layers (worst stage).
+    - With ``quantized_weight_bytes``, the FP8/NVFP4 copies of every decoder-layer GEMM weight
+      Transformer Engine keeps through the step, in bytes a parameter
+      (``commwall.workload.compute.cached_weight_bytes``), counted with the weights.
     - Gradients ``grad_bytes``/param and optimizer :func:`optimizer_bytes_per_param`/param
       (the master copy only for 16- or 8-bit weights, plus :data:`MAIN_GRAD_BYTES` when the
       gradients are 16-bit: Megatron's 20, 18 and 16 bytes a parameter for fp16/fp16,
@@ -445,6 +454,7 @@ def memory_per_gpu(
     whole("seq_len", seq_len, 1, error=MemoryModelError)
     whole("param_bytes", param_bytes, 1, error=MemoryModelError)
     whole("grad_bytes", grad_bytes, 1, error=MemoryModelError)
+    number("quantized_weight_bytes", quantized_weight_bytes, 0, error=MemoryModelError)
     choice("recompute", recompute, RECOMPUTE_CHOICES, error=MemoryModelError)
     # Mixed precision keeps fp32 master weights, and an fp32 copy of 16-bit gradients to step
     # on (:data:`MAIN_GRAD_BYTES`); fp32 weights are their own master (Megatron's 16 = 8 + 8/d).
@@ -474,6 +484,7 @@ def memory_per_gpu(
             )
         ]
         weights, grads, optim = (sum(s[i] for s in states) for i in range(3))
+        weights += params.linear * quantized_weight_bytes
         acts = _stage_activation_bytes(
             model,
             tp=tp,

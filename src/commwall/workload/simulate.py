@@ -32,6 +32,7 @@ from commwall.engines import get_engine
 from commwall.engines.base import PhaseResult, Result
 from commwall.errors import CommwallError
 from commwall.scenario import Scenario
+from commwall.workload.compute import cached_weight_bytes
 from commwall.workload.contention import UB_STREAM, run_job
 from commwall.workload.job import Job, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
@@ -557,6 +558,9 @@ def simulate(
         flash_attention=spec.attention != "unfused",
         # NVFP4 saves its GEMM inputs in under a byte (9/16 a copy): counted as FP8's byte
         fp8=spec.precision in ("fp8", "fp4"),
+        quantized_weight_bytes=cached_weight_bytes(
+            cl.gpu.name, spec.precision, spec.fp8_recipe, spec.fp8_param_gather
+        ),
     )
     return StepReport(
         fabric=fabric_summary(cl),

@@ -353,3 +353,18 @@ def test_published_fp8_run_fits_as_it_ran() -> None:
     assert report.fits_in_memory
     assert report.memory.gradients == pytest.approx(2 * report.memory.weights, rel=1e-12)
     assert report.memory.total < 76e9
+
+
+def test_transformer_engine_s_weight_copies_by_recipe_and_gpu() -> None:
+    """TE keeps each layer weight's quantized copies through the step: per-tensor FP8 one byte
+    on Blackwell (any operand layout) and two on Hopper (row-wise and transposed); MXFP8 and
+    NVFP4 a row-wise and a column-wise copy with their block scales; none for 16-bit weights or
+    FP8 parameters (``fp8_param_gather``: the parameter is the copy)."""
+    from commwall.workload.compute import cached_weight_bytes
+
+    assert cached_weight_bytes("b300", "fp8", "tensorwise", False) == 1.0
+    assert cached_weight_bytes("h200", "fp8", "tensorwise", False) == 2.0
+    assert cached_weight_bytes("gb200", "fp8", "mxfp8", False) == 2 * (1 + 1 / 32)
+    assert cached_weight_bytes("b200", "fp4", "delayed", False) == 2 * (0.5 + 1 / 16)
+    assert cached_weight_bytes("h100-sxm", "fp8", "delayed", True) == 0.0
+    assert cached_weight_bytes("b200", "bf16", "delayed", False) == 0.0
