@@ -52,13 +52,14 @@ class KnownBias:
 #: GB200's have no such measurement. Outside the range: MLPerf's Llama 3.1 8B on 512 GB200
 #: (-46 %), a ~40 ms step across eight NVL72 racks that the model does not explain yet
 #: (docs/compute-model.md); Megatron-Bridge 25.09's MXFP8 Llama 3.1 405B on 128 GB200 (-32 %);
-#: and five runs within 4 % (NVIDIA's NVFP4 Llama 3.1 405B on 512 to 5,120 GB200, NeMo 25.02's
-#: Mixtral on 64 B200, Megatron-Bridge 25.11's FP8 Llama 3 8B on 8 B200). Each run's attention
-#: is cuDNN's measured rate of the release its container ships (job.cudnn).
+#: and six runs within 4 % (NVIDIA's NVFP4 Llama 3.1 405B on 512 to 5,120 GB200,
+#: Megatron-Bridge 25.11's FP8-CS Llama 3 8B on 8 B200 and Llama 3.1 405B on 128 B200, the
+#: University of Florida's FP8 Llama 3.1 8B on 8 B200). Each run's attention is cuDNN's
+#: measured rate of the release its container ships (job.cudnn).
 #: Blackwell Ultra in HGX/DGX B300 (1,100 W): MIT ORCD's Megatron-LM runs (the GPT 7B reference
-#: on 1 to 8 GPUs and the 5B/13B sweep) and MLPerf v5.1's and Megatron-Bridge's B300 rows, every
-#: one of them 6-26 % fast; GB300 NVL72 runs (1,400 W) are at -2 % on their median and carry no
-#: note. H100 and H200 runs are at -4 % on their median.
+#: on 1 to 8 GPUs and the 5B/13B sweep) and MLPerf v5.1's dense B300 rows, every one of them
+#: 6-26 % fast; GB300 NVL72 runs (1,400 W) are at -2 % on their median and carry no note. H100
+#: and H200 runs are at -4 % on their median.
 COMPUTE_BIAS: Final = (
     KnownBias(
         gpus=("b200", "gb200"),

@@ -431,7 +431,8 @@ def memory_per_gpu(
       ``pp`` does not divide ``n_layers`` the stage holds ``ceil(L/pp)`` layers (worst stage).
     - With ``quantized_weight_bytes``, the FP8/NVFP4 copies of every decoder-layer GEMM weight
       Transformer Engine keeps through the step, in bytes a parameter
-      (``commwall.workload.compute.cached_weight_bytes``), counted with the weights.
+      (``commwall.workload.compute.cached_weight_bytes``), counted with the weights (not with
+      ZeRO-3, which gathers a layer's weight, and so its copy, only while it runs).
     - Gradients ``grad_bytes``/param and optimizer :func:`optimizer_bytes_per_param`/param
       (the master copy only for 16- or 8-bit weights, plus :data:`MAIN_GRAD_BYTES` when the
       gradients are 16-bit: Megatron's 20, 18 and 16 bytes a parameter for fp16/fp16,
@@ -484,7 +485,8 @@ def memory_per_gpu(
             )
         ]
         weights, grads, optim = (sum(s[i] for s in states) for i in range(3))
-        weights += params.linear * quantized_weight_bytes
+        if stage < 3:  # ZeRO-3 gathers each layer's weight, and its copy, only to use it
+            weights += params.linear * quantized_weight_bytes
         acts = _stage_activation_bytes(
             model,
             tp=tp,
