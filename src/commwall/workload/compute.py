@@ -728,8 +728,12 @@ LOW_PRECISION_CAST: Final[dict[str, tuple[float, float, int]]] = {
 
 
 #: GPUs whose FP8 GEMMs take any operand layout, so Transformer Engine keeps no transposed
-#: copy of an FP8 tensor on them (``is_non_tn_fp8_gemm_supported``: compute capability 10.x and
-#: 11.x, Blackwell, in ``transformer_engine/pytorch/utils.py``); Hopper's need the TN layout.
+#: copy of a per-tensor-scaled FP8 tensor on them (``is_non_tn_fp8_gemm_supported``: compute
+#: capability 10.x and 11.x, Blackwell, in ``transformer_engine/pytorch/utils.py``;
+#: ``Float8Quantizer::create_tensor`` in ``pytorch/csrc/quantizer.cpp`` allocates the transpose
+#: only when ``columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported()``); Hopper's need the TN
+#: layout. The casts of :data:`LOW_PRECISION_CAST` still write both copies on these GPUs: not
+#: yet changed (it would take about a byte an element off each per-tensor FP8 cast).
 NON_TN_FP8: Final = frozenset({"b200", "b300", "gb200", "gb300"})
 
 
