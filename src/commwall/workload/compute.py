@@ -6,18 +6,21 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
 * **GEMMs** — QKV, attention output, MLP up (gate+up when gated) and down, the MoE router and
   experts (grouped, balanced tokens), the shared expert, the LM head on the last stage. Forward
   ``(M=tokens, N, K)``; backward a data-gradient ``(M, K, N)`` and a weight-gradient ``(K, N, M)``
-  GEMM of the same FLOPs. Time = ``2MNK / (peak × ceiling × waves(M, N))``, and never less than
-  the operands' HBM traffic at the achieved bandwidth (roofline, Williams et al. 2009):
+  GEMM of the same FLOPs. Time = ``2MNK / (min(peak × ceiling, power bound) × sustained ×
+  waves(M, N))``, and never less than the operands' HBM traffic at the achieved bandwidth
+  (roofline, Williams et al. 2009):
 
   - ``peak`` is the catalog's dense tensor peak of the precision (FP8 runs the decoder layers'
     GEMMs at the FP8 peak; the LM head stays 16-bit, as Megatron-Core builds it outside TE);
   - ``ceiling`` is the measured *maximum achievable* matmul throughput of that GPU and
     precision as a share of the peak (:data:`GEMM_CEILING`, sources there) — no GPU reaches its
-    datasheet peak even on the best shape — times the share long back-to-back layer GEMMs
-    sustain of it (:data:`SUSTAINED_GEMM`);
-  - where a GPU's sustained rate at its power limit is measured (every GPU of a node running
-    GEMMs for a minute, :data:`POWER_BOUND_GEMM`), the GEMM runs at no more than that: the
-    power cap lowers the clock, more in FP8 than in BF16;
+    datasheet peak even on the best shape;
+  - ``power bound``: where a GPU's sustained rate at its power limit is measured (every GPU of
+    a node running its tuned GEMM shape for a minute, :data:`POWER_BOUND_GEMM`), the best shape
+    runs at no more than that: the power cap lowers the clock, more in FP8 than in BF16;
+  - ``sustained`` is the share of the best shape's rate that long back-to-back layer GEMMs
+    reach (:data:`SUSTAINED_GEMM`), under the power cap as without it: the cap slows every
+    GEMM in the proportion it slows the tuned one;
   - ``waves(M, N)`` is wave and tile quantization (NVIDIA, "Matrix Multiplication Background
     User's Guide", §"Wave Quantization"): the output is cut into thread-block tiles, the tiles
     run in waves of one per SM, and the last wave may be partly idle. The best of cuBLAS's
@@ -140,13 +143,14 @@ GEMM_CEILING: Final[dict[str, dict[str, float]]] = {
     "gb200": _GB200_CEILING,  # tf32*, fp4*
     "gb300": _GB200_CEILING,  # all * (GB200's)
 }
-#: Share of that best-shape ceiling GEMMs of transformer layers sustain back to back: NVIDIA
+#: Share of the best shape's rate that GEMMs of transformer layers sustain back to back: NVIDIA
 #: Transformer Engine's GEMM profiling tutorial (docs/examples/gemm_profiling/gemm_profiling.rst
 #: @d0067d0) times the four forward GEMMs of a hidden-4096, FFN-16384 layer at 15,872 tokens on
 #: B300 in BF16: 6.39 TFLOP in 4.196 ms = 1,523 TFLOP/s, against a MAMF of 1,769 on the same GPU
 #: (ml-engineering table) — 0.861 (derived). The 0.3 ms attention-output GEMM alone reaches 0.98
 #: of MAMF, the 1.1–1.4 ms ones 0.84–0.86: long back-to-back GEMMs run below the best shape's
-#: short benchmark. The one measurement of real layer shapes found; applied to every GPU.
+#: short benchmark. The one measurement of real layer shapes found; applied to every GPU, and
+#: to the best shape's power-capped rate where one is measured (:data:`POWER_BOUND_GEMM`).
 SUSTAINED_GEMM: Final = 1523.0 / 1769.0
 #: Dense GEMM TFLOP/s a GPU sustains at its power limit, per precision: every GPU of a node
 #: running its tuned GEMM shape with cuBLASLt 13.8 for 60 s (the first 10 s dropped), MIT ORCD's
@@ -156,11 +160,17 @@ SUSTAINED_GEMM: Final = 1523.0 / 1769.0
 #: 1,086–1,091 W) and the power cap pulls the SM clock from ~1,965 MHz to 1,299 MHz in BF16 and
 #: 1,131 MHz in FP8 on B200 (1,241 and 1,114 on B300): FP8 sustains 56 % of its datasheet peak,
 #: BF16 62 %, where the short best-shape MAMF benchmark behind :data:`GEMM_CEILING` reaches 76
-#: and 78 %. A GEMM runs at the lower of this and ``ceiling × SUSTAINED_GEMM`` of its peak (two
-#: bounds, power and shape): BF16, FP16, TF32 and FP8 are power-bound on both GPUs, NVFP4 is
-#: shape-bound (5,708 and 6,877 TFLOP/s sustained on the tuned shape, above the 3,787 and 5,301
-#: real layer shapes reach by :data:`FP4_CEILING`). GPUs with no such measurement (GB200 at
-#: 1,200 W, GB300 at 1,400 W, Hopper, A100) take the shape bound alone. A cross-check on the same
+#: and 78 %. The best shape runs at the lower of this and ``ceiling`` of its peak, and a layer's
+#: GEMMs at :data:`SUSTAINED_GEMM` of that: the power cap sets one clock for every kernel, so a
+#: real layer shape keeps the share of the tuned shape's rate it has at full clock (the tutorial's
+#: 0.861; a model choice, no sustained real-shape measurement was found). Megatron-LM's timers
+#: on MIT ORCD's GPT 7B (one GPU, no communication) agree: a micro-batch's forward 113 ms and
+#: backward 240 ms on B200, 110 and 231 ms on B300 (``b200-nodes`` and ``b300-nodes``
+#: ``output-megatron`` logs), where this prices 110/229 and 107/223 ms and the lower bound alone
+#: 97/202 and 94/197. BF16, FP16, TF32 and FP8 are power-bound on both GPUs, NVFP4 is
+#: shape-bound (5,708 and 6,877 TFLOP/s sustained on the tuned shape, above the 4,398 and 6,158
+#: that :data:`FP4_CEILING` gives of the peaks). GPUs with no such measurement (GB200 at
+#: 1,200 W, GB300 at 1,400 W, Hopper, A100) take ``ceiling`` alone. A cross-check on the same
 #: nodes: gpu-fryer's 8192³ cuBLASLt loop on all eight GPUs for 300 s sustains 1,456 TFLOP/s in
 #: BF16 on B200 (mean of ten nodes) and 1,521 on B300 (§2), 4 and 6 % above; its FP8 figures
 #: (~4,000) are not used: it fills FP8 operands by casting random 32-bit integers to E4M3
@@ -441,20 +451,21 @@ def wave_efficiency(m: int, n: int, sms: int) -> float:
 
 def gemm_seconds(m: int, n: int, k: int, dev: Device, elem_bytes: float, count: int = 1) -> float:
     """Seconds of ``count`` GEMMs ``(m × k)·(k × n)`` on ``dev`` run as one launch (grouped or
-    batched): the slower of the math at the wave-quantized ceiling (or the power bound, where
-    lower) and the operands' HBM traffic (module docstring), plus one launch.
+    batched): the slower of the math at the sustained share of the wave-quantized ceiling (or of
+    the power bound, where lower) and the operands' HBM traffic (module docstring), plus one
+    launch.
 
     >>> h100 = device_for("h100-sxm", 989.4e12, 989.4e12, 3.35e12, "bf16")
     >>> round(gemm_seconds(8192, 8192, 8192, h100, 2) * 1e3, 3)  # 1.1 TFLOP at 0.80·0.86·0.97
     1.659
     >>> b200 = device_for("b200", 4500e12, 2250e12, 8e12, "fp8")
-    >>> round(gemm_seconds(8192, 8192, 8192, b200, 1) * 1e3, 3)  # at 2,524 TFLOP/s × 0.988
-    0.443
+    >>> round(gemm_seconds(8192, 8192, 8192, b200, 1) * 1e3, 3)  # 2,524 TFLOP/s × 0.86 × 0.988
+    0.514
     """
     if min(m, n, k, count) < 1:
         return 0.0
     flops = 2.0 * m * n * k * count
-    rate = min(dev.peak * dev.gemm_ceiling * SUSTAINED_GEMM, dev.gemm_bound)
+    rate = min(dev.peak * dev.gemm_ceiling, dev.gemm_bound) * SUSTAINED_GEMM
     rate *= wave_efficiency(m, n * count, dev.sms)
     memory = elem_bytes * (m * k + k * n + m * n) * count / dev.hbm
     return max(flops / rate, memory) + KERNEL_LAUNCH
