@@ -15,9 +15,9 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
   - ``ceiling`` is the measured *maximum achievable* matmul throughput of that GPU and
     precision as a share of the peak (:data:`GEMM_CEILING`, sources there) — no GPU reaches its
     datasheet peak even on the best shape;
-  - ``power bound``: where a GPU's sustained rate at its power limit is measured (every GPU of
-    a node running its tuned GEMM shape for a minute, :data:`POWER_BOUND_GEMM`), the best shape
-    runs at no more than that: the power cap lowers the clock, more in FP8 than in BF16;
+  - ``power bound``: where a GPU's sustained rate at its power limit is measured (a large GEMM
+    run for a minute or more, :data:`POWER_BOUND_GEMM`), the best shape runs at no more than
+    that: the power cap lowers the clock, more in FP8 than in BF16;
   - ``sustained`` is the share of the best shape's rate that long back-to-back layer GEMMs
     reach (:data:`SUSTAINED_GEMM`), under the power cap as without it: the cap slows every
     GEMM in the proportion it slows the tuned one;
@@ -169,17 +169,37 @@ SUSTAINED_GEMM: Final = 1523.0 / 1769.0
 #: ``output-megatron`` logs), where this prices 110/229 and 107/223 ms and the lower bound alone
 #: 97/202 and 94/197. BF16, FP16, TF32 and FP8 are power-bound on both GPUs, NVFP4 is
 #: shape-bound (5,708 and 6,877 TFLOP/s sustained on the tuned shape, above the 4,398 and 6,158
-#: that :data:`FP4_CEILING` gives of the peaks). GPUs with no such measurement (GB200 at
-#: 1,200 W, GB300 at 1,400 W, Hopper, A100) take ``ceiling`` alone. A cross-check on the same
+#: that :data:`FP4_CEILING` gives of the peaks). A cross-check on the same
 #: nodes: gpu-fryer's 8192³ cuBLASLt loop on all eight GPUs for 300 s sustains 1,456 TFLOP/s in
 #: BF16 on B200 (mean of ten nodes) and 1,521 on B300 (§2), 4 and 6 % above; its FP8 figures
 #: (~4,000) are not used: it fills FP8 operands by casting random 32-bit integers to E4M3
 #: (huggingface/gpu-fryer ``src/main.rs``), nearly all beyond its 448 maximum, so the operands
 #: are all one value, and predictable data draws less power and runs faster (H. He, "Strangely,
 #: Matrix Multiplications on GPUs Run Faster When Given 'Predictable' Data!", 2024).
+#:
+#: Other GPUs, each precision from one of two further sources (none gives clocks or power):
+#:
+#: * FP8 and NVFP4 on GB200 and FP8 on H200: Microsoft's Azure AI benchmarking guide,
+#:   cuBLASLt (superbench ``cublaslt_gemm``) on one GPU, random operands, 10,000 warm-up and
+#:   1,000 timed iterations per shape (``Benchmarks/NVIDIA/GEMMCublasLt.py`` @cd84f36). Its
+#:   longest run, 32768³ (about four minutes), is taken: GB200 (ND GB200 v6, 1,200 W) 2,825.6
+#:   TFLOP/s in FP8 and 5,262.2 in NVFP4, where its 8192³ run of a second or two reached 7,609
+#:   in NVFP4 (``Azure_Results/ND_GB200_v6_results.md`` @fa79995); H200 (ND H200 v5) 1,349.5 in
+#:   FP8 (``ND_H200_v5_results.md`` @7f20e5f).
+#: * BF16 on GB200, H100 and A100: gpu-fryer's reference table (huggingface/gpu-fryer
+#:   ``README.md`` @f9d564b; its 8192³ cuBLAS loop on every GPU of a node, 60 s by default):
+#:   GB200-NVL72 ~1,550, H100 SXM ~730, A100 SXM4 80GB ~270 TFLOP/s. On B200 and B300, where
+#:   both were measured, gpu-fryer read 4 and 6 % above the cuBLASLt rate above, so these bounds
+#:   may be as much generous.
+#:
+#: GB300 (1,400 W) has none, and H200 none in BF16: they take ``ceiling`` alone.
 POWER_BOUND_GEMM: Final[dict[str, dict[str, float]]] = {
     "b200": {"bf16": 1396.0, "fp16": 1322.0, "tf32": 720.0, "fp8": 2524.0, "fp4": 5708.0},
     "b300": {"bf16": 1437.0, "fp16": 1333.0, "tf32": 756.0, "fp8": 2524.0, "fp4": 6877.0},
+    "gb200": {"bf16": 1550.0, "fp8": 2825.6, "fp4": 5262.2},
+    "h200": {"fp8": 1349.5},
+    "h100-sxm": {"bf16": 730.0},
+    "a100-sxm": {"bf16": 270.0},
 }
 #: Causal attention throughput, head dim 128, TFLOP/s counting the computed half (FlashAttention
 #: papers' convention), by sequence length: (forward, backward) per kernel family.
@@ -456,8 +476,8 @@ def gemm_seconds(m: int, n: int, k: int, dev: Device, elem_bytes: float, count: 
     launch.
 
     >>> h100 = device_for("h100-sxm", 989.4e12, 989.4e12, 3.35e12, "bf16")
-    >>> round(gemm_seconds(8192, 8192, 8192, h100, 2) * 1e3, 3)  # 1.1 TFLOP at 0.80·0.86·0.97
-    1.659
+    >>> round(gemm_seconds(8192, 8192, 8192, h100, 2) * 1e3, 3)  # 1.1 TFLOP at 730·0.86·0.97
+    1.806
     >>> b200 = device_for("b200", 4500e12, 2250e12, 8e12, "fp8")
     >>> round(gemm_seconds(8192, 8192, 8192, b200, 1) * 1e3, 3)  # 2,524 TFLOP/s × 0.86 × 0.988
     0.514
