@@ -9,6 +9,7 @@ import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from commwall.errors import CommwallError
 from commwall.scenario import parse_scenario
 from commwall.validation.known_bias import COMPUTE_BIAS, summarise
 from commwall.validation.training import (
+    SCALES,
     TRAINING_GROUPS,
     TrainingRun,
     ValidationDataError,
@@ -134,6 +136,14 @@ def test_a_cheap_subset_is_predicted_closer_than_the_flat_constant() -> None:
     # the reports summarise dev runs (seen while the model was built) apart from held-out ones
     assert TRAINING_GROUPS[0] == "by_role"
     assert {_group_key(c, "role") for c in compared} == {"dev"}
+    # and group by job scale (GPUs), in order of scale, as well as by model size
+    assert {_group_key(c, "scale") for c in compared} == {"1-8 GPUs"}
+    report = training_report(runs)
+    assert list(report["by_scale"]) == ["1-8 GPUs"]
+    assert report["by_scale"]["1-8 GPUs"]["model"]["n"] == 4
+    labels = [_group_key(SimpleNamespace(run=SimpleNamespace(n_gpus=n)), "scale")  # type: ignore[arg-type]
+              for n in (1, 8, 9, 64, 65, 512, 513, 4096, 4097, 100_000)]  # fmt: skip
+    assert labels == [label for _, label in SCALES for _ in (0, 1)]
 
 
 def test_nemo_launcher_runs_take_flash_attention_2_and_hold_across_sequence_length() -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -266,9 +267,14 @@ def training_report(runs: tuple[TrainingRun, ...] | None = None) -> dict[str, An
         out: dict[str, list[TrainingComparison]] = {}
         for c in compared:
             out.setdefault(_group_key(c, key), []).append(c)
+        order = [label for _, label in SCALES] if key == "scale" else sorted(out)
         return {
-            k: {"model": summary([c.error for c in v]), "flat": summary([c.flat_error for c in v])}
-            for k, v in sorted(out.items())
+            k: {
+                "model": summary([c.error for c in out[k]]),
+                "flat": summary([c.flat_error for c in out[k]]),
+            }
+            for k in order
+            if k in out
         }
 
     return {
@@ -281,6 +287,7 @@ def training_report(runs: tuple[TrainingRun, ...] | None = None) -> dict[str, An
         "by_precision": group("precision"),
         "by_source": group("source"),
         "by_size": group("size"),
+        "by_scale": group("scale"),
         "runs": [
             {
                 "id": c.run.id,
@@ -311,13 +318,25 @@ def _group_key(c: TrainingComparison, key: str) -> str:
         return str(run.job["precision"])
     if key == "source":
         return run.source_key
+    if key == "scale":
+        return next(label for most, label in SCALES if run.n_gpus <= most)
     params = run.spec.total_params()
     return "< 20B" if params < 20e9 else ("20-200B" if params < 200e9 else ">= 200B")
 
 
+#: The job scales the reports group runs by: (most GPUs, label) — one node of 8, up to a rack
+#: or pod of 64, a few hundred, thousands, and beyond 4,096.
+SCALES: Final = (
+    (8, "1-8 GPUs"),
+    (64, "9-64 GPUs"),
+    (512, "65-512 GPUs"),
+    (4096, "513-4,096 GPUs"),
+    (math.inf, "> 4,096 GPUs"),
+)
+
 #: The summary groups of :func:`training_report`, in the order the reports print them: dev runs
 #: (seen while the compute model was built) apart from held-out ones first.
-TRAINING_GROUPS: Final = ("by_role", "by_gpu", "by_precision", "by_size", "by_source")
+TRAINING_GROUPS: Final = ("by_role", "by_gpu", "by_precision", "by_size", "by_scale", "by_source")
 
 
 def training_markdown(data: dict[str, Any]) -> str:
