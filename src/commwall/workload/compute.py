@@ -35,8 +35,10 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
 * **Memory-bound kernels** — norms, residual adds, the MLP activation, rotary embedding, bias
   and dropout (GPT), a MoE layer's token permutations around its all-to-alls
   (:func:`_token_permutation`), the FP8 or NVFP4 casts of every GEMM input and output gradient
-  (Transformer Engine writes a row-wise and a transposed copy of each, :data:`LOW_PRECISION_CAST`), the merges of a context-parallel
-  ring attention's partial results (:func:`_ring_merges`) and the LM head's cross-entropy
+  (Transformer Engine writes a row-wise and a transposed copy of each,
+  :data:`LOW_PRECISION_CAST`; of a per-tensor FP8 one only the row-wise copy on Blackwell,
+  :data:`NON_TN_FP8`), the merges of a context-parallel ring attention's partial results
+  (:func:`_ring_merges`) and the LM head's cross-entropy
   (the passes of the implementation ``job.cross_entropy`` names, :data:`CROSS_ENTROPY_PASSES`),
   priced by the bytes they move at the achieved HBM bandwidth (:data:`HBM_SHARE`); backward
   moves twice the forward's element-wise bytes.
@@ -70,6 +72,7 @@ __all__ = [
     "HBM_SHARE",
     "KERNEL_LAUNCH",
     "NON_TN_FP8",
+    "PER_TENSOR_FP8",
     "POWER_BOUND_GEMM",
     "SUSTAINED_GEMM",
     "Device",
@@ -602,25 +605,31 @@ def layer_work(
             # and columnwise usages in TE 2.x): an input the weight gradient needs is cast to
             # both in one pass (fp8_cast_transpose_fused, nvfp4_quantize_transpose), the output
             # gradient likewise (grad_output_preprocess); LOW_PRECISION_CAST holds each
-            # recipe's bytes. With sequence parallelism the input is cast before its all-gather
-            # (1/t of the rows): FP8 casts the row-wise copy and transposes the gathered one in
-            # the backward (tex.fp8_transpose: read 1, write 1); NVFP4 cannot transpose its
-            # 1×16 blocks, so it casts both copies first and the backward re-gathers the
-            # column-wise one and reorders it (swap_first_dims: read and write it once).
+            # recipe's bytes. On a GPU of NON_TN_FP8 a per-tensor FP8 operand is written once:
+            # the row-wise data serves both GEMMs. With sequence parallelism the input is cast
+            # before its all-gather (1/t of the rows): FP8 casts the row-wise copy and, where
+            # a transposed one is kept, transposes the gathered one in the backward
+            # (tex.fp8_transpose: read 1, write 1); NVFP4 cannot transpose its 1×16 blocks, so
+            # it casts both copies first and the backward re-gathers the column-wise one and
+            # reorders it (swap_first_dims: read and write it once).
             written, extra, launches = LOW_PRECISION_CAST[recipe]
-            both = 2.0 + extra + 2.0 * written  # read, amax pass, both copies written
+            one_copy = recipe in PER_TENSOR_FP8 and dev.name in NON_TN_FP8
+            copies = 1.0 if one_copy else 2.0
+            both = 2.0 + extra + copies * written  # read, amax pass, the copies written
             inputs, grads = m * k * count, m * n * count
             label = "fp4" if recipe == "nvfp4" else "fp8"
+            what = "cast" if one_copy else "cast+transpose"
             if gathered and recipe == "nvfp4":
                 fwd.append(_memory(f"{name} fp4 cast", both * inputs / t, dev, launches))
                 bwd.append(_memory(f"{name} fp4 reorder", 2.0 * written * inputs, dev))
             elif gathered:
                 cast = 2.0 + extra + written
                 fwd.append(_memory(f"{name} fp8 cast", cast * inputs / t, dev, launches))
-                bwd.append(_memory(f"{name} fp8 transpose", 2.0 * written * inputs, dev))
+                if not one_copy:
+                    bwd.append(_memory(f"{name} fp8 transpose", 2.0 * written * inputs, dev))
             else:
-                fwd.append(_memory(f"{name} {label} cast+transpose", both * inputs, dev, launches))
-            bwd.append(_memory(f"{name} grad {label} cast+transpose", both * grads, dev, launches))
+                fwd.append(_memory(f"{name} {label} {what}", both * inputs, dev, launches))
+            bwd.append(_memory(f"{name} grad {label} {what}", both * grads, dev, launches))
 
     gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h, gathered=gathered_input)
     gemm("attention out", tokens, h, model.q_dim // t)
@@ -763,9 +772,13 @@ LOW_PRECISION_CAST: Final[dict[str, tuple[float, float, int]]] = {
 #: capability 10.x and 11.x, Blackwell, in ``transformer_engine/pytorch/utils.py``;
 #: ``Float8Quantizer::create_tensor`` in ``pytorch/csrc/quantizer.cpp`` allocates the transpose
 #: only when ``columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported()``); Hopper's need the TN
-#: layout. The casts of :data:`LOW_PRECISION_CAST` still write both copies on these GPUs: not
-#: yet changed (it would take about a byte an element off each per-tensor FP8 cast).
+#: layout. On these GPUs the casts of :data:`LOW_PRECISION_CAST` of the per-tensor recipes
+#: (:data:`PER_TENSOR_FP8`) write the row-wise copy alone, and a sequence-parallel input gathered
+#: in FP8 is not transposed in the backward; block-scaled recipes (MXFP8, blockwise, NVFP4)
+#: still quantize each direction with its own block scales, so they write both.
 NON_TN_FP8: Final = frozenset({"b200", "b300", "gb200", "gb300"})
+#: The FP8 recipes that scale a whole tensor at once (delayed and current scaling).
+PER_TENSOR_FP8: Final = frozenset({"delayed", "tensorwise"})
 
 
 def cached_weight_bytes(gpu: str, precision: str, recipe: str, fp8_param_gather: bool) -> float:
@@ -791,7 +804,7 @@ def cached_weight_bytes(gpu: str, precision: str, recipe: str, fp8_param_gather:
         return 0.0
     kind = "nvfp4" if precision == "fp4" else recipe
     per_copy = LOW_PRECISION_CAST[kind][0]
-    per_tensor = kind in ("delayed", "tensorwise")
+    per_tensor = kind in PER_TENSOR_FP8
     return per_copy * (1 if per_tensor and gpu in NON_TN_FP8 else 2)
 
 

@@ -182,6 +182,31 @@ def test_fp8_operands_are_cast_with_their_transposes() -> None:
     assert by_name["attention out fp8 cast+transpose"].nbytes == 4.0 * tokens * model.q_dim / 4
 
 
+def test_per_tensor_fp8_operands_are_cast_once_on_blackwell() -> None:
+    """On Blackwell (NON_TN_FP8) Transformer Engine keeps no transposed copy of a per-tensor
+    FP8 tensor: a GEMM input and output gradient are cast to the row-wise copy alone (read 2,
+    write 1; current scaling reads once more for its amax), and a sequence-parallel input
+    gathered in FP8 is not transposed in the backward; MXFP8 still writes both directions."""
+    model = get_model("llama3-8b")
+    tokens = 4096
+    b200 = device_for("b200", 4500e12, 2250e12, 8e12, "fp8")
+    for recipe, extra in (("delayed", 0.0), ("tensorwise", 2.0)):
+        work = layer_work(model, b200, micro_batch=1, seq_len=tokens, tp=1, fp8_recipe=recipe)
+        by_name = {k.name: k for k in (*work.forward, *work.backward)}
+        assert by_name["qkv fp8 cast"].nbytes == (3.0 + extra) * tokens * model.hidden
+        assert "qkv fp8 cast+transpose" not in by_name
+        qkv_out = model.q_dim + 2 * model.kv_dim
+        assert by_name["qkv grad fp8 cast"].nbytes == (3.0 + extra) * tokens * qkv_out
+    sp = layer_work(model, b200, micro_batch=1, seq_len=tokens, tp=4, sequence_parallel=True)
+    names = {k.name for k in (*sp.forward, *sp.backward)}
+    assert "qkv fp8 cast" in names and "qkv fp8 transpose" not in names
+    mx = layer_work(model, b200, micro_batch=1, seq_len=tokens, tp=1, fp8_recipe="mxfp8")
+    by_name = {k.name: k for k in mx.forward}
+    assert by_name["qkv fp8 cast+transpose"].nbytes == pytest.approx(
+        (2.0 + 2 * (1 + 1 / 32)) * tokens * model.hidden
+    )
+
+
 def test_a_ring_attention_merges_its_steps_partial_results() -> None:
     """Ring attention (TE AttnFuncWithCPAndKVP2P) adds each step's partial output into the
     result and each step's dQ, dK, dV into the gradients: 2 + 3 * 3/4 * (ring - 1) passes over
