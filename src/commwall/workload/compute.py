@@ -182,18 +182,20 @@ SUSTAINED_GEMM: Final = 1523.0 / 1769.0
 #:
 #: Other GPUs, each precision from one of two further sources (none gives clocks or power):
 #:
-#: * FP8 and NVFP4 on GB200 and FP8 on H200: Microsoft's Azure AI benchmarking guide,
+#: * FP8 and NVFP4 on GB200, FP8 on H200 and H100: Microsoft's Azure AI benchmarking guide,
 #:   cuBLASLt (superbench ``cublaslt_gemm``) on one GPU, random operands, 10,000 warm-up and
 #:   1,000 timed iterations per shape (``Benchmarks/NVIDIA/GEMMCublasLt.py`` @cd84f36). Its
-#:   longest run, 32768³ (about four minutes), is taken: GB200 (ND GB200 v6, 1,200 W) 2,825.6
-#:   TFLOP/s in FP8 and 5,262.2 in NVFP4, where its 8192³ run of a second or two reached 7,609
-#:   in NVFP4 (``Azure_Results/ND_GB200_v6_results.md`` @fa79995); H200 (ND H200 v5) 1,349.5 in
-#:   FP8 (``ND_H200_v5_results.md`` @7f20e5f).
+#:   longest run, 32768³ (11,000 GEMMs: 2.5 to 10 minutes at these rates), is taken: GB200
+#:   (ND GB200 v6, 1,200 W) 2,825.6 TFLOP/s in FP8 and 5,262.2 in NVFP4, where its 8192³ run of
+#:   a second or two reached 7,609 in NVFP4 (``Azure_Results/ND_GB200_v6_results.md``
+#:   @fa79995); H200 (ND H200 v5) 1,349.5 in FP8 (``ND_H200_v5_results.md`` @7f20e5f); H100
+#:   (ND H100 v5) 1,382.2 in FP8, the same guide's ``ND_H100_v5_results.md`` as its fork
+#:   yosoyjay/AI-benchmarking-guide keeps it (@a8263ef; Azure's own repository no longer has it).
 #: * BF16 on GB200, H100 and A100: gpu-fryer's reference table (huggingface/gpu-fryer
 #:   ``README.md`` @f9d564b; its 8192³ cuBLAS loop on every GPU of a node, 60 s by default):
 #:   GB200-NVL72 ~1,550, H100 SXM ~730, A100 SXM4 80GB ~270 TFLOP/s. On B200 and B300, where
 #:   both were measured, gpu-fryer read 4 and 6 % above the cuBLASLt rate above, so these bounds
-#:   may be as much generous.
+#:   may be that much too high.
 #:
 #: GB300 (1,400 W) has none, and H200 none in BF16: they take ``ceiling`` alone.
 POWER_BOUND_GEMM: Final[dict[str, dict[str, float]]] = {
@@ -201,7 +203,7 @@ POWER_BOUND_GEMM: Final[dict[str, dict[str, float]]] = {
     "b300": {"bf16": 1437.0, "fp16": 1333.0, "tf32": 756.0, "fp8": 2524.0, "fp4": 6877.0},
     "gb200": {"bf16": 1550.0, "fp8": 2825.6, "fp4": 5262.2},
     "h200": {"fp8": 1349.5},
-    "h100-sxm": {"bf16": 730.0},
+    "h100-sxm": {"bf16": 730.0, "fp8": 1382.2},
     "a100-sxm": {"bf16": 270.0},
 }
 #: Causal attention throughput, head dim 128, TFLOP/s counting the computed half (FlashAttention

@@ -46,14 +46,16 @@ def test_wave_quantization_closed_forms() -> None:
 
 
 def test_a_large_gemm_runs_at_the_sustained_share_of_the_lower_measured_bound() -> None:
-    """H100 in BF16: MAMF 794.5 TFLOP/s, gpu-fryer's sustained ~730 binds; FP8: MAMF alone."""
+    """H100 in BF16: MAMF 794.5 TFLOP/s, gpu-fryer's sustained ~730 binds; in FP8: MAMF
+    1,402.6, the 1,382.2 of Azure's cuBLASLt run of 11,000 32768³ GEMMs binds."""
     m = n = k = 16384
     waves = wave_efficiency(m, n, 132)
     expected = 2.0 * m * n * k / (730e12 * SUSTAINED_GEMM * waves)
     assert gemm_seconds(m, n, k, H100, 2) == pytest.approx(expected + KERNEL_LAUNCH)
     assert 0.95 < waves <= 1.0
     fp8 = device_for("h100-sxm", 1979e12, 989.4e12, 3.35e12, "fp8")
-    expected = 2.0 * m * n * k / (1979e12 * 1402.6 / 1979 * SUSTAINED_GEMM * waves)
+    assert fp8.gemm_bound < 1979e12 * 1402.6 / 1979
+    expected = 2.0 * m * n * k / (1382.2e12 * SUSTAINED_GEMM * waves)
     assert gemm_seconds(m, n, k, fp8, 1) == pytest.approx(expected + KERNEL_LAUNCH)
 
 
