@@ -615,14 +615,14 @@ def layer_work(
             # it casts both copies first and the backward re-gathers the column-wise one and
             # reorders it (swap_first_dims: read and write it once).
             written, extra, launches = LOW_PRECISION_CAST[recipe]
-            one_copy = recipe in PER_TENSOR_FP8 and dev.name in NON_TN_FP8
-            copies = 1.0 if one_copy else 2.0
-            both = 2.0 + extra + copies * written  # read, amax pass, the copies written
+            copies = _quantized_copies(dev.name, recipe)
+            one_copy = copies == 1
+            cast_bytes = 2.0 + extra + copies * written  # read, amax pass, the copies written
             inputs, grads = m * k * count, m * n * count
             label = "fp4" if recipe == "nvfp4" else "fp8"
             what = "cast" if one_copy else "cast+transpose"
             if gathered and recipe == "nvfp4":
-                fwd.append(_memory(f"{name} fp4 cast", both * inputs / t, dev, launches))
+                fwd.append(_memory(f"{name} fp4 cast", cast_bytes * inputs / t, dev, launches))
                 bwd.append(_memory(f"{name} fp4 reorder", 2.0 * written * inputs, dev))
             elif gathered:
                 cast = 2.0 + extra + written
@@ -630,8 +630,8 @@ def layer_work(
                 if not one_copy:
                     bwd.append(_memory(f"{name} fp8 transpose", 2.0 * written * inputs, dev))
             else:
-                fwd.append(_memory(f"{name} {label} {what}", both * inputs, dev, launches))
-            bwd.append(_memory(f"{name} grad {label} {what}", both * grads, dev, launches))
+                fwd.append(_memory(f"{name} {label} {what}", cast_bytes * inputs, dev, launches))
+            bwd.append(_memory(f"{name} grad {label} {what}", cast_bytes * grads, dev, launches))
 
     gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h, gathered=gathered_input)
     gemm("attention out", tokens, h, model.q_dim // t)
@@ -783,6 +783,13 @@ NON_TN_FP8: Final = frozenset({"b200", "b300", "gb200", "gb300"})
 PER_TENSOR_FP8: Final = frozenset({"delayed", "tensorwise"})
 
 
+def _quantized_copies(gpu: str, recipe: str) -> int:
+    """Copies Transformer Engine writes of a low-precision operand cast with ``recipe``
+    (``nvfp4`` for FP4 jobs) on ``gpu``: the row-wise one alone for a per-tensor FP8 recipe on a
+    GPU of :data:`NON_TN_FP8`, else a row-wise and a column-wise (transposed) one."""
+    return 1 if recipe in PER_TENSOR_FP8 and gpu in NON_TN_FP8 else 2
+
+
 def cached_weight_bytes(gpu: str, precision: str, recipe: str, fp8_param_gather: bool) -> float:
     """Bytes a decoder-layer GEMM weight costs in the low-precision copies Transformer Engine
     keeps through the step, beyond the weight itself.
@@ -805,9 +812,7 @@ def cached_weight_bytes(gpu: str, precision: str, recipe: str, fp8_param_gather:
     if precision not in ("fp8", "fp4") or fp8_param_gather:
         return 0.0
     kind = "nvfp4" if precision == "fp4" else recipe
-    per_copy = LOW_PRECISION_CAST[kind][0]
-    per_tensor = kind in PER_TENSOR_FP8
-    return per_copy * (1 if per_tensor and gpu in NON_TN_FP8 else 2)
+    return LOW_PRECISION_CAST[kind][0] * _quantized_copies(gpu, kind)
 
 
 #: Bytes moved per logit and kernels launched by the vocabulary-parallel cross-entropy
