@@ -26,12 +26,40 @@ def simulate(
     >>> import commwall
     >>> report = commwall.simulate({"cluster": {"preset": "dgx-h100", "nodes": 2},
     ...                             "job": {"model": "llama3-8b", "tp": 8, "dp": 2}})
-    >>> round(report.step_time, 3) > 0, report.to_frame().loc[0, "gpus"]
+    >>> round(report.step_time, 3) > 0, int(report.to_frame().loc[0, "gpus"])
     (True, 16)
     """
+    from commwall.workload.simulate import simulate as run
+
+    return run(_scenario(scenario, engine))
+
+
+def evaluation_step_time(
+    scenario: Scenario | str | _Path | dict[str, _Any] | None = None,
+    *,
+    engine: str | None = None,
+) -> float:
+    """Seconds of one evaluation step of the scenario (as :func:`simulate` takes it): the
+    step's forwards alone, through every pipeline stage with their collectives, and no
+    backward, gradient reduction or optimizer — what MLPerf Training logs time as
+    ``validation_step_time`` (:func:`commwall.workload.simulate.evaluation_step_time`).
+
+    >>> import commwall
+    >>> job = {"cluster": {"preset": "dgx-h100", "nodes": 1}, "job": {"model": "llama3-8b"}}
+    >>> 0 < commwall.evaluation_step_time(job) < commwall.simulate(job).step_time / 2
+    True
+    """
+    from commwall.workload.simulate import evaluation_step_time as run
+
+    return run(_scenario(scenario, engine))
+
+
+def _scenario(
+    scenario: Scenario | str | _Path | dict[str, _Any] | None, engine: str | None
+) -> Scenario:
+    """The scenario ``scenario`` names (None: the built-in default), on ``engine`` if given."""
     from commwall.defaults import default_scenario
     from commwall.scenario import Scenario, load_scenario, parse_scenario
-    from commwall.workload.simulate import simulate as run
 
     if scenario is None:
         sc = default_scenario()
@@ -44,7 +72,7 @@ def simulate(
     if engine is not None:
         sc = parse_scenario({**sc.model_dump(mode="json"), "simulation": {
             **sc.simulation.model_dump(mode="json"), "engine": engine}})  # fmt: skip
-    return run(sc)
+    return sc
 
 
 def run_sweep(

@@ -19,6 +19,12 @@ time with the measured one. Measured figures become step times as their source c
   causal mask, ``m`` 3 for a gated MLP and 2 otherwise, ``V`` the padded vocabulary (dense
   models only; it gives 989.0 TFLOP/s for MIT ORCD's logged 11,374 ms B200 step, as logged).
 
+``measured.eval_step_time_s``, where a source times one (MLPerf Training logs'
+``validation_step_time``), is an evaluation step: the forwards of one global batch alone. The
+report compares it with :func:`~commwall.workload.simulate.evaluation_step_time`, so a run's
+error can be told apart into its forward and the rest (backward, gradient reduction,
+optimizer).
+
 ``measured.peak_memory_gib``, where a source gives it (MIT ORCD's sweep: PyTorch's maximum
 allocated on rank 0), is the run's peak memory; a test holds the memory model to it.
 
@@ -31,6 +37,7 @@ import functools
 import importlib.resources
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -107,6 +114,11 @@ class TrainingRun:
         flops = self.step_flops(str(m["flops"]))
         return flops / (float(m["tflops_per_gpu"]) * 1e12 * self.n_gpus)
 
+    def measured_eval(self) -> float | None:
+        """The measured evaluation (forward-only) step, seconds, where the source times one."""
+        value = self.measured.get("eval_step_time_s")
+        return None if value is None else float(value)
+
     def step_flops(self, formula: str) -> float:
         """FLOPs per step as the source counts them (module docstring)."""
         j, md = self.job, self.model
@@ -143,11 +155,21 @@ class TrainingComparison:
     predicted: float
     flat: float
     breakdown: dict[str, float]
+    #: The measured evaluation step and the model's, where the run times one.
+    eval_measured: float | None = None
+    eval_predicted: float | None = None
 
     @property
     def error(self) -> float:
         """Step-time error of the model: predicted / measured − 1."""
         return self.predicted / self.measured - 1.0
+
+    @property
+    def eval_error(self) -> float | None:
+        """Evaluation-step (forward-only) error of the model, where the run times one."""
+        if self.eval_measured is None or self.eval_predicted is None:
+            return None
+        return self.eval_predicted / self.eval_measured - 1.0
 
     @property
     def flat_error(self) -> float:
@@ -165,6 +187,16 @@ def load_training_runs() -> tuple[TrainingRun, ...]:
         measured = row["measured"]
         if not any(k in measured for k in _METRICS) and "skip" not in row:
             raise ValidationDataError(f"{row['id']}: measured needs one of {', '.join(_METRICS)}")
+        evaluation = measured.get("eval_step_time_s")
+        if evaluation is not None and (
+            isinstance(evaluation, bool)
+            or not isinstance(evaluation, (int, float))
+            or not 0 < evaluation < math.inf
+        ):
+            raise ValidationDataError(
+                f"{row['id']}: measured.eval_step_time_s {evaluation!r}; allowed: a positive "
+                "number of seconds"
+            )
         assumed = row.get("assumed", ())
         if not all(isinstance(a, str) for a in assumed):
             raise ValidationDataError(
@@ -198,7 +230,7 @@ def training_comparisons(
     runs: tuple[TrainingRun, ...] | None = None,
 ) -> tuple[list[TrainingComparison], list[tuple[TrainingRun, str]]]:
     """Compared runs, and the runs not compared with the reason."""
-    from commwall.workload.simulate import simulate
+    from commwall.workload.simulate import evaluation_step_time, simulate
 
     compared: list[TrainingComparison] = []
     skipped: list[tuple[TrainingRun, str]] = []
@@ -207,14 +239,23 @@ def training_comparisons(
             skipped.append((run, run.skip))
             continue
         try:
-            report = simulate(parse_scenario(run.scenario(), run.id))
+            scenario = parse_scenario(run.scenario(), run.id)
+            report = simulate(scenario)
             flat = simulate(parse_scenario(run.scenario(OLD_EFFICIENCY), run.id))
         except ScenarioError as e:
             skipped.append((run, "the model cannot run it: " + "; ".join(e.messages)))
             continue
+        eval_measured = run.measured_eval()
+        eval_predicted = None if eval_measured is None else evaluation_step_time(scenario)
         compared.append(
             TrainingComparison(
-                run, run.measured_step(), report.step_time, flat.step_time, dict(report.breakdown)
+                run,
+                run.measured_step(),
+                report.step_time,
+                flat.step_time,
+                dict(report.breakdown),
+                eval_measured,
+                eval_predicted,
             )
         )
     return compared, skipped
@@ -277,10 +318,15 @@ def training_report(runs: tuple[TrainingRun, ...] | None = None) -> dict[str, An
             if k in out
         }
 
+    evaluated = [c for c in compared if c.eval_error is not None]
     return {
         "overall": {
             "model": summary([c.error for c in compared]),
             "flat": summary([c.flat_error for c in compared]),
+        },
+        "evaluation": {
+            "step": summary([c.error for c in evaluated]),
+            "forward": summary([c.eval_error for c in evaluated if c.eval_error is not None]),
         },
         "by_role": group("role"),
         "by_gpu": group("gpu"),
@@ -298,6 +344,9 @@ def training_report(runs: tuple[TrainingRun, ...] | None = None) -> dict[str, An
                 "error": c.error,
                 "flat_s": c.flat,
                 "flat_error": c.flat_error,
+                "eval_measured_s": c.eval_measured,
+                "eval_predicted_s": c.eval_predicted,
+                "eval_error": c.eval_error,
                 "breakdown": c.breakdown,
                 "assumed": list(c.run.assumed),
                 "source": c.run.source,
@@ -384,6 +433,38 @@ def training_markdown(data: dict[str, Any]) -> str:
             f"| {r['id']} | {r['gpus']:,} | {r['measured_s']:.3f} | {r['predicted_s']:.3f} | "
             f"{r['error']:+.1%} | {r['flat_s']:.3f} | {r['flat_error']:+.1%} | {assumed} |"
         )
+    lines += _evaluation_markdown(data, cell)
     lines += ["", "## Not compared", ""]
     lines += [f"- `{x['id']}`: {x['reason']}" for x in data["not_compared"]]
     return "\n".join(lines) + "\n"
+
+
+def _evaluation_markdown(data: dict[str, Any], cell: Callable[[dict[str, Any]], str]) -> list[str]:
+    """The section of :func:`training_markdown` on runs that time an evaluation step too."""
+    rows = [r for r in data["runs"] if r.get("eval_error") is not None]
+    if not rows:
+        return []
+    ev = data["evaluation"]
+    lines = [
+        "",
+        "## Forward only: evaluation steps",
+        "",
+        "Runs that also time an evaluation step (`measured.eval_step_time_s`: MLPerf Training",
+        "logs' `validation_step_time`, the forwards of one global batch) against",
+        "`commwall.workload.simulate.evaluation_step_time`, the step's forwards alone on the same",
+        "engine. Where the forward is close and the step is not, the step's error lies in the",
+        "backward, the gradient reduction or the optimizer, not in the forward's kernels.",
+        "",
+        "| | step | forward only |",
+        "|---|---:|---:|",
+        f"| these runs | {cell(ev['step'])} | {cell(ev['forward'])} |",
+        "",
+        "| run | GPUs | measured eval s | model eval s | forward error | step error |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['id']} | {r['gpus']:,} | {r['eval_measured_s']:.4f} | "
+            f"{r['eval_predicted_s']:.4f} | {r['eval_error']:+.1%} | {r['error']:+.1%} |"
+        )
+    return lines

@@ -584,6 +584,30 @@ def simulate(
     )
 
 
+def evaluation_step_time(scenario: Scenario, cluster: Cluster | None = None) -> float:
+    """Seconds of one evaluation step of ``scenario``: the step's forwards alone, every
+    micro-batch through every pipeline stage in the order the schedule runs them, with their
+    tensor-, context- and expert-parallel collectives and pipeline sends, and no backward,
+    gradient reduction, optimizer or parameter gather (Megatron-Core's ``forward_only``
+    pass, which NeMo's and Megatron-LM's validation steps run). The makespan of that
+    schedule on the scenario's engine, collectives beside compute slowing it as in a step.
+    MLPerf Training logs time these (``validation_step_time``); ``commwall validate
+    --training`` compares them where a run records one."""
+    cl = cluster or build_cluster(scenario.cluster)
+    job = resolve_job(scenario.job, cl)
+    plan = build_step(job, cl, forward_only=True)
+    engine = get_engine(scenario.simulation.engine, policy=scenario.simulation.policy)
+    result, _ = run_job(
+        engine,
+        plan.schedule,
+        cl,
+        job,
+        policy=scenario.simulation.policy,
+        seed=scenario.simulation.seed,
+    )
+    return max((p.end for p in result.phases), default=0.0)
+
+
 class StepFitError(CommwallError, ValueError):
     """A measured step the compute scale cannot reach (one line naming the value)."""
 

@@ -1223,10 +1223,16 @@ class _Builder:
 
     # ---- the whole step -------------------------------------------------------------------
 
-    def build(self) -> StepPlan:
+    def build(self, forward_only: bool = False) -> StepPlan:
+        """The step's schedule; ``forward_only``: the forwards alone, in the order the
+        schedule runs them (Megatron-Core's ``forward_only`` pass, an evaluation step: every
+        forward is a warm-up one), with no backward, gradient reduction, optimizer or
+        parameter gather."""
         job = self.job
         m, pp = job.micro_batches, job.pp
         queues = [ops_1f1b(s, pp, m, self.v) for s in range(pp)]
+        if forward_only:
+            queues = [[op for op in q if op[0] == "F"] for q in queues]
         cursor = [0] * pp
         remaining = sum(len(q) for q in queues)
         while remaining:
@@ -1243,6 +1249,8 @@ class _Builder:
                     progressed = True
             if not progressed:
                 raise RuntimeError("pipeline schedule deadlocked (a bug in commwall)")
+        if forward_only:
+            return StepPlan(self.schedule, self.groups, self.marks, self.t_f, self.t_b, 0.0)
         self.optimizer()
         # ZeRO-1/2 parameter gathers hide under the next step's first forward of this stage.
         hide = self.t_f if self.gather_overlap else 0.0
@@ -1290,18 +1298,19 @@ class _Builder:
             )
 
 
-def build_step(job: Job, cluster: Cluster) -> StepPlan:
-    """Compile ``job`` on ``cluster`` into a step schedule.
+def build_step(job: Job, cluster: Cluster, *, forward_only: bool = False) -> StepPlan:
+    """Compile ``job`` on ``cluster`` into a step schedule (``forward_only``: an evaluation
+    step's forwards alone, :meth:`_Builder.build`).
 
     The schedule depends on the cluster only through its scale-up domain size and the GPU's
     memory bandwidth, so designs that differ elsewhere (the fabric, its taper, the switches: a
     sweep's usual axes) share one plan, built once and kept in a cache bounded by
     :data:`PLAN_CACHE_PHASES`. The plan returned is shared: treat it as read-only.
     """
-    key = (job, cluster.scale_up_domain, cluster.gpu.hbm_bandwidth)
+    key = (job, cluster.scale_up_domain, cluster.gpu.hbm_bandwidth, forward_only)
     plan = _PLANS.pop(key, None)
     if plan is None:
-        plan = _Builder(*key).build()
+        plan = _Builder(job, cluster.scale_up_domain, cluster.gpu.hbm_bandwidth).build(forward_only)
     _PLANS[key] = plan  # most recently used last
     while (
         len(_PLANS) > 1 and sum(len(p.schedule.phases) for p in _PLANS.values()) > PLAN_CACHE_PHASES
@@ -1312,4 +1321,4 @@ def build_step(job: Job, cluster: Cluster) -> StepPlan:
 
 #: Phases the plan cache may hold in all (~0.5 KB each: ~200 MB at most).
 PLAN_CACHE_PHASES: Final = 400_000
-_PLANS: OrderedDict[tuple[Job, int, float], StepPlan] = OrderedDict()
+_PLANS: OrderedDict[tuple[Job, int, float, bool], StepPlan] = OrderedDict()

@@ -20,7 +20,7 @@ from commwall.workload import step as step_module
 from commwall.workload.compute import HBM_SHARE, layer_work
 from commwall.workload.job import HALF_BYTES, Job, resolve_job
 from commwall.workload.memory import memory_per_gpu, params_per_gpu
-from commwall.workload.simulate import CATEGORIES, StepReport, simulate
+from commwall.workload.simulate import CATEGORIES, StepReport, evaluation_step_time, simulate
 from commwall.workload.step import (
     OPTIMIZER_BYTES_PER_PARAM,
     build_step,
@@ -248,6 +248,32 @@ def test_bubble_share_is_1f1b_closed_form(pp: int, m: int) -> None:
     assert share == pytest.approx((pp - 1) / (m + pp - 1), rel=0.01)
     slot = r.breakdown["compute"] / m
     assert r.breakdown["bubble"] == pytest.approx((pp - 1) * slot, rel=5e-3)  # the light head
+
+
+@pytest.mark.parametrize(("pp", "m", "v"), [(1, 4, 1), (4, 8, 1), (8, 16, 1), (4, 8, 2)])
+def test_an_evaluation_step_is_the_forwards_through_the_pipeline(pp: int, m: int, v: int) -> None:
+    """An evaluation step (Megatron-Core's ``forward_only`` pass) runs each micro-batch's
+    forward through every stage and nothing else (no backward, gradient reduction, optimizer
+    or parameter gather): m forwards of a stage plus the pipeline's fill, ``(m + (pp − 1)/v)
+    · t_f`` with v chunks a stage (GPipe's forward timeline; the interleaved schedule passes a
+    chunk on after 1/v of a stage's work), and the sends that hold the fill up."""
+    dp = 8 // pp
+    spec = {**BALANCED, "tp": 1, "pp": pp, "global_batch": m * dp, "virtual_stages": v,
+            "comm_sm_contention": False, "zero_stage": 1}  # fmt: skip
+    sc = scenario(spec, nodes=1, **FAST)
+    job, cluster = resolved(spec, nodes=1, **FAST)
+    t_f, _ = micro_batch_times(job)
+    plan = build_step(job, cluster, forward_only=True)
+    assert {p.category for p in plan.schedule.phases} <= {"compute", "pp"}
+    assert not any(" B" in p.name for p in plan.schedule.phases)
+    forwards = [p for p in plan.schedule.phases if p.category == "compute"]
+    assert sum(p.task.seconds for p in forwards) == pytest.approx(pp * m * t_f, rel=1e-9)
+    got = evaluation_step_time(sc)
+    ideal = (m + (pp - 1) / v) * t_f  # the pipeline sends (NVLink) add the rest
+    assert ideal * (1 - 1e-9) <= got <= ideal * 1.02
+    assert got < simulate(sc).step_time / 2  # a training step adds the backward (2x the work)
+    # the training step's plan is another plan, not the evaluation one from the cache
+    assert any(p.category == "optimizer" for p in build_step(job, cluster).schedule.phases)
 
 
 def test_bubble_is_pipeline_not_fsdp_wait() -> None:
