@@ -614,8 +614,17 @@ class JobSpec(_Strict):
     overlap_param_gather: bool | None = Field(
         default=None,
         description="Megatron-Core's overlap_param_gather on its own: ZeRO-1/2 parameter "
-        "all-gathers hide under the next step's first forward, ZeRO-3 gathers run ahead of "
+        "all-gathers run under the next step's first forward, ZeRO-3 gathers run ahead of "
         "the layer that needs them (default: as `overlap`).",
+    )
+    align_param_gather: bool = Field(
+        default=False,
+        description="ZeRO-1/2 with overlap_param_gather: true dispatches all of the first "
+        "model chunk's parameter all-gathers at once when the step starts (Megatron-Core's "
+        "align_param_gather, and overlap_param_gather_with_optimizer_step, which dispatches "
+        "them right after the optimizer step; Megatron-Bridge and NeMo 2 turn the first on "
+        "with interleaved pipelines); false (Megatron-Core's default) gathers each bucket on "
+        "demand, the next one while the current one computes.",
     )
     fsdp_prefetch: int = Field(
         default=1,

@@ -27,5 +27,5 @@ def test_an_evaluation_step_takes_what_simulate_takes() -> None:
 
 
 def test_a_bad_scenario_is_a_scenario_error() -> None:
-    with pytest.raises(ScenarioError, match="job.tp"):
+    with pytest.raises(ScenarioError, match=r"job\.tp"):
         commwall.evaluation_step_time({**JOB, "job": {"model": "llama3-8b", "tp": 3}})

@@ -36,7 +36,7 @@ from commwall.workload.compute import cached_weight_bytes
 from commwall.workload.contention import UB_STREAM, run_job
 from commwall.workload.job import Job, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
-from commwall.workload.step import StepPlan, build_step
+from commwall.workload.step import StepPlan, build_step, param_gather_exposure
 
 CATEGORIES = ("compute", "tp", "cp", "ep", "pp", "bubble", "imbalance", "dp", "optimizer")
 COMM_CATEGORIES = ("tp", "cp", "ep", "pp", "dp")
@@ -288,8 +288,13 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     best: tuple[float, int] = (-1.0, 0)
     for s, marks in enumerate(plan.marks):
         end = phases[marks.optimizer].end
+        chained = dict(marks.param_chain) if plan.hide_param_gather > 0 else {}
+        if chained:  # gathered on demand under the next step's first forward
+            chain = [(phases[i].duration, at) for i, at in chained.items()]
+            end += param_gather_exposure(chain, aligned=plan.param_gather_aligned)
         for i in marks.param_gather:
-            end = max(end, phases[i].end - plan.hide_param_gather)
+            if i not in chained:
+                end = max(end, phases[i].end - plan.hide_param_gather)
         best = max(best, (end, -s))
     step, stage = best[0], -best[1]
     marks = plan.marks[stage]

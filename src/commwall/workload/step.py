@@ -28,8 +28,11 @@ replica (all replicas behave alike on an ideal fabric):
   without ``overlap_grad_reduce``), each bucket's all-reduce (ZeRO-0) or reduce-scatter
   (ZeRO-1/2) starting when its last gradient is ready and overlapping the rest of backward
   (``overlap_grad_reduce``, default ``overlap``). ZeRO-1/2 all-gather updated parameters after
-  the optimizer (hidden under the next step's first forward with ``overlap_param_gather``,
-  default ``overlap``).
+  the optimizer; with ``overlap_param_gather`` (default ``overlap``) under the next step's
+  first forward, which waits for each bucket where it first uses it: gathered on demand one
+  bucket ahead, Megatron-Core's default, or all dispatched at once with
+  ``job.align_param_gather`` (:func:`param_gather_exposure`; the first model chunk's: a later
+  chunk's gathers hide under the forwards before it).
   ZeRO-3/FSDP all-gathers each layer before its forward and backward (``fsdp_prefetch`` layers
   ahead, PyTorch FSDP's default 1; on demand without ``overlap_param_gather``) and
   reduce-scatters its gradients every micro-batch (Zhao et al. VLDB 2023); in backward a
@@ -55,6 +58,7 @@ replica (all replicas behave alike on an ideal fabric):
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections import OrderedDict
@@ -126,6 +130,10 @@ class StageMarks:
     last_backward_end: int = -1
     optimizer: int = -1
     param_gather: list[int] = field(default_factory=list)
+    #: The first model chunk's parameter all-gathers with where the next step's first forward
+    #: reaches each (seconds of that forward's compute before the bucket's first tensor is
+    #: used): Megatron-Core gathers them on demand, one ahead (:func:`param_gather_exposure`).
+    param_chain: list[tuple[int, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -138,6 +146,8 @@ class StepPlan:
     t_forward: float
     t_backward: float
     hide_param_gather: float
+    #: ``job.align_param_gather``: the first chunk's gathers dispatched at once.
+    param_gather_aligned: bool = False
 
 
 def job_groups(job: Job, cluster: Cluster) -> Groups:
@@ -455,17 +465,70 @@ def ddp_buckets(
     infinite cap makes one bucket), as PyTorch's ``reducer.cpp`` and Megatron-Core's
     ``ParamAndGradBuffer`` assign whole tensors in reverse registration order.
     """
-    buckets: list[tuple[float, int]] = []
-    size, layer, limit = 0.0, 0, first_cap
-    for tensor_layer, nbytes in reversed(grads):
-        size += nbytes
-        layer = tensor_layer
+    return [
+        (sum(grads[i][1] for i in members), grads[members[-1]][0])
+        for members in ddp_bucket_members(grads, cap, first_cap)
+    ]
+
+
+def ddp_bucket_members(
+    grads: list[tuple[int, float]], cap: float, first_cap: float
+) -> list[list[int]]:
+    """The tensors (indices into ``grads``, in the order they join) of each bucket of
+    :func:`ddp_buckets`."""
+    buckets: list[list[int]] = []
+    members: list[int] = []
+    size, limit = 0.0, first_cap
+    for i in reversed(range(len(grads))):
+        size += grads[i][1]
+        members.append(i)
         if size >= limit:
-            buckets.append((size, layer))
-            size, limit = 0.0, cap
-    if size > 0:
-        buckets.append((size, layer))
+            buckets.append(members)
+            members, size, limit = [], 0.0, cap
+    if members and size > 0:
+        buckets.append(members)
     return buckets
+
+
+def param_gather_exposure(chain: list[tuple[float, float]], *, aligned: bool = False) -> float:
+    """Seconds a ZeRO-1/2 step's first forward waits for its parameter all-gathers, ``chain``
+    holding each bucket's (all-gather seconds, forward compute seconds before the bucket is
+    first used), in any order.
+
+    Megatron-Core's on-demand gather (``overlap_param_gather`` without
+    ``align_param_gather`` or ``overlap_param_gather_with_optimizer_step``, its default):
+    the first module's forward pre-hook finds the first bucket's all-gather not dispatched,
+    dispatches it and waits; every wait then dispatches the next bucket's
+    (``_ParamAndGradBucketGroup.finish_param_sync``, ``param_and_grad_buffer.py``;
+    ``_make_forward_pre_hook``, ``distributed_data_parallel.py``, core_v0.12.0). So bucket
+    ``k+1`` gathers while bucket ``k``'s modules compute: the forward waits
+    ``g₀ + Σ max(0, g_{k+1} − c_k)``, ``c_k`` the compute between the two buckets' first use.
+
+    ``aligned``: every bucket's all-gather is dispatched at once (``align_param_gather``:
+    ``param_sync_func`` in ``schedules.py`` calls the chunk's ``start_param_sync``, which
+    dispatches all its bucket groups; ``overlap_param_gather_with_optimizer_step`` does the
+    same after the optimizer step, ``optimizer.py``), and the pre-hooks dispatch none. They run
+    back to back, so the forward waits ``max_k (G_k − C_k)``: ``G_k`` the gathers up to and
+    including bucket ``k``, ``C_k`` the compute before its first use.
+
+    >>> param_gather_exposure([(1.0, 0.0), (2.0, 5.0), (4.0, 6.0)])  # 1 + 0 + max(0, 4 - 1)
+    4.0
+    >>> param_gather_exposure([(1.0, 0.0), (2.0, 5.0), (4.0, 6.0)], aligned=True)  # 7 - 6
+    1.0
+    """
+    ordered = sorted(chain, key=lambda gc: gc[1])
+    if not ordered:
+        return 0.0
+    if aligned:
+        gathered = waited = 0.0
+        for gather, at in ordered:
+            gathered += gather
+            waited = max(waited, gathered - at)
+        return waited
+    waited = ordered[0][0]
+    for (_, at), (gather, nxt) in itertools.pairwise(ordered):
+        waited += max(0.0, gather - (nxt - at))
+    return waited
 
 
 def ops_1f1b(stage: int, pp: int, m: int, v: int = 1) -> list[tuple[str, int, int]]:
@@ -1254,7 +1317,15 @@ class _Builder:
         self.optimizer()
         # ZeRO-1/2 parameter gathers hide under the next step's first forward of this stage.
         hide = self.t_f if self.gather_overlap else 0.0
-        return StepPlan(self.schedule, self.groups, self.marks, self.t_f, self.t_b, hide)
+        return StepPlan(
+            self.schedule,
+            self.groups,
+            self.marks,
+            self.t_f,
+            self.t_b,
+            hide,
+            self.spec.align_param_gather,
+        )
 
     def optimizer(self) -> None:
         job, spec = self.job, self.spec
@@ -1284,18 +1355,62 @@ class _Builder:
                 self.param_gathers(s, chunk)
 
     def param_gathers(self, stage: int, chunk: int) -> None:
-        """ZeRO-1/2 parameter all-gathers of one chunk's buckets, after the optimizer step."""
+        """ZeRO-1/2 parameter all-gathers of one chunk's buckets, after the optimizer step;
+        the first chunk's with where the next step's first forward first uses each bucket
+        (:attr:`StageMarks.param_chain`)."""
         marks = self.marks[stage]
-        for size, _, group, kind in self.chunk_buckets(stage, chunk, ("ZeRO", "expert ZeRO")):
-            marks.param_gather.append(
-                self.add(
-                    f"s{stage} {kind} parameter all-gather",
-                    CollectiveTask(Op.ALL_GATHER, size * self.weight_wire, group),
-                    "dp",
-                    f"s{stage}.dp",
-                    (marks.optimizer,),
-                )
+        buckets = list(self.chunk_buckets(stage, chunk, ("ZeRO", "expert ZeRO")))
+        uses = self.bucket_first_use(stage, chunk) if chunk == 0 else []
+        for i, (size, _, group, kind) in enumerate(buckets):
+            index = self.add(
+                f"s{stage} {kind} parameter all-gather",
+                CollectiveTask(Op.ALL_GATHER, size * self.weight_wire, group),
+                "dp",
+                f"s{stage}.dp",
+                (marks.optimizer,),
             )
+            marks.param_gather.append(index)
+            if uses:
+                marks.param_chain.append((index, uses[i]))
+
+    def bucket_first_use(self, stage: int, chunk: int) -> list[float]:
+        """For each bucket of :meth:`chunk_buckets` (dense, then expert), the seconds of the
+        chunk's forward compute before its first tensor is used: tensors are used in
+        registration order (the embedding, each layer's, the final norm and LM head), each
+        layer's forward split over its tensors by their bytes, the embedding's and the loss
+        unit's over theirs (a first order: a layer's GEMMs do FLOPs in proportion to their
+        weights)."""
+        job = self.job
+        tensors = _stage_tensors(job, stage, chunk)
+        layer_bytes: dict[int, float] = {}
+        for _, layer, nbytes in tensors:
+            layer_bytes[layer] = layer_bytes.get(layer, 0.0) + nbytes
+        u = self.units
+        where = job.virtual_stage(stage, chunk)
+        outer = {-1: u.embed_forward if where.embedding else 0.0,
+                 job.model.n_layers: u.head_forward if where.loss else 0.0}  # fmt: skip
+        starts: list[float] = []
+        clock = 0.0
+        for _, layer, nbytes in tensors:
+            starts.append(clock)
+            whole = outer.get(layer, u.layer_forward)
+            if layer_bytes[layer] > 0:
+                clock += whole * nbytes / layer_bytes[layer]
+        dense_at: list[float] = []
+        expert_at: list[float] = []
+        for start, (name, _, _) in zip(starts, tensors, strict=True):
+            (expert_at if job.ep > 1 and "experts" in name else dense_at).append(start)
+        dense, expert = split_expert_gradients(job, stage, chunk)
+        uses: list[float] = []
+        for grads, at, group in (
+            (dense, dense_at, self.groups.dp),
+            (expert, expert_at, self.groups.edp),
+        ):
+            if not grads or group.nranks == 1:
+                continue
+            cap, first = self.bucket_caps(chunk)
+            uses += [min(at[i] for i in m) for m in ddp_bucket_members(grads, cap, first)]
+        return uses
 
 
 def build_step(job: Job, cluster: Cluster, *, forward_only: bool = False) -> StepPlan:

@@ -24,9 +24,11 @@ from commwall.workload.simulate import CATEGORIES, StepReport, evaluation_step_t
 from commwall.workload.step import (
     OPTIMIZER_BYTES_PER_PARAM,
     build_step,
+    ddp_bucket_members,
     ddp_buckets,
     job_groups,
     micro_batch_times,
+    param_gather_exposure,
     stage_gradient_bytes,
     unit_times,
 )
@@ -488,6 +490,51 @@ def test_exposed_dp_with_overlap_at_least_the_last_bucket() -> None:
     exposed = run(spec).breakdown["dp"]
     assert last <= exposed + 1e-12
     assert exposed < total
+
+
+def test_param_gather_exposure_closed_forms() -> None:
+    """On demand (Megatron-Core's default) bucket k+1 gathers while bucket k computes:
+    g₀ + Σ max(0, g_{k+1} − c_k); dispatched at once (align_param_gather) they run back to
+    back: max_k (G_k − C_k). Both wait for the first bucket; one bucket is never hidden."""
+    chain = [(3.0, 10.0), (1.0, 0.0), (2.0, 4.0)]  # (gather s, compute before first use), any order
+    assert param_gather_exposure(chain) == 1.0 + 0.0 + 0.0
+    assert param_gather_exposure([(1.0, 0.0), (5.0, 1.0), (5.0, 2.0)]) == 1.0 + 4.0 + 4.0
+    assert param_gather_exposure([(1.0, 0.0), (5.0, 1.0), (5.0, 2.0)], aligned=True) == 9.0
+    assert param_gather_exposure([(1.0, 0.0), (1.0, 5.0), (1.0, 6.0)], aligned=True) == 1.0
+    assert param_gather_exposure([(7.0, 0.0)]) == param_gather_exposure([(7.0, 0.0)], aligned=True)
+    assert param_gather_exposure([]) == 0.0
+    assert ddp_bucket_members([(0, 1.0), (0, 2.0), (1, 4.0)], 3.0, 3.0) == [[2], [1, 0]]
+
+
+def test_parameter_gathers_wait_where_the_first_forward_uses_them() -> None:
+    """ZeRO-1 across two nodes: each bucket's all-gather is placed where the next step's first
+    forward first uses it (the embedding at 0, then in registration order, up to the forward),
+    and the step waits what :func:`param_gather_exposure` says — all of a single bucket's
+    gather (no overlap is possible), less with buckets gathered one ahead, least with them
+    all dispatched at once."""
+    base = {"tp": 1, "zero_stage": 1, "global_batch": 16, "comm_sm_contention": False}
+
+    def dp_wait(**job: Any) -> tuple[float, float]:
+        spec = {**base, **job}
+        r = run(spec, nodes=2)
+        j, cluster = resolved(spec, nodes=2)
+        marks = build_step(j, cluster).marks[0]
+        phases = r.result.phases
+        chain = [(phases[i].duration, at) for i, at in marks.param_chain]
+        at = [a for _, a in marks.param_chain]
+        assert min(at) == 0.0 and max(at) < micro_batch_times(j)[0]
+        assert len(chain) == len(marks.param_gather)
+        return r.breakdown["dp"], param_gather_exposure(
+            chain, aligned=bool(job.get("align_param_gather"))
+        )
+
+    one, one_wait = dp_wait(ddp_bucket=1e15)
+    assert one_wait > 0 and one >= one_wait - 1e-12  # the whole gather waits
+    many, many_wait = dp_wait(ddp_bucket=64 * MIB)
+    aligned, aligned_wait = dp_wait(ddp_bucket=64 * MIB, align_param_gather=True)
+    assert aligned_wait <= many_wait < one_wait
+    assert many >= many_wait - 1e-12 and aligned >= aligned_wait - 1e-12
+    assert aligned <= many
 
 
 # ---------------------------------------------------------------- ZeRO-3 / FSDP volume
