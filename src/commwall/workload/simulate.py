@@ -33,7 +33,7 @@ from commwall.engines.base import PhaseResult, Result
 from commwall.errors import CommwallError
 from commwall.scenario import Scenario
 from commwall.workload.compute import cached_weight_bytes
-from commwall.workload.contention import UB_STREAM, run_job
+from commwall.workload.contention import UB_STREAM, Contention, run_job
 from commwall.workload.job import Job, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
 from commwall.workload.step import StepPlan, build_step, param_gather_exposure
@@ -526,21 +526,7 @@ def simulate(
 ) -> StepReport:
     """Simulate one training step of ``scenario`` (raises ScenarioError on bad input);
     ``progress(events, simulated s, flows done, flows)`` hears how far a flow or packet run is."""
-    cl = cluster or build_cluster(scenario.cluster)
-    job = resolve_job(scenario.job, cl)
-    plan = build_step(job, cl)
-    options: dict[str, Any] = {"policy": scenario.simulation.policy}
-    if progress is not None and scenario.simulation.engine != "analytic":
-        options["progress"] = progress
-    engine = get_engine(scenario.simulation.engine, **options)
-    result, contention = run_job(
-        engine,
-        plan.schedule,
-        cl,
-        job,
-        policy=scenario.simulation.policy,
-        seed=scenario.simulation.seed,
-    )
+    cl, job, plan, result, contention = _run(scenario, cluster, progress=progress)
     stage, step, breakdown = account(plan, result, job)
     spec = job.spec
     memory = memory_per_gpu(
@@ -598,11 +584,26 @@ def evaluation_step_time(scenario: Scenario, cluster: Cluster | None = None) -> 
     schedule on the scenario's engine, collectives beside compute slowing it as in a step.
     MLPerf Training logs time these (``validation_step_time``); ``commwall validate
     --training`` compares them where a run records one."""
+    result = _run(scenario, cluster, forward_only=True)[3]
+    return max((p.end for p in result.phases), default=0.0)
+
+
+def _run(
+    scenario: Scenario,
+    cluster: Cluster | None,
+    *,
+    forward_only: bool = False,
+    progress: Callable[[int, float, int, int], None] | None = None,
+) -> tuple[Cluster, Job, StepPlan, Result, Contention]:
+    """``scenario``'s step plan (``forward_only``: its forwards alone) run on its engine."""
     cl = cluster or build_cluster(scenario.cluster)
     job = resolve_job(scenario.job, cl)
-    plan = build_step(job, cl, forward_only=True)
-    engine = get_engine(scenario.simulation.engine, policy=scenario.simulation.policy)
-    result, _ = run_job(
+    plan = build_step(job, cl, forward_only=forward_only)
+    options: dict[str, Any] = {"policy": scenario.simulation.policy}
+    if progress is not None and scenario.simulation.engine != "analytic":
+        options["progress"] = progress
+    engine = get_engine(scenario.simulation.engine, **options)
+    result, contention = run_job(
         engine,
         plan.schedule,
         cl,
@@ -610,7 +611,7 @@ def evaluation_step_time(scenario: Scenario, cluster: Cluster | None = None) -> 
         policy=scenario.simulation.policy,
         seed=scenario.simulation.seed,
     )
-    return max((p.end for p in result.phases), default=0.0)
+    return cl, job, plan, result, contention
 
 
 class StepFitError(CommwallError, ValueError):
