@@ -289,7 +289,7 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     for s, marks in enumerate(plan.marks):
         end = phases[marks.optimizer].end
         chained = dict(marks.param_chain) if plan.hide_param_gather > 0 else {}
-        if chained:  # gathered on demand under the next step's first forward
+        if chained:  # the first chunk's, waited for where the next step's first forward uses them
             chain = [(phases[i].duration, at) for i, at in chained.items()]
             end += param_gather_exposure(chain, aligned=plan.param_gather_aligned)
         for i in marks.param_gather:

@@ -132,7 +132,8 @@ class StageMarks:
     param_gather: list[int] = field(default_factory=list)
     #: The first model chunk's parameter all-gathers with where the next step's first forward
     #: reaches each (seconds of that forward's compute before the bucket's first tensor is
-    #: used): Megatron-Core gathers them on demand, one ahead (:func:`param_gather_exposure`).
+    #: used): Megatron-Core gathers them on demand one ahead, or all at once with
+    #: ``job.align_param_gather`` (:func:`param_gather_exposure`).
     param_chain: list[tuple[int, float]] = field(default_factory=list)
 
 
@@ -1315,7 +1316,8 @@ class _Builder:
         if forward_only:
             return StepPlan(self.schedule, self.groups, self.marks, self.t_f, self.t_b, 0.0)
         self.optimizer()
-        # ZeRO-1/2 parameter gathers hide under the next step's first forward of this stage.
+        # ZeRO-1/2 parameter gathers of a later model chunk hide under the next step's forwards
+        # before it; the first chunk's are waited for where used (StageMarks.param_chain).
         hide = self.t_f if self.gather_overlap else 0.0
         return StepPlan(
             self.schedule,
@@ -1375,11 +1377,13 @@ class _Builder:
 
     def bucket_first_use(self, stage: int, chunk: int) -> list[float]:
         """For each bucket of :meth:`chunk_buckets` (dense, then expert), the seconds of the
-        chunk's forward compute before its first tensor is used: tensors are used in
-        registration order (the embedding, each layer's, the final norm and LM head), each
-        layer's forward split over its tensors by their bytes, the embedding's and the loss
-        unit's over theirs (a first order: a layer's GEMMs do FLOPs in proportion to their
-        weights)."""
+        chunk's forward compute before its first tensor is used: tensors are used in the
+        model's tensor order (:meth:`ModelSpec.gradient_tensors`: the embedding, each layer's,
+        the final norm and LM head), each layer's forward split over its tensors by their
+        bytes, the embedding's and the loss unit's over theirs. A first order: a layer's GEMMs
+        do FLOPs in proportion to their weights, but its attention core has none, and its
+        norms, which that order lists after the layer's weights, come first in the forward
+        (Transformer Engine fuses each with the GEMM it feeds); they weigh a few kilobytes."""
         job = self.job
         tensors = _stage_tensors(job, stage, chunk)
         layer_bytes: dict[int, float] = {}
