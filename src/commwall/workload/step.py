@@ -47,8 +47,10 @@ replica (all replicas behave alike on an ideal fabric):
   bytes an element while parameter all-gathers move 2 (1 with ``job.fp8_param_gather``,
   Megatron-Core's FP8 weights); fp16 jobs reduce in fp16, as Megatron-LM's fp16 path does.
 * **Optimizer**: Megatron-Core's mixed-precision step on the local shard, memory-bound:
-  :data:`OPTIMIZER_BYTES_PER_PARAM` bytes of HBM traffic per parameter at the achieved
-  bandwidth of streaming kernels (``compute.HBM_SHARE``; the spec bandwidth for the flat model).
+  :data:`OPTIMIZER_BYTES_PER_PARAM` bytes of HBM traffic per parameter at
+  :data:`OPTIMIZER_STREAM_SHARE` of the achieved bandwidth of streaming kernels
+  (``compute.HBM_SHARE``; the spec bandwidth for the flat model), and the next iteration's
+  zeroing of the gradient buffer (ZeRO-0 to 2) at that streaming rate.
 * **Compute beside collectives**: every compute phase of the kernel model carries the share of
   its time in GEMMs and attention (``ComputeTask.sm_bound``), so that
   :mod:`commwall.workload.contention` can slow it by the SMs and HBM bandwidth of the
@@ -89,10 +91,17 @@ from commwall.workload.models import ModelSpec
 #: writes the parameter, m and v back (16 + 12 = 28), and the updated main parameters are copied
 #: to the 16-bit model parameters (``_copy_main_params_to_model_params``: read 4, write 2).
 #: Clipping's in-place scale (8 more) runs only when the norm exceeds the limit and is left
-#: out. Cross-check: Megatron-LM's timers on one B200 for a 6.86 B-parameter GPT
-#: (mit-orcd/orcd-benchmarks @bca7147, b200-nodes/output-megatron) read 59–63 ms for the
-#: optimizer; 38 bytes at 84 % of 7.67 TB/s give 40 ms — still a lower bound.
+#: out. These bytes move at :data:`OPTIMIZER_STREAM_SHARE` of the streaming kernels' rate.
 OPTIMIZER_BYTES_PER_PARAM = 4 + 28 + 6
+#: Share of the streaming kernels' achieved HBM bandwidth (``compute.HBM_SHARE``) the
+#: optimizer step's kernels reach. Megatron-LM's timers of MIT ORCD's GPT 7B (6.86 B parameters,
+#: the optimizer not distributed, so every rank steps all of them; mit-orcd/orcd-benchmarks
+#: @bca7147, b200-nodes/output-megatron, iteration 100 of the runs on 1, 8, 16 and 24 B200)
+#: read 62.83, 59.31, 60.08 and 59.76 ms for ``optimizer``: 38 bytes a parameter in a median
+#: 59.9 ms is 4.35 TB/s, 0.68 of the 6.44 TB/s streaming kernels reach on B200 (0.84 of
+#: 7.67 TB/s). Its ``optimizer-inner-step`` (fused Adam, 28 bytes) reads 39.6–43.4 ms, the
+#: same share. Measured on B200 only; every GPU takes the share.
+OPTIMIZER_STREAM_SHARE: Final = 0.68
 #: Transformer Engine's Userbuffers defaults (``initialize_ub`` in
 #: ``transformer_engine/pytorch/module/base.py``, TE 2.x): the pipelined and bulk overlaps run
 #: their communication kernel on 16 SMs with ``set_sm_margin``, so the GEMM beside it gets the
@@ -1339,12 +1348,19 @@ class _Builder:
             dense, expert = split_expert_gradients(job, s)
             dense_params = sum(b for _, b in dense) / job.element_bytes
             expert_params = sum(b for _, b in expert) / job.element_bytes
+            # Megatron-Core zeroes the whole gradient buffer (fp32 for fp32 reduction) when the
+            # next iteration starts (DistributedDataParallel.zero_grad_buffer: grad_data.zero_(),
+            # called by train_step before the forward): a write stream, ZeRO-1/2 unsharded
+            # (MIT ORCD's one-B200 GPT 7B: 27.4 GB, 4.3 ms of the 5.7 ms its log's iteration
+            # time leaves beside forward-backward and optimizer). ZeRO-3 shards its gradients.
+            zeroed = 0.0
+            if spec.zero_stage < 3:
+                zeroed = (dense_params + expert_params) * job.grad_reduce_bytes
             if spec.zero_stage >= 1:
                 dense_params /= self.groups.dp.nranks
                 expert_params /= self.groups.edp.nranks
-            seconds = (
-                (dense_params + expert_params) * OPTIMIZER_BYTES_PER_PARAM / self.hbm_bandwidth
-            )
+            step = (dense_params + expert_params) * OPTIMIZER_BYTES_PER_PARAM
+            seconds = (step / OPTIMIZER_STREAM_SHARE + zeroed) / self.hbm_bandwidth
             dp_phases = tuple(dp_streams.get(f"s{s}.dp", ()))
             after = (*dp_phases, self.marks[s].last_backward_end)
             self.marks[s].optimizer = self.add(
