@@ -66,7 +66,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import Final, TypeVar
 
 from commwall.cluster import Cluster
 from commwall.collectives.ops import Op
@@ -109,6 +109,8 @@ OPTIMIZER_STREAM_SHARE: Final = 0.68
 #: reduce-scatter splits its GEMM in 4 and the last split's reduce-scatter is left exposed.
 UB_COMM_SMS: Final = 16
 UB_PIPELINE_SPLITS: Final = 4
+
+_V = TypeVar("_V")
 
 _LAYER = re.compile(r"\blayers\.(\d+)\.|\bh\.(\d+)\.")
 
@@ -450,10 +452,19 @@ def split_expert_gradients(
     job: Job, stage: int, chunk: int | None = None
 ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """A stage's gradients as (dense, expert) lists; experts only count as such when ep > 1."""
-    dense: list[tuple[int, float]] = []
-    expert: list[tuple[int, float]] = []
-    for name, layer, nbytes in _stage_tensors(job, stage, chunk):
-        (expert if job.ep > 1 and "experts" in name else dense).append((layer, nbytes))
+    tensors = _stage_tensors(job, stage, chunk)
+    return _split_experts(job, tensors, [(layer, nbytes) for _, layer, nbytes in tensors])
+
+
+def _split_experts(
+    job: Job, tensors: list[tuple[str, int, float]], values: list[_V]
+) -> tuple[list[_V], list[_V]]:
+    """``values``, one for each of ``tensors``, as (dense, expert): experts only count as such
+    when ep > 1."""
+    dense: list[_V] = []
+    expert: list[_V] = []
+    for (name, _, _), value in zip(tensors, values, strict=True):
+        (expert if job.ep > 1 and "experts" in name else dense).append(value)
     return dense, expert
 
 
@@ -475,10 +486,12 @@ def ddp_buckets(
     infinite cap makes one bucket), as PyTorch's ``reducer.cpp`` and Megatron-Core's
     ``ParamAndGradBuffer`` assign whole tensors in reverse registration order.
     """
-    return [
-        (sum(grads[i][1] for i in members), grads[members[-1]][0])
-        for members in ddp_bucket_members(grads, cap, first_cap)
-    ]
+    return [_bucket(grads, members) for members in ddp_bucket_members(grads, cap, first_cap)]
+
+
+def _bucket(grads: list[tuple[int, float]], members: list[int]) -> tuple[float, int]:
+    """(bytes, layer whose backward fills it) of the bucket of ``grads[members]``."""
+    return sum(grads[i][1] for i in members), grads[members[-1]][0]
 
 
 def ddp_bucket_members(
@@ -1284,15 +1297,20 @@ class _Builder:
     ) -> Iterator[tuple[float, int, Group, str]]:
         """(16-bit bytes, layer that fills it, group, kind) of each bucket of one chunk: dense
         gradients over DP, expert ones over expert-DP, named by ``kinds``."""
-        dense, expert = split_expert_gradients(self.job, stage, chunk)
-        for grads, group, kind in (
-            (dense, self.groups.dp, kinds[0]),
-            (expert, self.groups.edp, kinds[1]),
-        ):
-            if not grads or group.nranks == 1:
+        for size, layer, _, group, expert in self.chunk_bucket_members(stage, chunk):
+            yield size, layer, group, kinds[expert]
+
+    def chunk_bucket_members(
+        self, stage: int, chunk: int
+    ) -> Iterator[tuple[float, int, list[int], Group, int]]:
+        """:meth:`chunk_buckets` with each bucket's tensors (indices into the chunk's dense or
+        expert gradients, :func:`split_expert_gradients`) and 0 for dense, 1 for expert."""
+        grads = split_expert_gradients(self.job, stage, chunk)
+        for expert, group in enumerate((self.groups.dp, self.groups.edp)):
+            if not grads[expert] or group.nranks == 1:
                 continue
-            for size, layer in ddp_buckets(grads, *self.bucket_caps(chunk)):
-                yield size, layer, group, kind
+            for members in ddp_bucket_members(grads[expert], *self.bucket_caps(chunk)):
+                yield (*_bucket(grads[expert], members), members, group, expert)
 
     # ---- the whole step -------------------------------------------------------------------
 
@@ -1377,26 +1395,25 @@ class _Builder:
         the first chunk's with where the next step's first forward first uses each bucket
         (:attr:`StageMarks.param_chain`)."""
         marks = self.marks[stage]
-        buckets = list(self.chunk_buckets(stage, chunk, ("ZeRO", "expert ZeRO")))
-        uses = self.bucket_first_use(stage, chunk) if chunk == 0 else []
-        for i, (size, _, group, kind) in enumerate(buckets):
+        first_use = self.tensor_first_use(stage, chunk) if chunk == 0 else None
+        for size, _, members, group, expert in self.chunk_bucket_members(stage, chunk):
             index = self.add(
-                f"s{stage} {kind} parameter all-gather",
+                f"s{stage} {('ZeRO', 'expert ZeRO')[expert]} parameter all-gather",
                 CollectiveTask(Op.ALL_GATHER, size * self.weight_wire, group),
                 "dp",
                 f"s{stage}.dp",
                 (marks.optimizer,),
             )
             marks.param_gather.append(index)
-            if uses:
-                marks.param_chain.append((index, uses[i]))
+            if first_use is not None:  # the bucket is first used with its first-used tensor
+                marks.param_chain.append((index, min(first_use[expert][i] for i in members)))
 
-    def bucket_first_use(self, stage: int, chunk: int) -> list[float]:
-        """For each bucket of :meth:`chunk_buckets` (dense, then expert), the seconds of the
-        chunk's forward compute before its first tensor is used: tensors are used in the
-        model's tensor order (:meth:`ModelSpec.gradient_tensors`: the embedding, each layer's,
-        the final norm and LM head), each layer's forward split over its tensors by their
-        bytes, the embedding's and the loss unit's over theirs. A first order: a layer's GEMMs
+    def tensor_first_use(self, stage: int, chunk: int) -> tuple[list[float], list[float]]:
+        """For each of the chunk's gradient tensors, split as :func:`split_expert_gradients`
+        splits them, the seconds of the chunk's forward compute before it is used: tensors are
+        used in the model's tensor order (:meth:`ModelSpec.gradient_tensors`: the embedding,
+        each layer's, the final norm and LM head), each layer's forward split over its tensors
+        by their bytes, the embedding's and the loss unit's over theirs. A first order: a layer's GEMMs
         do FLOPs in proportion to their weights, but its attention core has none, and its
         norms, which that order lists after the layer's weights, come first in the forward
         (Transformer Engine fuses each with the GEMM it feeds); they weigh a few kilobytes."""
@@ -1416,21 +1433,7 @@ class _Builder:
             whole = outer.get(layer, u.layer_forward)
             if layer_bytes[layer] > 0:
                 clock += whole * nbytes / layer_bytes[layer]
-        dense_at: list[float] = []
-        expert_at: list[float] = []
-        for start, (name, _, _) in zip(starts, tensors, strict=True):
-            (expert_at if job.ep > 1 and "experts" in name else dense_at).append(start)
-        dense, expert = split_expert_gradients(job, stage, chunk)
-        uses: list[float] = []
-        for grads, at, group in (
-            (dense, dense_at, self.groups.dp),
-            (expert, expert_at, self.groups.edp),
-        ):
-            if not grads or group.nranks == 1:
-                continue
-            cap, first = self.bucket_caps(chunk)
-            uses += [min(at[i] for i in m) for m in ddp_bucket_members(grads, cap, first)]
-        return uses
+        return _split_experts(job, tensors, starts)
 
 
 def build_step(job: Job, cluster: Cluster, *, forward_only: bool = False) -> StepPlan:
