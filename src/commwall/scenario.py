@@ -420,6 +420,13 @@ class ModelDef(_Strict):
     shared_ffn_hidden: int = Field(
         default=0, ge=0, le=100_000_000, description="Shared expert MLP width (0: none)."
     )
+    sliding_window: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="Tokens each query attends to on every layer (Mistral 7B v0.1: 4096). "
+        "Default: the whole causal context.",
+    )
 
 
 #: Tags of the model union; error paths leave them out (``job.model.name``, not

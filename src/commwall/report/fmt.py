@@ -109,8 +109,12 @@ def held_bytes(job: dict[str, Any]) -> str:
 
 def sharding_and_kernel(job: dict[str, Any]) -> str:
     """The end of a job's one-line summary: its ZeRO stage and, on the kernel compute model,
-    the attention kernel it is priced with (``job`` is a result's ``job`` section)."""
+    the attention kernel it is priced with and the sliding window it runs over where that is
+    shorter than the sequence (``job`` is a result's ``job`` section)."""
     kernel = job.get("attention_kernel")
     if kernel and job.get("fp8_attention"):
         kernel += " in FP8"
+    window, seq = job.get("sliding_window"), job.get("seq_len")
+    if kernel and isinstance(window, int) and isinstance(seq, int) and window < seq:
+        kernel += f" over a {window:,}-token window"
     return f", ZeRO-{job.get('zero_stage')}" + (f", {kernel}" if kernel else "")

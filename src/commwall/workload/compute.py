@@ -27,11 +27,13 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
     usual 256×128, 128×256 and 128×128 tiles (and 64×64 for outputs thinner than 128) is taken.
 
 * **Attention core** — FlashAttention (Dao 2022; Dao 2023; Shah et al. 2024): forward
-  ``4·b·s²·a·d/t`` FLOPs halved by the causal mask, backward 2.5× that (five GEMM-shaped
-  products instead of two), at the measured share of peak of the GPU's fused attention kernel
-  (:data:`ATTENTION`). ``attention: unfused`` instead prices the 2021 Megatron path the SC'21
-  runs used: batched ``QKᵀ`` and ``softmax·V`` GEMMs with the full ``s²`` (no causal saving)
-  plus the scale-mask-softmax and dropout passes over the ``s²`` scores in HBM.
+  ``4·b·s²·a·d/t`` FLOPs halved by the causal mask (a sliding window ``w < s`` keeps
+  ``(s·w − w²/2)/s²`` of them, :meth:`~commwall.workload.models.ModelSpec.attended_pairs`),
+  backward 2.5× that (five GEMM-shaped products instead of two), at the measured share of
+  peak of the GPU's fused attention kernel (:data:`ATTENTION`). ``attention: unfused``
+  instead prices the 2021 Megatron path the SC'21 runs used: batched ``QKᵀ`` and
+  ``softmax·V`` GEMMs with the full ``s²`` (no causal or window saving) plus the
+  scale-mask-softmax and dropout passes over the ``s²`` scores in HBM.
 * **Memory-bound kernels** — norms, residual adds, the MLP activation, rotary embedding, bias
   and dropout (GPT), a MoE layer's token permutations around its all-to-alls
   (:func:`_token_permutation`), the FP8 or NVFP4 casts of every GEMM input and output gradient
@@ -907,16 +909,17 @@ def _elementwise_bytes(
 ) -> tuple[float, int]:
     """Elements moved per token by one layer's forward element-wise kernels, and how many
     kernels: two norms (read + write), two residual adds (two reads + a write), the MLP
-    activation (gated: two reads + a write of the MLP width; else one of each), and either
-    rotary embedding on q and k (read + write) or, for GPT-style layers, bias + dropout
-    before each residual (a read and a 1-byte mask)."""
+    activation (gated: two reads + a write of the MLP width; else one of each), rotary
+    embedding on q and k (read + write) unless positions are a learned table (GPT-2/3), and,
+    for layers with biases (GPT-2/3, GPT-NeoX, StarCoder2), bias + dropout before each
+    residual (a read and a 1-byte mask)."""
     hs = model.hidden / t if sequence_parallel else model.hidden
     per_token = 2 * 2 * hs + 2 * 3 * hs + (3 if model.gated_mlp else 2) * active_ffn / t
     launches = 5
     if model.linear_bias:
         per_token += 2 * 1.5 * hs
         launches += 2
-    else:
+    if not model.learned_pos_emb:
         per_token += 2 * (model.q_dim + model.kv_dim) / t
         launches += 1
     return per_token, launches
@@ -980,10 +983,20 @@ def _attention(
         # the load-balanced split runs each step on blocks of s/(2·ring) queries over a ring
         # of cp/a ranks (a: the all-to-all group; Ulysses' a = cp leaves whole sequences)
         ring = max(1, cp // max(1, a2a))
+        windowed = model.sliding_window is not None and model.sliding_window < s
+        if windowed and ring > 1:
+            raise WorkloadError(
+                f"model.sliding_window: {model.sliding_window} at seq_len {s} with the "
+                f"sequence split over {ring} context-parallel ranks (cp {cp}): a windowed "
+                "attention over a split sequence is not modelled; use cp_comm a2a (whole "
+                "sequences per rank) or cp 1"
+            )
         block = s if ring == 1 else s // (2 * ring)
         family = attention_family(dev.name, kind, fp8=fp8, cudnn=cudnn)
         share_f, share_b = attention_share(family, block)
-        causal = full / 2.0
+        # the causal mask halves the scores; a window skips the blocks outside it too, at
+        # the kernel's rate at this length (FlashAttention's window_size, Dao 2023)
+        causal = full * model.attended_pairs(s) / (float(s) * s)
         grad = 2.5 * causal
         forward = causal / (dev.half_peak * share_f) + KERNEL_LAUNCH
         backward = grad / (dev.half_peak * share_b) + KERNEL_LAUNCH

@@ -11,18 +11,33 @@ mistral,       ``num_attention_heads``, ``num_key_value_heads`` (default: heads)
 qwen2, qwen3,  (default ``hidden_size / heads``), ``vocab_size``, ``max_position_embeddings``,
 phi3, gemma    ``tie_word_embeddings`` (the class's default: false; gemma true); SwiGLU/GeGLU
                MLP, RMSNorm, rotary positions; qwen2 adds biases on q, k, v
+olmo2,         as llama (OLMo 2 puts its norms after attention and the MLP and normalises q and
+granite        k over the whole projection: ``2·4096`` weights a 7B layer, not counted; Granite
+               scales embeddings, residuals and logits by constants: no kernel changes)
 mixtral        as llama, plus ``num_local_experts``, ``num_experts_per_tok``
 qwen2_moe,     as qwen2/qwen3, plus ``num_experts``, ``num_experts_per_tok``,
 qwen3_moe      ``moe_intermediate_size``, ``shared_expert_intermediate_size`` (qwen2_moe)
 gpt2           ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default ``4·n_embd``),
                ``vocab_size``, ``n_positions``; LayerNorm, biases, learned positions, tied head
+gpt_neox       ``num_hidden_layers``, ``hidden_size``, ``intermediate_size``,
+               ``num_attention_heads``, ``vocab_size``, ``max_position_embeddings``,
+               ``tie_word_embeddings`` (false); LayerNorm, biases on every linear layer
+               (``attention_bias`` false is refused: the MLP keeps its biases), GELU MLP,
+               rotary positions (Pythia, GPT-NeoX-20B). ``use_parallel_residual`` feeds the
+               attention and the MLP from one input: the same kernels but one residual add,
+               priced as sequential; ``rotary_pct`` rotates part of each head: the rotary
+               kernel is priced on the whole head
+starcoder2     as llama for the shapes, plus ``use_bias`` (true: biases on every linear layer),
+               ``sliding_window``; LayerNorm, GELU MLP, ``tie_word_embeddings`` (true)
 =============  ==================================================================================
 
 Anything that changes the layer's shape in a way the model cannot represent is refused with the
 key, its value and why — never silently approximated: multi-head latent attention
 (``q_lora_rank``, ``kv_lora_rank``: DeepSeek-V2/V3), dense layers among MoE layers
-(``first_k_dense_replace``, ``mlp_only_layers``, ``decoder_sparse_step`` ≠ 1), sliding-window
-attention that is switched on, Llama's ``attention_bias``/``mlp_bias``. Keys that do not change
+(``first_k_dense_replace``, ``mlp_only_layers``, ``decoder_sparse_step`` ≠ 1), a sliding window
+on some layers but not others (``layer_types`` mixing both, Qwen's ``max_window_layers`` inside
+the stack), Llama's ``attention_bias``/``mlp_bias``. A window on every layer (Mistral 7B v0.1,
+Phi-3-mini; :func:`_window` says which keys switch it on) is read as ``sliding_window``. Keys that do not change
 the compute or the parameters (token ids, rope scaling, initialisation, dtype, dropout rates)
 are ignored. Qwen3's per-head q/k norms (``2·head_dim`` weights a layer) are not counted.
 """
@@ -52,8 +67,13 @@ _LLAMA_LIKE: Final = {
     "mixtral": False,
     "qwen2_moe": False,
     "qwen3_moe": False,
+    "olmo2": False,
+    "granite": False,
 }
-SUPPORTED: Final = (*_LLAMA_LIKE, "gpt2")
+#: GPT-style families with LayerNorm, biases and a GELU MLP but rotary positions, with the
+#: tie default of their ``transformers`` class.
+_GPT_ROTARY: Final = {"gpt_neox": False, "starcoder2": True}
+SUPPORTED: Final = (*_LLAMA_LIKE, *_GPT_ROTARY, "gpt2")
 #: ``max_seq_len`` of an inline model that does not give one (rotary positions: no table).
 NO_CONTEXT_LIMIT: Final = 100_000_000
 #: Largest config.json read, bytes (real ones are a few kB).
@@ -170,19 +190,12 @@ def model_from_hf_config(
     if kind == "gpt2":
         return _gpt2(data, name, source)
     get = _Reader(data)
+    if kind in _GPT_ROTARY:
+        return _gpt_rotary(data, get, kind, name, source)
     for key in ("attention_bias", "mlp_bias"):
         if get.flag(key, False) and kind != "qwen2":
             raise ModelDefinitionError(f"{key}: true: biases on these projections are not modelled")
-    window = data.get("sliding_window")
-    if (
-        window is not None
-        and data.get("use_sliding_window", True)
-        and get.positive("max_position_embeddings") > get.positive("sliding_window")
-    ):
-        raise ModelDefinitionError(
-            f"sliding_window: {window}: attention over a window shorter than the context "
-            "is not modelled"
-        )
+    window = _window(data, get, kind)
     if data.get("mlp_only_layers"):
         raise ModelDefinitionError(
             f"mlp_only_layers: {data['mlp_only_layers']!r}: dense layers among MoE layers are "
@@ -206,6 +219,7 @@ def model_from_hf_config(
         "tied_embeddings": get.flag("tie_word_embeddings", _LLAMA_LIKE[kind]),
         "head_size": get.optional("head_dim", None),
         "qkv_bias": kind in ("qwen2", "qwen2_moe"),
+        "sliding_window": window,
     }
     if kind == "mixtral":
         fields["n_experts"] = get.positive("num_local_experts")
@@ -216,6 +230,87 @@ def model_from_hf_config(
         fields["expert_ffn_hidden"] = get.positive("moe_intermediate_size")
         fields["shared_ffn_hidden"] = get.optional("shared_expert_intermediate_size", 0)
     return _checked(name, source=source, **fields)
+
+
+#: ``model_type`` values whose ``sliding_window`` applies whenever it is set (``transformers``
+#: Mistral, Mixtral, Phi-3 and StarCoder2 attention: no switch); the Qwen families gate it instead with
+#: ``use_sliding_window`` and ``max_window_layers``.
+_WINDOW_ALWAYS: Final = frozenset({"mistral", "mixtral", "phi3", "starcoder2"})
+_QWEN: Final = frozenset({"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})
+
+
+def _window(data: Mapping[str, Any], get: _Reader, kind: str) -> int | None:
+    """The sliding window every layer attends over, ``None`` for full causal attention, or a
+    refusal where only some layers use it (their attention would differ layer by layer).
+
+    ``layer_types`` (newer ``transformers`` configs) names each layer's attention; without it,
+    Mistral, Mixtral and Phi-3 use ``sliding_window`` on every layer when it is set, and the
+    Qwen families only when ``use_sliding_window`` is true, on the layers from
+    ``max_window_layers`` on (``Qwen2Config``: the first ``max_window_layers`` attend fully;
+    28 when the key is absent, the Qwen2/Qwen3 (MoE) classes' default).
+    """
+    n_layers = get.positive("num_hidden_layers")
+    types = data.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or not all(isinstance(x, str) for x in types):
+            raise ModelDefinitionError(
+                f"layer_types: {types!r}: must be a list of strings, one per layer"
+            )
+        kinds = set(types)
+        if len(types) != n_layers or not kinds <= {"full_attention", "sliding_attention"}:
+            raise ModelDefinitionError(
+                f"layer_types: {len(types)} entries of {sorted(kinds)}; allowed: "
+                f"{n_layers} (num_hidden_layers) of 'full_attention' and 'sliding_attention'"
+            )
+        windowed = n_layers if kinds == {"sliding_attention"} else 0
+        if kinds == {"full_attention", "sliding_attention"}:
+            windowed = types.count("sliding_attention")
+    elif kind in _WINDOW_ALWAYS:
+        windowed = n_layers if data.get("sliding_window") is not None else 0
+    elif kind in _QWEN and get.flag("use_sliding_window", False):
+        first = get.optional("max_window_layers", 28)  # the classes' default
+        windowed = max(0, n_layers - first)
+    else:
+        return None
+    if windowed == 0:
+        return None
+    if windowed < n_layers:
+        raise ModelDefinitionError(
+            f"sliding_window: {data.get('sliding_window')!r} on {windowed} of {n_layers} "
+            "layers: a model whose layers attend differently (some over a window, some over "
+            "the whole sequence) is not modelled"
+        )
+    return int(get.positive("sliding_window"))
+
+
+def _gpt_rotary(
+    data: Mapping[str, Any], get: _Reader, kind: str, name: str, source: str
+) -> ModelSpec:
+    """GPT-NeoX and StarCoder2 (module docstring): GPT-3's layer with rotary positions."""
+    bias_key = "attention_bias" if kind == "gpt_neox" else "use_bias"
+    if not get.flag(bias_key, True):
+        what = "the MLP keeps its biases" if kind == "gpt_neox" else "no biases"
+        raise ModelDefinitionError(
+            f"{bias_key}: false: {what}; only biases on every linear layer are modelled "
+            "for this family"
+        )
+    heads = get.positive("num_attention_heads")
+    return _checked(
+        name,
+        source=source,
+        n_layers=get.positive("num_hidden_layers"),
+        hidden=get.positive("hidden_size"),
+        ffn_hidden=get.positive("intermediate_size"),
+        n_heads=heads,
+        n_kv_heads=get.optional("num_key_value_heads", heads) if kind == "starcoder2" else heads,
+        vocab=get.positive("vocab_size"),
+        max_seq_len=get.positive("max_position_embeddings"),
+        gated_mlp=False,
+        tied_embeddings=get.flag("tie_word_embeddings", _GPT_ROTARY[kind]),
+        norm="layernorm",
+        linear_bias=True,
+        sliding_window=_window(data, get, kind),
+    )
 
 
 def _gpt2(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:

@@ -218,6 +218,7 @@ class Job:
             "compute_model": "flat" if self.device is None else "kernels",
             "compute_scale": self.spec.compute_scale,
             "attention": self.spec.attention,
+            "sliding_window": self.model.sliding_window,
             "attention_kernel": (
                 None
                 if self.device is None

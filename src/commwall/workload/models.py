@@ -80,6 +80,11 @@ class ModelSpec:
     ``shared_ffn_hidden`` > 0, one always-active shared MLP of that width (DeepSeekMoE's
     ``n_shared_experts × moe_intermediate_size``, Dai et al. 2024; Qwen2-MoE's
     ``shared_expert_intermediate_size``).
+    ``sliding_window`` (Mistral 7B v0.1, Phi-3-mini: Hugging Face ``sliding_window``) lets each
+    query attend to itself and the ``sliding_window − 1`` tokens before it on every layer
+    (Beltagy et al. 2020, "Longformer", §3.1; Jiang et al. 2023, "Mistral 7B", §2); ``None``:
+    causal attention over the whole sequence. It changes the attention core's work, not the
+    parameters (:meth:`attended_pairs`).
     ``published_params`` is the count the authors published, ``source`` where the numbers come from.
     """
 
@@ -105,6 +110,7 @@ class ModelSpec:
     qkv_bias: bool = False
     expert_ffn_hidden: int | None = None
     shared_ffn_hidden: int = 0
+    sliding_window: int | None = None
 
     def __post_init__(self) -> None:
         for field_name in (
@@ -123,7 +129,7 @@ class ModelSpec:
                 raise ModelDefinitionError(
                     f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
                 )
-        for field_name in ("head_size", "expert_ffn_hidden"):
+        for field_name in ("head_size", "expert_ffn_hidden", "sliding_window"):
             value = getattr(self, field_name)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
@@ -176,6 +182,22 @@ class ModelSpec:
     def kv_dim(self) -> int:
         """Width of each of the key and value projections, ``n_kv_heads * head_dim`` (GQA)."""
         return self.n_kv_heads * self.head_dim
+
+    def attended_pairs(self, seq_len: int) -> float:
+        """(query, key) pairs a causal attention over ``seq_len`` tokens computes, in the
+        continuous count FlashAttention's block skipping approaches: ``s²/2`` for a full causal
+        mask, and with a window ``w < s`` the integral of ``min(i, w)`` over the queries,
+        ``s·w − w²/2`` (each query past the first ``w`` sees ``w`` keys).
+
+        >>> from dataclasses import replace
+        >>> m = get_model("llama3-8b")
+        >>> m.attended_pairs(8192) == 8192**2 / 2
+        True
+        >>> replace(m, sliding_window=2048).attended_pairs(8192) / m.attended_pairs(8192)
+        0.4375
+        """
+        s, w = float(seq_len), self.sliding_window
+        return s * s / 2.0 if w is None or w >= s else s * w - w * w / 2.0
 
     @property
     def is_moe(self) -> bool:
@@ -302,7 +324,10 @@ class ModelSpec:
           upper triangle) would halve this term; neither is applied.
 
         The LM head matmul is counted (``6·V·h``, Narayanan's ``V/(12lh)`` term); the embedding
-        lookup is not. Activation recomputation adds work on top (not included here).
+        lookup is not. Activation recomputation adds work on top (not included here). A
+        ``sliding_window`` does not change this count, as it does not change Megatron-LM's
+        (``num_floating_point_operations``) or PaLM's; the kernels it skips are priced in
+        :mod:`commwall.workload.compute`.
         """
         if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
             raise WorkloadError(f"seq_len={seq_len!r} is invalid: must be an integer >= 1")

@@ -88,6 +88,44 @@ def test_the_flash_attention_flop_convention() -> None:
     assert share_f == pytest.approx(529 / 989.4)  # the published 8k point itself
 
 
+def test_a_sliding_window_keeps_the_attended_pairs_of_the_causal_scores() -> None:
+    """A window w < s leaves s·w − w²/2 of the s²/2 causal pairs (Mistral 7B's 4096 at 8k:
+    3/4 of them); the kernel runs at its rate at the sequence length, so time scales alike;
+    a window at or past the sequence is full causal attention."""
+    model = get_model("llama3-8b")
+    kw = {"micro_batch": 1, "seq_len": 8192, "tp": 1, "recompute": "none"}
+
+    def attention(m: object) -> tuple[float, float]:
+        work = layer_work(m, H100, **kw)  # type: ignore[arg-type]
+        (k,) = [k for k in work.forward if k.kind == "attention"]
+        return k.flops, k.seconds - KERNEL_LAUNCH
+
+    full = attention(model)
+    for window, kept in ((4096, 0.75), (2048, 0.4375), (1024, 0.234375)):
+        flops, seconds = attention(replace(model, sliding_window=window))
+        assert flops / full[0] == pytest.approx(kept)
+        assert seconds / full[1] == pytest.approx(kept)
+    assert attention(replace(model, sliding_window=8192)) == full
+    assert attention(replace(model, sliding_window=100_000)) == full
+
+
+def test_a_window_over_a_split_sequence_is_refused_and_ulysses_keeps_it() -> None:
+    model = replace(get_model("llama3-8b"), sliding_window=2048)
+    kw = {"micro_batch": 1, "seq_len": 8192, "tp": 1, "context_parallel": 4}
+    with pytest.raises(WorkloadError, match="sliding_window: 2048 at seq_len 8192"):
+        layer_work(model, H100, **kw)  # type: ignore[arg-type]
+    whole = layer_work(model, H100, **kw, context_a2a=4)  # type: ignore[arg-type]
+    full = layer_work(get_model("llama3-8b"), H100, **kw, context_a2a=4)  # type: ignore[arg-type]
+    (k,) = [k for k in whole.forward if k.kind == "attention"]
+    (f,) = [k for k in full.forward if k.kind == "attention"]
+    assert k.flops / f.flops == pytest.approx(0.4375)
+    # a window the sequence fits in is no window: the ring is allowed
+    fits = replace(model, sliding_window=8192)
+    assert layer_work(fits, H100, **kw).layer_forward() == pytest.approx(  # type: ignore[arg-type]
+        layer_work(get_model("llama3-8b"), H100, **kw).layer_forward()  # type: ignore[arg-type]
+    )
+
+
 def test_gemm_flops_are_the_models_matmul_flops() -> None:
     for name, t in (("llama3-70b", 8), ("mixtral-8x7b", 1), ("gpt3-175b", 8)):
         model = get_model(name)

@@ -55,6 +55,21 @@ QWEN_MOE: dict[str, Any] = {
     "mlp_only_layers": [], "tie_word_embeddings": False, "use_sliding_window": False,
     "sliding_window": 32768,
 }  # fmt: skip
+#: mistralai/Mistral-7B-v0.1 config.json: a 4,096-token window on every layer (Jiang et al.
+#: 2023 §2); 7,241,732,096 parameters (the safetensors index's total_size / 2 bytes).
+MISTRAL_V01: dict[str, Any] = {
+    "architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 32768,
+    "sliding_window": 4096, "tie_word_embeddings": False, "rope_theta": 10000.0,
+}  # fmt: skip
+#: microsoft/Phi-3-mini-4k-instruct config.json: window 2047 at a 4k context; 3.8B on the card.
+PHI3_MINI: dict[str, Any] = {
+    "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 3072,
+    "intermediate_size": 8192, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 32, "vocab_size": 32064, "max_position_embeddings": 4096,
+    "sliding_window": 2047, "tie_word_embeddings": False, "attention_bias": False,
+}  # fmt: skip
 #: openai-community/gpt2 config.json (124M).
 GPT2: dict[str, Any] = {
     "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 768, "n_head": 12,
@@ -82,6 +97,131 @@ def test_parameter_counts_match_the_published_ones(
     assert sum(n for _, n in spec.gradient_tensors()) == spec.total_params()
 
 
+@pytest.mark.parametrize(
+    ("config", "window", "params"),
+    [(MISTRAL_V01, 4096, 7_241_732_096), (PHI3_MINI, 2047, 3_821_079_552),
+     ({**QWEN25_7B, "use_sliding_window": True, "max_window_layers": 0}, 131072, None),
+     ({**QWEN25_7B, "use_sliding_window": True, "max_window_layers": 28}, None, None),
+     ({**QWEN25_7B, "layer_types": ["full_attention"] * 28}, None, None),
+     ({**MISTRAL_V01, "sliding_window": None}, None, 7_241_732_096),
+     ({**LLAMA3_8B, "sliding_window": 4096}, None, 8_030_261_248)],
+)  # fmt: skip
+def test_a_window_on_every_layer_is_read_and_changes_no_parameter(
+    config: dict[str, Any], window: int | None, params: int | None
+) -> None:
+    """Mistral and Phi-3 use ``sliding_window`` whenever it is set, Qwen only when
+    ``use_sliding_window`` puts it on every layer (``max_window_layers`` 0), ``layer_types``
+    overrides both, and Llama's class has no window to read."""
+    spec = model_from_hf_config(config)
+    assert spec.sliding_window == window
+    if params is not None:
+        assert spec.total_params() == params
+
+
+def test_mistral_s_window_makes_its_8k_step_cheaper_than_without(tmp_path: Path) -> None:
+    """From the CLI: the window shortens the attention at 8k and not at 4k (= the window)."""
+    steps = {}
+    for name, window in (("win", 4096), ("none", None)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(
+            json.dumps({**MISTRAL_V01, "sliding_window": window})
+        )
+        for s in (4096, 8192):
+            scenario = tmp_path / f"{name}{s}.yaml"
+            scenario.write_text(
+                "cluster: {preset: dgx-h100, nodes: 1}\n"
+                f"job: {{model: {{hf_config: {name}/config.json}}, tp: 1, dp: 8, "
+                f"global_batch: 8, seq_len: {s}}}\n"
+            )
+            result = runner.invoke(app, ["run", str(scenario), "--json"])
+            assert result.exit_code == 0, result.output
+            steps[name, s] = json.loads(result.stdout)["step_time_s"]
+    assert steps["win", 4096] == steps["none", 4096]
+    assert steps["win", 8192] < steps["none", 8192]
+    text = runner.invoke(app, ["run", str(tmp_path / "win8192.yaml")], env={"COLUMNS": "200"})
+    assert "cuDNN fused attention over a 4,096-token window" in text.stdout
+    text = runner.invoke(app, ["run", str(tmp_path / "win4096.yaml")], env={"COLUMNS": "200"})
+    assert "window" not in text.stdout
+
+
+#: EleutherAI/pythia-* config.json shapes (hidden, layers, heads, intermediate, vocab) and the
+#: total parameters the Pythia model cards list (Biderman et al. 2023, "Pythia", Table 1).
+PYTHIA = {
+    "70m": (512, 6, 8, 2048, 50304, 70_426_624),
+    "1.4b": (2048, 24, 16, 8192, 50304, 1_414_647_808),
+    "6.9b": (4096, 32, 32, 16384, 50432, 6_857_302_016),
+    "12b": (5120, 36, 40, 20480, 50688, 11_846_072_320),
+}
+
+
+@pytest.mark.parametrize("size", sorted(PYTHIA))
+def test_pythia_is_gpt_neox_to_the_parameter(size: str) -> None:
+    """GPT-NeoX: LayerNorm, biases on every linear layer, a GELU MLP, rotary positions and an
+    untied head; every Pythia size matches its published count exactly."""
+    h, layers, heads, ffn, vocab, published = PYTHIA[size]
+    spec = model_from_hf_config(
+        {"model_type": "gpt_neox", "hidden_size": h, "num_hidden_layers": layers,
+         "num_attention_heads": heads, "intermediate_size": ffn, "vocab_size": vocab,
+         "max_position_embeddings": 2048, "rotary_pct": 0.25, "use_parallel_residual": True}
+    )  # fmt: skip
+    assert spec.total_params() == published
+    assert spec.norm == "layernorm" and spec.linear_bias and not spec.gated_mlp
+    assert not spec.learned_pos_emb and not spec.tied_embeddings
+    with pytest.raises(ModelDefinitionError, match="attention_bias: false: the MLP keeps"):
+        model_from_hf_config({**GPT_NEOX_20B, "attention_bias": False})
+
+
+#: EleutherAI/gpt-neox-20b config.json.
+GPT_NEOX_20B: dict[str, Any] = {
+    "model_type": "gpt_neox", "hidden_size": 6144, "num_hidden_layers": 44,
+    "num_attention_heads": 64, "intermediate_size": 24576, "vocab_size": 50432,
+    "max_position_embeddings": 2048, "rotary_pct": 0.25, "tie_word_embeddings": False,
+}  # fmt: skip
+#: bigcode/starcoder2-7b config.json.
+STARCODER2_7B: dict[str, Any] = {
+    "model_type": "starcoder2", "hidden_size": 4608, "intermediate_size": 18432,
+    "num_attention_heads": 36, "num_key_value_heads": 4, "num_hidden_layers": 32,
+    "vocab_size": 49152, "max_position_embeddings": 16384, "sliding_window": 4096,
+    "use_bias": True, "norm_type": "layer_norm", "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+def test_starcoder2_counts_its_biases_layernorms_and_kv_heads_and_keeps_its_window() -> None:
+    """StarCoder2 (transformers' Starcoder2 modules): q, k, v, o and c_fc, c_proj with biases,
+    two LayerNorms (weight and bias) a layer and a final one, GQA and a window on every layer."""
+    spec = model_from_hf_config(STARCODER2_7B)
+    h, f, kv, layers, vocab = 4608, 18432, 4 * 128, 32, 49152
+    layer = (2 * (h * h + h) + 2 * (h * kv + kv)) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    assert spec.total_params() == 2 * vocab * h + layers * layer + 2 * h
+    assert spec.sliding_window == 4096 and spec.n_kv_heads == 4
+    tied = model_from_hf_config(
+        {k: v for k, v in STARCODER2_7B.items() if k != "tie_word_embeddings"}
+    )
+    assert tied.tied_embeddings  # Starcoder2Config's default
+    with pytest.raises(ModelDefinitionError, match="use_bias: false: no biases"):
+        model_from_hf_config({**STARCODER2_7B, "use_bias": False})
+
+
+def test_granite_and_olmo2_are_llama_shaped() -> None:
+    """ibm-granite/granite-3.0-8b-base and allenai/OLMo-2-1124-7B config.json shapes: Llama's
+    layer (q, k, v, o; gate, up, down; two RMSNorms), Granite's scaling constants change no
+    shape."""
+    granite = model_from_hf_config(
+        {**LLAMA3_8B, "model_type": "granite", "intermediate_size": 12800,
+         "num_hidden_layers": 40, "vocab_size": 49155, "tie_word_embeddings": True,
+         "embedding_multiplier": 12.0, "residual_multiplier": 0.22, "logits_scaling": 16.0}
+    )  # fmt: skip
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 12800 + 2 * 4096
+    assert granite.total_params() == 49155 * 4096 + 40 * layer + 4096  # tied: 8.17B
+    olmo2 = model_from_hf_config(
+        {**LLAMA3_8B, "model_type": "olmo2", "intermediate_size": 11008,
+         "num_key_value_heads": 32, "vocab_size": 100352, "max_position_embeddings": 4096}
+    )  # fmt: skip
+    # OLMo 2's q and k norms (2 x 4096 weights a layer) are left out
+    layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096
+    assert olmo2.total_params() == 2 * 100352 * 4096 + 32 * layer + 4096
+
+
 def test_qwen_moe_activates_its_published_share() -> None:
     spec = model_from_hf_config(QWEN_MOE)
     # 2.7B activated per the model card (embeddings counted once, as Qwen counts them)
@@ -96,7 +236,14 @@ def test_qwen_moe_activates_its_published_share() -> None:
      ({"num_hidden_layers": 0}, "num_hidden_layers: 0: must be an integer from 1"),
      ({"hidden_size": "4096"}, "hidden_size: '4096'"),
      ({"num_hidden_layers": None}, "num_hidden_layers: missing"),
-     ({"sliding_window": 4096}, "sliding_window: 4096"),
+     ({"model_type": "qwen2", "use_sliding_window": True, "sliding_window": 4096},
+      "sliding_window: 4096 on 4 of 32 layers"),
+     ({"layer_types": ["full_attention"] * 31 + ["sliding_attention"], "sliding_window": 8},
+      "sliding_window: 8 on 1 of 32 layers"),
+     ({"layer_types": ["full_attention"] * 31}, "layer_types: 31 entries"),
+     ({"layer_types": ["chunked_attention"] * 32}, "allowed: 32 (num_hidden_layers"),
+     ({"layer_types": "full_attention"}, "layer_types: 'full_attention': must be a list"),
+     ({"model_type": "mistral", "sliding_window": 0}, "sliding_window: 0: must be"),
      ({"attention_bias": True}, "attention_bias: true"),
      ({"tie_word_embeddings": "no"}, "tie_word_embeddings: 'no'"),
      ({"num_key_value_heads": 5}, "n_kv_heads=5 is invalid"),
@@ -170,7 +317,9 @@ def test_a_scenario_runs_a_config_next_to_it_from_anywhere(
      ("{name: '[red]x', n_layers: 2}", "job.model.name"),
      ("{n_layers: 2, hidden: 256}", "job.model: ffn_hidden, n_heads, vocab missing"),
      ("{n_layers: 2, hidden: 250, ffn_hidden: 8, n_heads: 3, vocab: 9}", "divisible"),
-     ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, bogus: 1}", "bogus")],
+     ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, bogus: 1}", "bogus"),
+     ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, sliding_window: 0}",
+      "job.model.sliding_window")],
 )  # fmt: skip
 def test_bad_models_in_a_scenario_are_one_line(tmp_path: Path, model: str, message: str) -> None:
     scenario = tmp_path / "job.yaml"
