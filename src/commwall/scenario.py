@@ -424,8 +424,15 @@ class ModelDef(_Strict):
         default=None,
         ge=1,
         le=100_000_000,
-        description="Tokens each query attends to on every layer (Mistral 7B v0.1: 4096). "
+        description="Tokens each query attends to (Mistral 7B v0.1: 4096; GPT-OSS: 128). "
         "Default: the whole causal context.",
+    )
+    sliding_window_layers: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="How many layers attend over sliding_window (GPT-OSS: every other one). "
+        "Default: all.",
     )
 
 

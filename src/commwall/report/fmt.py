@@ -117,4 +117,7 @@ def sharding_and_kernel(job: dict[str, Any]) -> str:
     window, seq = job.get("sliding_window"), job.get("seq_len")
     if kernel and isinstance(window, int) and isinstance(seq, int) and window < seq:
         kernel += f" over a {window:,}-token window"
+        some = job.get("sliding_window_layers")
+        if isinstance(some, int):
+            kernel += f" on {some} layers"
     return f", ZeRO-{job.get('zero_stage')}" + (f", {kernel}" if kernel else "")

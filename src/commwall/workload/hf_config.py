@@ -29,17 +29,25 @@ gpt_neox       ``num_hidden_layers``, ``hidden_size``, ``intermediate_size``,
                kernel is priced on the whole head
 starcoder2     as llama for the shapes, plus ``use_bias`` (true: biases on every linear layer),
                ``sliding_window``; LayerNorm, GELU MLP, ``tie_word_embeddings`` (true)
+gpt_oss        as mixtral with ``head_dim`` (64) and ``intermediate_size`` the expert's width;
+               biases on the attention projections and the experts (``attention_bias`` false
+               is refused: the experts keep theirs), ``sliding_window`` (128) on the layers
+               ``layer_types`` names (default: every other one, from the first). Not counted:
+               each layer's attention sinks (one logit per head) and router bias, 2,304 and
+               4,608 parameters in gpt-oss-120b
 =============  ==================================================================================
 
 Anything that changes the layer's shape in a way the model cannot represent is refused with the
 key, its value and why — never silently approximated: multi-head latent attention
 (``q_lora_rank``, ``kv_lora_rank``: DeepSeek-V2/V3), dense layers among MoE layers
-(``first_k_dense_replace``, ``mlp_only_layers``, ``decoder_sparse_step`` ≠ 1), a sliding window
-on some layers but not others (``layer_types`` mixing both, Qwen's ``max_window_layers`` inside
-the stack), Llama's ``attention_bias``/``mlp_bias``. A window on every layer (Mistral 7B v0.1,
-Phi-3-mini; :func:`_window` says which keys switch it on) is read as ``sliding_window``. Keys that do not change
-the compute or the parameters (token ids, rope scaling, initialisation, dtype, dropout rates)
-are ignored. Qwen3's per-head q/k norms (``2·head_dim`` weights a layer) are not counted.
+(``first_k_dense_replace``, ``mlp_only_layers``, ``decoder_sparse_step`` ≠ 1), Llama's
+``attention_bias``/``mlp_bias``. A sliding window (:func:`_window` says which keys switch it
+on) is read as ``sliding_window`` and, where only some layers use it (``layer_types`` mixing
+both, Qwen's ``max_window_layers`` inside the stack, GPT-OSS), ``sliding_window_layers``; each
+layer's attention is then priced at the layers' mean
+(:meth:`~commwall.workload.models.ModelSpec.attended_pairs`). Keys that do not change the
+compute or the parameters (token ids, rope scaling, initialisation, dtype, dropout rates) are
+ignored. Qwen3's per-head q/k norms (``2·head_dim`` weights a layer) are not counted.
 """
 
 from __future__ import annotations
@@ -73,7 +81,7 @@ _LLAMA_LIKE: Final = {
 #: GPT-style families with LayerNorm, biases and a GELU MLP but rotary positions, with the
 #: tie default of their ``transformers`` class.
 _GPT_ROTARY: Final = {"gpt_neox": False, "starcoder2": True}
-SUPPORTED: Final = (*_LLAMA_LIKE, *_GPT_ROTARY, "gpt2")
+SUPPORTED: Final = (*_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", "gpt2")
 #: ``max_seq_len`` of an inline model that does not give one (rotary positions: no table).
 NO_CONTEXT_LIMIT: Final = 100_000_000
 #: Largest config.json read, bytes (real ones are a few kB).
@@ -192,10 +200,11 @@ def model_from_hf_config(
     get = _Reader(data)
     if kind in _GPT_ROTARY:
         return _gpt_rotary(data, get, kind, name, source)
+    if kind == "gpt_oss":
+        return _gpt_oss(data, name, source)
     for key in ("attention_bias", "mlp_bias"):
         if get.flag(key, False) and kind != "qwen2":
             raise ModelDefinitionError(f"{key}: true: biases on these projections are not modelled")
-    window = _window(data, get, kind)
     if data.get("mlp_only_layers"):
         raise ModelDefinitionError(
             f"mlp_only_layers: {data['mlp_only_layers']!r}: dense layers among MoE layers are "
@@ -219,7 +228,7 @@ def model_from_hf_config(
         "tied_embeddings": get.flag("tie_word_embeddings", _LLAMA_LIKE[kind]),
         "head_size": get.optional("head_dim", None),
         "qkv_bias": kind in ("qwen2", "qwen2_moe"),
-        "sliding_window": window,
+        **_window(data, get, kind),
     }
     if kind == "mixtral":
         fields["n_experts"] = get.positive("num_local_experts")
@@ -239,9 +248,9 @@ _WINDOW_ALWAYS: Final = frozenset({"mistral", "mixtral", "phi3", "starcoder2"})
 _QWEN: Final = frozenset({"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})
 
 
-def _window(data: Mapping[str, Any], get: _Reader, kind: str) -> int | None:
-    """The sliding window every layer attends over, ``None`` for full causal attention, or a
-    refusal where only some layers use it (their attention would differ layer by layer).
+def _window(data: Mapping[str, Any], get: _Reader, kind: str) -> dict[str, int | None]:
+    """``sliding_window`` and ``sliding_window_layers`` (how many layers attend over it;
+    ``None``: all) as :class:`ModelSpec` takes them; no window: both ``None``.
 
     ``layer_types`` (newer ``transformers`` configs) names each layer's attention; without it,
     Mistral, Mixtral and Phi-3 use ``sliding_window`` on every layer when it is set, and the
@@ -271,16 +280,13 @@ def _window(data: Mapping[str, Any], get: _Reader, kind: str) -> int | None:
         first = get.optional("max_window_layers", 28)  # the classes' default
         windowed = max(0, n_layers - first)
     else:
-        return None
+        windowed = 0
     if windowed == 0:
-        return None
-    if windowed < n_layers:
-        raise ModelDefinitionError(
-            f"sliding_window: {data.get('sliding_window')!r} on {windowed} of {n_layers} "
-            "layers: a model whose layers attend differently (some over a window, some over "
-            "the whole sequence) is not modelled"
-        )
-    return int(get.positive("sliding_window"))
+        return {"sliding_window": None, "sliding_window_layers": None}
+    return {
+        "sliding_window": int(get.positive("sliding_window")),
+        "sliding_window_layers": None if windowed == n_layers else windowed,
+    }
 
 
 def _gpt_rotary(
@@ -309,7 +315,44 @@ def _gpt_rotary(
         tied_embeddings=get.flag("tie_word_embeddings", _GPT_ROTARY[kind]),
         norm="layernorm",
         linear_bias=True,
-        sliding_window=_window(data, get, kind),
+        **_window(data, get, kind),
+    )
+
+
+def _gpt_oss(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """GPT-OSS (module docstring), with ``GptOssConfig``'s defaults for the window: 128 tokens
+    on the even-numbered layers when ``layer_types`` is not given."""
+    get = _Reader(data)
+    if not get.flag("attention_bias", True):
+        raise ModelDefinitionError(
+            "attention_bias: false: the experts keep their biases; only biases on every "
+            "linear layer are modelled for this family"
+        )
+    layers = get.positive("num_hidden_layers")
+    windows = dict(data)
+    if windows.get("layer_types") is None:
+        windows["layer_types"] = [
+            "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)
+        ]
+    windows.setdefault("sliding_window", 128)
+    heads = get.positive("num_attention_heads")
+    return _checked(
+        name,
+        source=source,
+        n_layers=layers,
+        hidden=get.positive("hidden_size"),
+        ffn_hidden=get.positive("intermediate_size"),
+        n_heads=heads,
+        n_kv_heads=get.optional("num_key_value_heads", heads),
+        head_size=get.optional("head_dim", 64),
+        vocab=get.positive("vocab_size"),
+        max_seq_len=get.optional("max_position_embeddings", 131072),
+        gated_mlp=True,
+        tied_embeddings=get.flag("tie_word_embeddings", False),
+        n_experts=get.positive("num_local_experts"),
+        top_k=get.positive("num_experts_per_tok"),
+        linear_bias=True,
+        **_window(windows, _Reader(windows), "gpt_oss"),
     )
 
 

@@ -219,6 +219,7 @@ class Job:
             "compute_scale": self.spec.compute_scale,
             "attention": self.spec.attention,
             "sliding_window": self.model.sliding_window,
+            "sliding_window_layers": self.model.sliding_window_layers,
             "attention_kernel": (
                 None
                 if self.device is None

@@ -81,10 +81,12 @@ class ModelSpec:
     ``n_shared_experts × moe_intermediate_size``, Dai et al. 2024; Qwen2-MoE's
     ``shared_expert_intermediate_size``).
     ``sliding_window`` (Mistral 7B v0.1, Phi-3-mini: Hugging Face ``sliding_window``) lets each
-    query attend to itself and the ``sliding_window − 1`` tokens before it on every layer
-    (Beltagy et al. 2020, "Longformer", §3.1; Jiang et al. 2023, "Mistral 7B", §2); ``None``:
-    causal attention over the whole sequence. It changes the attention core's work, not the
-    parameters (:meth:`attended_pairs`).
+    query attend to itself and the ``sliding_window − 1`` tokens before it (Beltagy et al.
+    2020, "Longformer", §3.1; Jiang et al. 2023, "Mistral 7B", §2) on ``sliding_window_layers``
+    of the layers (``None``: all; GPT-OSS windows every other layer, OpenAI 2025, "gpt-oss-120b
+    & gpt-oss-20b Model Card", §2.1); ``sliding_window`` ``None``: causal attention over the
+    whole sequence. It changes the attention core's work, not the parameters
+    (:meth:`attended_pairs`).
     ``published_params`` is the count the authors published, ``source`` where the numbers come from.
     """
 
@@ -111,6 +113,7 @@ class ModelSpec:
     expert_ffn_hidden: int | None = None
     shared_ffn_hidden: int = 0
     sliding_window: int | None = None
+    sliding_window_layers: int | None = None
 
     def __post_init__(self) -> None:
         for field_name in (
@@ -129,7 +132,12 @@ class ModelSpec:
                 raise ModelDefinitionError(
                     f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
                 )
-        for field_name in ("head_size", "expert_ffn_hidden", "sliding_window"):
+        for field_name in (
+            "head_size",
+            "expert_ffn_hidden",
+            "sliding_window",
+            "sliding_window_layers",
+        ):
             value = getattr(self, field_name)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
@@ -137,6 +145,12 @@ class ModelSpec:
                 raise ModelDefinitionError(
                     f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
                 )
+        windowed = self.sliding_window_layers
+        if windowed is not None and (self.sliding_window is None or windowed > self.n_layers):
+            raise ModelDefinitionError(
+                f"{self.name}: sliding_window_layers={windowed} is invalid: needs a "
+                f"sliding_window and at most n_layers={self.n_layers} layers"
+            )
         shared = self.shared_ffn_hidden
         if isinstance(shared, bool) or not isinstance(shared, int) or shared < 0:
             raise ModelDefinitionError(
@@ -184,10 +198,14 @@ class ModelSpec:
         return self.n_kv_heads * self.head_dim
 
     def attended_pairs(self, seq_len: int) -> float:
-        """(query, key) pairs a causal attention over ``seq_len`` tokens computes, in the
-        continuous count FlashAttention's block skipping approaches: ``s²/2`` for a full causal
-        mask, and with a window ``w < s`` the integral of ``min(i, w)`` over the queries,
-        ``s·w − w²/2`` (each query past the first ``w`` sees ``w`` keys).
+        """(query, key) pairs a layer's causal attention over ``seq_len`` tokens computes, in
+        the continuous count FlashAttention's block skipping approaches: ``s²/2`` for a full
+        causal mask, and with a window ``w < s`` the integral of ``min(i, w)`` over the
+        queries, ``s·w − w²/2`` (each query past the first ``w`` sees ``w`` keys). Where only
+        ``sliding_window_layers`` of the layers have the window, the mean over the layers:
+        every layer is priced alike (a pipeline stage holding more windowed layers than its
+        share runs faster than this says, by at most half a layer's difference per layer it
+        holds over that share).
 
         >>> from dataclasses import replace
         >>> m = get_model("llama3-8b")
@@ -195,9 +213,17 @@ class ModelSpec:
         True
         >>> replace(m, sliding_window=2048).attended_pairs(8192) / m.attended_pairs(8192)
         0.4375
+        >>> half = replace(m, sliding_window=2048, sliding_window_layers=16)
+        >>> half.attended_pairs(8192) / m.attended_pairs(8192)
+        0.71875
         """
         s, w = float(seq_len), self.sliding_window
-        return s * s / 2.0 if w is None or w >= s else s * w - w * w / 2.0
+        full = s * s / 2.0
+        if w is None or w >= s:
+            return full
+        windowed = self.sliding_window_layers or self.n_layers
+        share = windowed / self.n_layers
+        return share * (s * w - w * w / 2.0) + (1.0 - share) * full
 
     @property
     def is_moe(self) -> bool:

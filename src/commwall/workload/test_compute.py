@@ -107,6 +107,12 @@ def test_a_sliding_window_keeps_the_attended_pairs_of_the_causal_scores() -> Non
         assert seconds / full[1] == pytest.approx(kept)
     assert attention(replace(model, sliding_window=8192)) == full
     assert attention(replace(model, sliding_window=100_000)) == full
+    # on 8 of the 32 layers: each layer priced at the mean, 1/4 x 0.4375 + 3/4
+    flops, _ = attention(replace(model, sliding_window=2048, sliding_window_layers=8))
+    assert flops / full[0] == pytest.approx(0.25 * 0.4375 + 0.75)
+    for bad in ({"sliding_window_layers": 8}, {"sliding_window": 64, "sliding_window_layers": 33}):
+        with pytest.raises(CommwallError, match=r"sliding_window_layers=.* is invalid"):
+            replace(model, **bad)  # type: ignore[arg-type]
 
 
 def test_a_window_over_a_split_sequence_is_refused_and_ulysses_keeps_it() -> None:

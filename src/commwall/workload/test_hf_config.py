@@ -104,16 +104,23 @@ def test_parameter_counts_match_the_published_ones(
      ({**QWEN25_7B, "use_sliding_window": True, "max_window_layers": 28}, None, None),
      ({**QWEN25_7B, "layer_types": ["full_attention"] * 28}, None, None),
      ({**MISTRAL_V01, "sliding_window": None}, None, 7_241_732_096),
-     ({**LLAMA3_8B, "sliding_window": 4096}, None, 8_030_261_248)],
+     ({**LLAMA3_8B, "sliding_window": 4096}, None, 8_030_261_248),
+     ({**QWEN25_7B, "use_sliding_window": True, "max_window_layers": 21}, (131072, 7), None),
+     ({**QWEN25_7B, "use_sliding_window": True}, None, None),  # the default 28 of 28 layers
+     ({**LLAMA3_8B, "layer_types": ["full_attention"] * 31 + ["sliding_attention"],
+       "sliding_window": 8}, (8, 1), 8_030_261_248)],
 )  # fmt: skip
-def test_a_window_on_every_layer_is_read_and_changes_no_parameter(
-    config: dict[str, Any], window: int | None, params: int | None
+def test_a_window_is_read_with_the_layers_it_is_on_and_changes_no_parameter(
+    config: dict[str, Any], window: int | tuple[int, int] | None, params: int | None
 ) -> None:
     """Mistral and Phi-3 use ``sliding_window`` whenever it is set, Qwen only when
-    ``use_sliding_window`` puts it on every layer (``max_window_layers`` 0), ``layer_types``
-    overrides both, and Llama's class has no window to read."""
+    ``use_sliding_window`` is true, on the layers from ``max_window_layers`` on;
+    ``layer_types`` overrides both, and Llama's class has no window to read."""
     spec = model_from_hf_config(config)
-    assert spec.sliding_window == window
+    if isinstance(window, tuple):
+        assert (spec.sliding_window, spec.sliding_window_layers) == window
+    else:
+        assert spec.sliding_window == window and spec.sliding_window_layers is None
     if params is not None:
         assert spec.total_params() == params
 
@@ -222,6 +229,36 @@ def test_granite_and_olmo2_are_llama_shaped() -> None:
     assert olmo2.total_params() == 2 * 100352 * 4096 + 32 * layer + 4096
 
 
+#: openai/gpt-oss-120b config.json (layer_types: sliding and full alternating from layer 0).
+GPT_OSS_120B: dict[str, Any] = {
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "num_hidden_layers": 36,
+    "num_local_experts": 128, "num_experts_per_tok": 4, "vocab_size": 201088,
+    "hidden_size": 2880, "intermediate_size": 2880, "head_dim": 64, "num_attention_heads": 64,
+    "num_key_value_heads": 8, "sliding_window": 128, "tie_word_embeddings": False,
+    "max_position_embeddings": 131072, "attention_bias": True, "swiglu_limit": 7.0,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "total", "layers"),
+    [({}, 116.83e9, 18), ({"layer_types": None}, 116.83e9, 18),
+     ({"num_hidden_layers": 24, "num_local_experts": 32, "layer_types": None}, 20.91e9, 12)],
+)  # fmt: skip
+def test_gpt_oss_matches_its_model_card(change: dict[str, Any], total: float, layers: int) -> None:
+    """OpenAI's gpt-oss model card, Table 1: 116.83B parameters (120b), 20.91B (20b); its
+    §2.1: a 128-token window on every other layer. Active: the card's 5.13B leaves the
+    unembedding out, so it is 5.13B + 201,088 x 2,880 here (embeddings counted once)."""
+    spec = model_from_hf_config({**GPT_OSS_120B, **change})
+    assert spec.total_params() == pytest.approx(total, abs=0.005e9)
+    assert (spec.sliding_window, spec.sliding_window_layers) == (128, layers)
+    if total > 100e9:
+        active = spec.active_params_per_token() - 201088 * 2880
+        assert active == pytest.approx(5.13e9, abs=0.005e9)
+    with pytest.raises(ModelDefinitionError, match="attention_bias: false: the experts keep"):
+        model_from_hf_config({**GPT_OSS_120B, "attention_bias": False})
+
+
 def test_qwen_moe_activates_its_published_share() -> None:
     spec = model_from_hf_config(QWEN_MOE)
     # 2.7B activated per the model card (embeddings counted once, as Qwen counts them)
@@ -236,11 +273,8 @@ def test_qwen_moe_activates_its_published_share() -> None:
      ({"num_hidden_layers": 0}, "num_hidden_layers: 0: must be an integer from 1"),
      ({"hidden_size": "4096"}, "hidden_size: '4096'"),
      ({"num_hidden_layers": None}, "num_hidden_layers: missing"),
-     ({"model_type": "qwen2", "use_sliding_window": True, "sliding_window": 4096},
-      "sliding_window: 4096 on 4 of 32 layers"),
-     ({"layer_types": ["full_attention"] * 31 + ["sliding_attention"], "sliding_window": 8},
-      "sliding_window: 8 on 1 of 32 layers"),
      ({"layer_types": ["full_attention"] * 31}, "layer_types: 31 entries"),
+     ({"layer_types": ["sliding_attention"] * 32}, "sliding_window: missing"),
      ({"layer_types": ["chunked_attention"] * 32}, "allowed: 32 (num_hidden_layers"),
      ({"layer_types": "full_attention"}, "layer_types: 'full_attention': must be a list"),
      ({"model_type": "mistral", "sliding_window": 0}, "sliding_window: 0: must be"),
