@@ -55,7 +55,18 @@ def catalog(
                     n,
                     f"{m.total_params() / 1e9:,.1f} B params, {m.n_layers} layers, "
                     f"hidden {m.hidden}"
-                    + (f", {m.n_experts} experts top-{m.top_k}" if m.n_experts > 1 else ""),
+                    + (f", {m.n_experts} experts top-{m.top_k}" if m.n_experts > 1 else "")
+                    + (" + a shared expert" if m.is_moe and m.shared_ffn_hidden else "")
+                    + (
+                        f", {m.sliding_window}-token window"
+                        + (
+                            f" on {m.sliding_window_layers} layers"
+                            if m.sliding_window_layers
+                            else ""
+                        )
+                        if m.sliding_window
+                        else ""
+                    ),
                 )
         else:
             for p in cat.parts(k):

@@ -697,6 +697,126 @@ _ZOO: dict[str, ModelSpec] = {
                 ("72b", 80, 8192, 29568, 64, 8, 72.7e9),
             )
         ),
+        ModelSpec(
+            name="mistral-7b",
+            n_layers=32,
+            hidden=4096,
+            ffn_hidden=14336,
+            n_heads=32,
+            n_kv_heads=8,
+            vocab=32000,
+            max_seq_len=32768,
+            gated_mlp=True,
+            tied_embeddings=False,
+            sliding_window=4096,
+            published_params=7.24e9,
+            source=(
+                "Jiang et al. 2023, 'Mistral 7B' (arXiv 2310.06825) Table 1: dim 4096, 32 layers, "
+                "head_dim 128, hidden_dim 14336, 32 heads, 8 kv heads, window 4096, context "
+                "8192, vocab 32000; Hugging Face mistralai/Mistral-7B-v0.1 config.json "
+                "(max_position_embeddings 32768, sliding_window 4096, untied); 7.24B in its "
+                "safetensors index"
+            ),
+        ),
+        *(
+            ModelSpec(
+                name=f"qwen3-{size}",
+                n_layers=layers,
+                hidden=hidden,
+                ffn_hidden=ffn,
+                n_heads=heads,
+                n_kv_heads=kv,
+                head_size=128,
+                vocab=151936,
+                max_seq_len=40960,
+                gated_mlp=True,
+                tied_embeddings=False,
+                n_experts=experts,
+                top_k=8 if experts > 1 else 1,
+                expert_ffn_hidden=expert_ffn,
+                published_params=published,
+                published_active_params=active,
+                source=(
+                    f"Qwen Team 2025, 'Qwen3 Technical Report' (arXiv 2505.09388) Tables 1-2; "
+                    f"Hugging Face Qwen/Qwen3-{size.upper()} config.json "
+                    f"(hidden {hidden}, {layers} layers, {heads} heads, {kv} KV heads, head_dim "
+                    f"128, vocab 151936, untied"
+                    + (
+                        f", {experts} experts of width {expert_ffn}, top-8, every layer MoE"
+                        if experts > 1
+                        else f", intermediate {ffn}"
+                    )
+                    + f"); {published / 1e9:g}B on the model card"
+                    + (f", {active / 1e9:g}B activated" if active else "")
+                    + "; the per-head q/k norms (2 x 128 weights a layer) are not counted"
+                ),
+            )
+            for size, layers, hidden, ffn, heads, kv, experts, expert_ffn, published, active in (
+                ("8b", 36, 4096, 12288, 32, 8, 1, None, 8.2e9, None),
+                ("30b-a3b", 48, 2048, 6144, 32, 4, 128, 768, 30.5e9, 3.3e9),
+                ("235b-a22b", 94, 4096, 12288, 64, 4, 128, 1536, 235e9, 22e9),
+            )
+        ),
+        ModelSpec(
+            name="qwen2-57b-a14b",
+            n_layers=28,
+            hidden=3584,
+            ffn_hidden=18944,
+            n_heads=28,
+            n_kv_heads=4,
+            vocab=151936,
+            max_seq_len=131072,
+            gated_mlp=True,
+            tied_embeddings=False,
+            qkv_bias=True,
+            n_experts=64,
+            top_k=8,
+            expert_ffn_hidden=2560,
+            shared_ffn_hidden=20480,
+            published_params=57.41e9,
+            published_active_params=14e9,
+            source=(
+                "Yang et al. 2024, 'Qwen2 Technical Report' (arXiv 2407.10671) Table 1: a "
+                "DeepSeekMoE-style layer (Dai et al. 2024), 64 fine-grained routed experts of "
+                "width 2560, top-8, and a shared expert of width 20480 on every layer; Hugging "
+                "Face Qwen/Qwen2-57B-A14B config.json (hidden 3584, 28 layers, 28 heads, 4 KV "
+                "heads, vocab 151936, untied, biases on q/k/v); 57.41B total, 14B activated "
+                "(model card); the shared expert's 3584-weight gate is not counted"
+            ),
+        ),
+        *(
+            ModelSpec(
+                name=f"gpt-oss-{size}",
+                n_layers=layers,
+                hidden=2880,
+                ffn_hidden=2880,
+                n_heads=64,
+                n_kv_heads=8,
+                head_size=64,
+                vocab=201088,
+                max_seq_len=131072,
+                gated_mlp=True,
+                tied_embeddings=False,
+                linear_bias=True,
+                n_experts=experts,
+                top_k=4,
+                sliding_window=128,
+                sliding_window_layers=layers // 2,
+                published_params=published,
+                source=(
+                    f"OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card' Table 1 and §2.1: "
+                    f"{layers} layers, {experts} experts of width 2880, top-4, biases on the "
+                    f"attention and the experts, a 128-token window on every other layer; "
+                    f"Hugging Face openai/gpt-oss-{size} config.json (hidden 2880, 64 heads of "
+                    f"64, 8 KV heads, vocab 201088, untied); {published / 1e9:g}B total; the "
+                    f"attention sinks and router biases are not counted"
+                ),
+            )
+            for size, layers, experts, published in (
+                ("120b", 36, 128, 116.83e9),
+                ("20b", 24, 32, 20.91e9),
+            )
+        ),
     )
 }
 

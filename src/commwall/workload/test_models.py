@@ -69,6 +69,24 @@ def test_mixtral_total_and_active_params() -> None:
     assert m.router_params_per_layer() == 4096 * 8
 
 
+@pytest.mark.parametrize(
+    "name", [n for n in list_models() if get_model(n).published_active_params is not None]
+)
+def test_moe_active_params_within_2_percent_of_published(name: str) -> None:
+    """Mixtral, Qwen2-MoE's and Qwen3's fine-grained experts (with Qwen2's shared expert):
+    the activated parameters their authors publish."""
+    m = get_model(name)
+    assert m.is_moe and m.published_active_params is not None
+    assert m.active_params_per_token() == pytest.approx(m.published_active_params, rel=0.02)
+
+
+def test_windowed_zoo_models_carry_their_windows() -> None:
+    """Mistral 7B's 4096 on every layer; GPT-OSS's 128 on every other one (18 of 36)."""
+    assert get_model("mistral-7b").sliding_window == 4096
+    oss = get_model("gpt-oss-120b")
+    assert (oss.sliding_window, oss.sliding_window_layers, oss.head_dim) == (128, 18, 64)
+
+
 @pytest.mark.parametrize("name", [n for n in list_models() if get_model(n).n_experts == 1])
 def test_dense_active_equals_total(name: str) -> None:
     m = get_model(name)
