@@ -427,6 +427,10 @@ class ModelDef(_Strict):
         description="Tokens each query attends to (Mistral 7B v0.1: 4096; GPT-OSS: 128). "
         "Default: the whole causal context.",
     )
+    qk_norm: Literal["none", "head", "projection"] = Field(
+        default="none",
+        description="Query and key norms: per head (Qwen3) or over the projections (OLMo 2).",
+    )
     sliding_window_layers: int | None = Field(
         default=None,
         ge=1,

@@ -910,9 +910,10 @@ def _elementwise_bytes(
     """Elements moved per token by one layer's forward element-wise kernels, and how many
     kernels: two norms (read + write), two residual adds (two reads + a write), the MLP
     activation (gated: two reads + a write of the MLP width; else one of each), rotary
-    embedding on q and k (read + write) unless positions are a learned table (GPT-2/3), and,
-    for layers with biases (GPT-2/3, GPT-NeoX, StarCoder2), bias + dropout before each
-    residual (a read and a 1-byte mask)."""
+    embedding on q and k (read + write) unless positions are a learned table (GPT-2/3),
+    for layers with biases (GPT-2/3, GPT-NeoX, StarCoder2) bias + dropout before each
+    residual (a read and a 1-byte mask), and the query and key norms where the model has them
+    (Qwen3, OLMo 2: a read and a write of q and k, one kernel each)."""
     hs = model.hidden / t if sequence_parallel else model.hidden
     per_token = 2 * 2 * hs + 2 * 3 * hs + (3 if model.gated_mlp else 2) * active_ffn / t
     launches = 5
@@ -922,6 +923,9 @@ def _elementwise_bytes(
     if not model.learned_pos_emb:
         per_token += 2 * (model.q_dim + model.kv_dim) / t
         launches += 1
+    if model.qk_norm != "none":
+        per_token += 2 * (model.q_dim + model.kv_dim) / t
+        launches += 2
     return per_token, launches
 
 

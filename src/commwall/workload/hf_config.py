@@ -12,8 +12,8 @@ qwen2, qwen3,  (default ``hidden_size / heads``), ``vocab_size``, ``max_position
 phi3, gemma    ``tie_word_embeddings`` (the class's default: false; gemma true); SwiGLU/GeGLU
                MLP, RMSNorm, rotary positions; qwen2 adds biases on q, k, v
 olmo2,         as llama (OLMo 2 puts its norms after attention and the MLP and normalises q and
-granite        k over the whole projection: ``2·4096`` weights a 7B layer, not counted; Granite
-               scales embeddings, residuals and logits by constants: no kernel changes)
+granite        k over the whole projections, ``qk_norm: projection``; Granite scales embeddings,
+               residuals and logits by constants: no kernel changes)
 mixtral        as llama, plus ``num_local_experts``, ``num_experts_per_tok``
 qwen2_moe,     as qwen2/qwen3, plus ``num_experts``, ``num_experts_per_tok``,
 qwen3_moe      ``moe_intermediate_size``, ``shared_expert_intermediate_size`` (qwen2_moe)
@@ -47,7 +47,7 @@ both, Qwen's ``max_window_layers`` inside the stack, GPT-OSS), ``sliding_window_
 layer's attention is then priced at the layers' mean
 (:meth:`~commwall.workload.models.ModelSpec.attended_pairs`). Keys that do not change the
 compute or the parameters (token ids, rope scaling, initialisation, dtype, dropout rates) are
-ignored. Qwen3's per-head q/k norms (``2·head_dim`` weights a layer) are not counted.
+ignored. Qwen3 normalises q and k per head (``qk_norm: head``).
 """
 
 from __future__ import annotations
@@ -78,6 +78,9 @@ _LLAMA_LIKE: Final = {
     "olmo2": False,
     "granite": False,
 }
+#: Families that normalise queries and keys (``Qwen3Attention``: per head;
+#: ``Olmo2Attention``: over the whole projections).
+_QK_NORM: Final = {"qwen3": "head", "qwen3_moe": "head", "olmo2": "projection"}
 #: GPT-style families with LayerNorm, biases and a GELU MLP but rotary positions, with the
 #: tie default of their ``transformers`` class.
 _GPT_ROTARY: Final = {"gpt_neox": False, "starcoder2": True}
@@ -228,6 +231,7 @@ def model_from_hf_config(
         "tied_embeddings": get.flag("tie_word_embeddings", _LLAMA_LIKE[kind]),
         "head_size": get.optional("head_dim", None),
         "qkv_bias": kind in ("qwen2", "qwen2_moe"),
+        "qk_norm": _QK_NORM.get(kind, "none"),
         **_window(data, get, kind),
     }
     if kind == "mixtral":
@@ -242,8 +246,8 @@ def model_from_hf_config(
 
 
 #: ``model_type`` values whose ``sliding_window`` applies whenever it is set (``transformers``
-#: Mistral, Mixtral, Phi-3 and StarCoder2 attention: no switch); the Qwen families gate it instead with
-#: ``use_sliding_window`` and ``max_window_layers``.
+#: Mistral, Mixtral, Phi-3 and StarCoder2 attention: no switch); the Qwen families gate it
+#: instead with ``use_sliding_window`` and ``max_window_layers``.
 _WINDOW_ALWAYS: Final = frozenset({"mistral", "mixtral", "phi3", "starcoder2"})
 _QWEN: Final = frozenset({"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})
 
@@ -252,13 +256,16 @@ def _window(data: Mapping[str, Any], get: _Reader, kind: str) -> dict[str, int |
     """``sliding_window`` and ``sliding_window_layers`` (how many layers attend over it;
     ``None``: all) as :class:`ModelSpec` takes them; no window: both ``None``.
 
-    ``layer_types`` (newer ``transformers`` configs) names each layer's attention; without it,
-    Mistral, Mixtral and Phi-3 use ``sliding_window`` on every layer when it is set, and the
-    Qwen families only when ``use_sliding_window`` is true, on the layers from
-    ``max_window_layers`` on (``Qwen2Config``: the first ``max_window_layers`` attend fully;
-    28 when the key is absent, the Qwen2/Qwen3 (MoE) classes' default).
+    A ``sliding_window`` of ``null`` (or none given) is no window on any layer, as the
+    ``transformers`` attention classes read it. ``layer_types`` (newer configs) names each
+    layer's attention; without it, Mistral, Mixtral, Phi-3 and StarCoder2 use the window on
+    every layer, and the Qwen families only when ``use_sliding_window`` is true, on the layers
+    from ``max_window_layers`` on (``Qwen2Config``: the first ``max_window_layers`` attend
+    fully; 28 when the key is absent, the Qwen2/Qwen3 (MoE) classes' default).
     """
     n_layers = get.positive("num_hidden_layers")
+    if data.get("sliding_window") is None:
+        return {"sliding_window": None, "sliding_window_layers": None}
     types = data.get("layer_types")
     if types is not None:
         if not isinstance(types, list) or not all(isinstance(x, str) for x in types):
@@ -275,7 +282,7 @@ def _window(data: Mapping[str, Any], get: _Reader, kind: str) -> dict[str, int |
         if kinds == {"full_attention", "sliding_attention"}:
             windowed = types.count("sliding_attention")
     elif kind in _WINDOW_ALWAYS:
-        windowed = n_layers if data.get("sliding_window") is not None else 0
+        windowed = n_layers
     elif kind in _QWEN and get.flag("use_sliding_window", False):
         first = get.optional("max_window_layers", 28)  # the classes' default
         windowed = max(0, n_layers - first)
@@ -329,12 +336,11 @@ def _gpt_oss(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
             "linear layer are modelled for this family"
         )
     layers = get.positive("num_hidden_layers")
-    windows = dict(data)
+    windows = {"sliding_window": 128, **data}  # null stays null: no window
     if windows.get("layer_types") is None:
         windows["layer_types"] = [
             "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)
         ]
-    windows.setdefault("sliding_window", 128)
     heads = get.positive("num_attention_heads")
     return _checked(
         name,

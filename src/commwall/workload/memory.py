@@ -289,6 +289,8 @@ class LayerShape:
     top_k: int = 1  #: routed experts per token (1 for a dense layer)
     expert_ffn_hidden: int = 0  #: routed experts' MLP width (0 for a dense layer)
     shared_ffn_hidden: int = 0
+    #: query and key norms (Qwen3, OLMo 2): their inputs are saved for the backward too
+    qk_norm: bool = False
 
     @classmethod
     def of(cls, model: ModelSpec) -> LayerShape:
@@ -303,6 +305,7 @@ class LayerShape:
             top_k=model.top_k if moe else 1,
             expert_ffn_hidden=model.expert_ffn if moe else 0,
             shared_ffn_hidden=model.shared_ffn_hidden,
+            qk_norm=model.qk_norm != "none",
         )
 
     def per_hidden(self, hidden: int, *, fp8: bool = False) -> tuple[float, float]:
@@ -311,6 +314,8 @@ class LayerShape:
         unsplit = 4 * h + 2 * h + 2 * h + (2 * h if self.dropout else 0.0)
         split = 2.0 * self.q_dim + 2 * self.kv_dim + 2 * self.kv_dim + 2 * self.q_dim
         split += act * (self.ffn_hidden + self.shared_ffn_hidden)
+        if self.qk_norm:
+            split += 2.0 * (self.q_dim + self.kv_dim)  # the norms' inputs, 16-bit
         if self.expert_ffn_hidden:
             unsplit += self.top_k * 2 * h  # the routed copies of each token
             split += self.top_k * act * self.expert_ffn_hidden

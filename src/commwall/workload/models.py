@@ -34,11 +34,16 @@ from commwall.errors import CommwallError
 from commwall.workload.errors import WorkloadError
 
 NormKind = Literal["rmsnorm", "layernorm"]
+#: Normalisation of the queries and keys before attention: none, an RMSNorm over each head
+#: (Qwen3: ``q_norm``/``k_norm`` of ``head_dim`` weights) or over the whole projection (OLMo 2:
+#: ``q_dim`` and ``kv_dim`` weights).
+QkNorm = Literal["none", "head", "projection"]
 
 __all__ = [
     "ModelDefinitionError",
     "ModelSpec",
     "NormKind",
+    "QkNorm",
     "UnknownModelError",
     "get_model",
     "list_models",
@@ -87,6 +92,9 @@ class ModelSpec:
     & gpt-oss-20b Model Card", §2.1); ``sliding_window`` ``None``: causal attention over the
     whole sequence. It changes the attention core's work, not the parameters
     (:meth:`attended_pairs`).
+    ``qk_norm`` normalises the queries and keys before attention (:data:`QkNorm`: Qwen3 per
+    head, OLMo 2 over the projections; Dehghani et al. 2023, "Scaling Vision Transformers to 22
+    Billion Parameters", §3.1).
     ``published_params`` is the count the authors published, ``source`` where the numbers come from.
     """
 
@@ -114,6 +122,7 @@ class ModelSpec:
     shared_ffn_hidden: int = 0
     sliding_window: int | None = None
     sliding_window_layers: int | None = None
+    qk_norm: QkNorm = "none"
 
     def __post_init__(self) -> None:
         for field_name in (
@@ -169,6 +178,11 @@ class ModelSpec:
         if self.top_k > self.n_experts:
             raise ModelDefinitionError(
                 f"{self.name}: top_k={self.top_k} is invalid: must be <= n_experts={self.n_experts}"
+            )
+        if self.qk_norm not in ("none", "head", "projection"):
+            raise ModelDefinitionError(
+                f"{self.name}: qk_norm={self.qk_norm!r} is invalid: allowed values are "
+                "'none', 'head', 'projection'"
             )
         if self.norm not in ("rmsnorm", "layernorm"):
             raise ModelDefinitionError(
@@ -240,14 +254,22 @@ class ModelSpec:
         h = self.hidden
         return h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
 
+    def qk_norm_params(self) -> int:
+        """Weights of one layer's query and key norms (:data:`QkNorm`): ``2·head_dim`` per head
+        (shared by the heads), ``q_dim + kv_dim`` over the projections, else 0."""
+        if self.qk_norm == "head":
+            return 2 * self.head_dim
+        return self.q_dim + self.kv_dim if self.qk_norm == "projection" else 0
+
     def attention_params_per_layer(self) -> int:
-        """Parameters of one attention block (q, k, v, o projections, plus biases if any)."""
+        """Parameters of one attention block (q, k, v, o projections, plus biases and query and
+        key norms if any)."""
         bias = 0
         if self.linear_bias:
             bias = self.q_dim + 2 * self.kv_dim + self.hidden
         elif self.qkv_bias:
             bias = self.q_dim + 2 * self.kv_dim
-        return self.attention_weight_params_per_layer() + bias
+        return self.attention_weight_params_per_layer() + bias + self.qk_norm_params()
 
     def _mlp_weights(self, width: int) -> int:
         return (3 if self.gated_mlp else 2) * self.hidden * width
@@ -385,6 +407,14 @@ class ModelSpec:
             out.append((f"{prefix}.bias", self.hidden))
         return out
 
+    def _qk_norm_tensors(self, prefix: str) -> list[tuple[str, int]]:
+        """``q_norm`` then ``k_norm`` (``Qwen3Attention``, ``Olmo2Attention``), if any."""
+        if self.qk_norm == "none":
+            return []
+        k = self.head_dim if self.qk_norm == "head" else self.kv_dim
+        return [(f"{prefix}.q_norm.weight", self.qk_norm_params() - k),
+                (f"{prefix}.k_norm.weight", k)]  # fmt: skip
+
     def _linear(
         self, prefix: str, n_in: int, n_out: int, bias: bool | None = None
     ) -> list[tuple[str, int]]:
@@ -427,6 +457,7 @@ class ModelSpec:
             out += self._linear(f"{p}.self_attn.k_proj", h, self.kv_dim, qkv)
             out += self._linear(f"{p}.self_attn.v_proj", h, self.kv_dim, qkv)
             out += self._linear(f"{p}.self_attn.o_proj", self.q_dim, h)
+            out += self._qk_norm_tensors(f"{p}.self_attn")
             if self.is_moe:
                 out.append((f"{p}.block_sparse_moe.gate.weight", self.router_params_per_layer()))
                 for e in range(self.n_experts):
@@ -453,6 +484,7 @@ class ModelSpec:
             out += self._norm_tensors(f"{p}.ln_1")
             out += self._linear(f"{p}.attn.c_attn", h, self.q_dim + 2 * self.kv_dim)
             out += self._linear(f"{p}.attn.c_proj", self.q_dim, h)
+            out += self._qk_norm_tensors(f"{p}.attn")
             out += self._norm_tensors(f"{p}.ln_2")
             if self.is_moe:
                 out.append((f"{p}.mlp.router.weight", self.router_params_per_layer()))
@@ -731,6 +763,7 @@ _ZOO: dict[str, ModelSpec] = {
                 max_seq_len=40960,
                 gated_mlp=True,
                 tied_embeddings=False,
+                qk_norm="head",
                 n_experts=experts,
                 top_k=8 if experts > 1 else 1,
                 expert_ffn_hidden=expert_ffn,
@@ -748,7 +781,7 @@ _ZOO: dict[str, ModelSpec] = {
                     )
                     + f"); {published / 1e9:g}B on the model card"
                     + (f", {active / 1e9:g}B activated" if active else "")
-                    + "; the per-head q/k norms (2 x 128 weights a layer) are not counted"
+                    + "; per-head q/k norms"
                 ),
             )
             for size, layers, hidden, ffn, heads, kv, experts, expert_ffn, published, active in (

@@ -132,6 +132,25 @@ def test_a_window_over_a_split_sequence_is_refused_and_ulysses_keeps_it() -> Non
     )
 
 
+def test_query_and_key_norms_read_and_write_q_and_k() -> None:
+    """Qwen3's per-head and OLMo 2's whole-projection q/k norms move the same bytes: a read
+    and a write of q and k per token, forward (backward twice that), in two kernels."""
+    model = get_model("llama3-8b")
+    kw = {"micro_batch": 1, "seq_len": 4096, "tp": 2, "recompute": "none"}
+
+    def elementwise(m: object) -> tuple[float, float]:
+        work = layer_work(m, H100, **kw)  # type: ignore[arg-type]
+        (f,) = [k for k in work.forward if k.name.startswith("norms")]
+        (b,) = [k for k in work.backward if k.name.startswith("norms")]
+        return f.nbytes, b.nbytes
+
+    base = elementwise(model)
+    extra = 2 * 4096 * (model.q_dim + model.kv_dim) / 2 * 2  # elements x 2 bytes (bf16)
+    for kind in ("head", "projection"):
+        f, b = elementwise(replace(model, qk_norm=kind))
+        assert f - base[0] == pytest.approx(extra) and b - base[1] == pytest.approx(2 * extra)
+
+
 def test_gemm_flops_are_the_models_matmul_flops() -> None:
     for name, t in (("llama3-70b", 8), ("mixtral-8x7b", 1), ("gpt3-175b", 8)):
         model = get_model(name)

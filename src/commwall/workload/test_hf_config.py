@@ -224,9 +224,24 @@ def test_granite_and_olmo2_are_llama_shaped() -> None:
         {**LLAMA3_8B, "model_type": "olmo2", "intermediate_size": 11008,
          "num_key_value_heads": 32, "vocab_size": 100352, "max_position_embeddings": 4096}
     )  # fmt: skip
-    # OLMo 2's q and k norms (2 x 4096 weights a layer) are left out
-    layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096
+    # OLMo 2's q and k norms over the whole projections: 4096 + 4096 weights a layer
+    layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096 + 2 * 4096
     assert olmo2.total_params() == 2 * 100352 * 4096 + 32 * layer + 4096
+    assert olmo2.qk_norm == "projection" and granite.qk_norm == "none"
+
+
+def test_qwen3_normalises_queries_and_keys_per_head() -> None:
+    """Qwen/Qwen3-8B config.json: ``Qwen3Attention``'s q_norm and k_norm (head_dim weights
+    each) after o_proj in registration order; 8.19B in all (the model card's 8.2B)."""
+    spec = model_from_hf_config(
+        {**LLAMA3_8B, "model_type": "qwen3", "num_hidden_layers": 36, "intermediate_size": 12288,
+         "vocab_size": 151936, "head_dim": 128, "max_position_embeddings": 40960}
+    )  # fmt: skip
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 12288 + 2 * 4096 + 2 * 128
+    assert spec.total_params() == 2 * 151936 * 4096 + 36 * layer + 4096 == 8_190_735_360
+    names = [n for n, _ in spec.gradient_tensors() if n.startswith("model.layers.0.self_attn")]
+    assert names[-2:] == ["model.layers.0.self_attn.q_norm.weight",
+                          "model.layers.0.self_attn.k_norm.weight"]  # fmt: skip
 
 
 #: openai/gpt-oss-120b config.json (layer_types: sliding and full alternating from layer 0).
@@ -243,15 +258,19 @@ GPT_OSS_120B: dict[str, Any] = {
 @pytest.mark.parametrize(
     ("change", "total", "layers"),
     [({}, 116.83e9, 18), ({"layer_types": None}, 116.83e9, 18),
+     ({"sliding_window": None}, 116.83e9, None),
      ({"num_hidden_layers": 24, "num_local_experts": 32, "layer_types": None}, 20.91e9, 12)],
 )  # fmt: skip
-def test_gpt_oss_matches_its_model_card(change: dict[str, Any], total: float, layers: int) -> None:
+def test_gpt_oss_matches_its_model_card(
+    change: dict[str, Any], total: float, layers: int | None
+) -> None:
     """OpenAI's gpt-oss model card, Table 1: 116.83B parameters (120b), 20.91B (20b); its
     §2.1: a 128-token window on every other layer. Active: the card's 5.13B leaves the
     unembedding out, so it is 5.13B + 201,088 x 2,880 here (embeddings counted once)."""
     spec = model_from_hf_config({**GPT_OSS_120B, **change})
     assert spec.total_params() == pytest.approx(total, abs=0.005e9)
-    assert (spec.sliding_window, spec.sliding_window_layers) == (128, layers)
+    window = (None, None) if layers is None else (128, layers)
+    assert (spec.sliding_window, spec.sliding_window_layers) == window
     if total > 100e9:
         active = spec.active_params_per_token() - 201088 * 2880
         assert active == pytest.approx(5.13e9, abs=0.005e9)
@@ -273,10 +292,13 @@ def test_qwen_moe_activates_its_published_share() -> None:
      ({"num_hidden_layers": 0}, "num_hidden_layers: 0: must be an integer from 1"),
      ({"hidden_size": "4096"}, "hidden_size: '4096'"),
      ({"num_hidden_layers": None}, "num_hidden_layers: missing"),
-     ({"layer_types": ["full_attention"] * 31}, "layer_types: 31 entries"),
-     ({"layer_types": ["sliding_attention"] * 32}, "sliding_window: missing"),
-     ({"layer_types": ["chunked_attention"] * 32}, "allowed: 32 (num_hidden_layers"),
-     ({"layer_types": "full_attention"}, "layer_types: 'full_attention': must be a list"),
+     ({"layer_types": ["full_attention"] * 31, "sliding_window": 8}, "layer_types: 31 entries"),
+     ({"layer_types": ["sliding_attention"] * 32, "sliding_window": 0},
+      "sliding_window: 0: must be"),
+     ({"layer_types": ["chunked_attention"] * 32, "sliding_window": 8},
+      "allowed: 32 (num_hidden_layers"),
+     ({"layer_types": "full_attention", "sliding_window": 8},
+      "layer_types: 'full_attention': must be a list"),
      ({"model_type": "mistral", "sliding_window": 0}, "sliding_window: 0: must be"),
      ({"attention_bias": True}, "attention_bias: true"),
      ({"tie_word_embeddings": "no"}, "tie_word_embeddings: 'no'"),

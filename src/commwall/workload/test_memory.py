@@ -337,6 +337,14 @@ def test_moe_layer_counts_routed_copies_and_experts() -> None:
     assert _per_layer("mixtral-8x7b", tp=2) == pytest.approx(4096 * 2 * per_token / 2)
 
 
+def test_query_and_key_norms_keep_their_inputs() -> None:
+    """Qwen3 by hand: as Llama's layer plus the q/k norms' 16-bit inputs, 2q + 2kv a token."""
+    m = get_model("qwen3-8b")
+    h, q, kv, f = m.hidden, m.q_dim, m.kv_dim, m.ffn_hidden
+    per_token = 8 * h + 4 * q + 4 * kv + 6 * f + 2 * (q + kv)
+    assert _per_layer("qwen3-8b", tp=4) == pytest.approx(4096 * 2 * per_token / 4, rel=1e-12)
+
+
 def test_published_fp8_run_fits_as_it_ran() -> None:
     """Megatron-Bridge ran Llama 3 70B in FP8 on 64 H100 (TP 4, PP 8, VP 5, no recompute);
     with 34·sbh/t and 16-bit saved inputs the model said it needed 81 GB. Its recipe keeps the
