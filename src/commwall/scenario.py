@@ -427,16 +427,16 @@ class ModelDef(_Strict):
         description="Tokens each query attends to (Mistral 7B v0.1: 4096; GPT-OSS: 128). "
         "Default: the whole causal context.",
     )
-    qk_norm: Literal["none", "head", "projection"] = Field(
-        default="none",
-        description="Query and key norms: per head (Qwen3) or over the projections (OLMo 2).",
-    )
     sliding_window_layers: int | None = Field(
         default=None,
         ge=1,
         le=100_000,
         description="How many layers attend over sliding_window (GPT-OSS: every other one). "
         "Default: all.",
+    )
+    qk_norm: Literal["none", "head", "projection"] = Field(
+        default="none",
+        description="Query and key norms: per head (Qwen3) or over the projections (OLMo 2).",
     )
 
 

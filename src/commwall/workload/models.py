@@ -89,12 +89,12 @@ class ModelSpec:
     query attend to itself and the ``sliding_window − 1`` tokens before it (Beltagy et al.
     2020, "Longformer", §3.1; Jiang et al. 2023, "Mistral 7B", §2) on ``sliding_window_layers``
     of the layers (``None``: all; GPT-OSS windows every other layer, OpenAI 2025, "gpt-oss-120b
-    & gpt-oss-20b Model Card", §2.1); ``sliding_window`` ``None``: causal attention over the
-    whole sequence. It changes the attention core's work, not the parameters
-    (:meth:`attended_pairs`).
+    & gpt-oss-20b Model Card", its architecture section); ``sliding_window`` ``None``: causal
+    attention over the whole sequence. It changes the attention core's work, not the
+    parameters (:meth:`attended_pairs`).
     ``qk_norm`` normalises the queries and keys before attention (:data:`QkNorm`: Qwen3 per
     head, OLMo 2 over the projections; Dehghani et al. 2023, "Scaling Vision Transformers to 22
-    Billion Parameters", §3.1).
+    Billion Parameters", its "QK normalization").
     ``published_params`` is the count the authors published, ``source`` where the numbers come from.
     """
 
@@ -837,7 +837,7 @@ _ZOO: dict[str, ModelSpec] = {
                 sliding_window_layers=layers // 2,
                 published_params=published,
                 source=(
-                    f"OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card' Table 1 and §2.1: "
+                    f"OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card' Table 1 and its architecture section: "
                     f"{layers} layers, {experts} experts of width 2880, top-4, biases on the "
                     f"attention and the experts, a 128-token window on every other layer; "
                     f"Hugging Face openai/gpt-oss-{size} config.json (hidden 2880, 64 heads of "

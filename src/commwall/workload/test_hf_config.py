@@ -265,7 +265,7 @@ def test_gpt_oss_matches_its_model_card(
     change: dict[str, Any], total: float, layers: int | None
 ) -> None:
     """OpenAI's gpt-oss model card, Table 1: 116.83B parameters (120b), 20.91B (20b); its
-    §2.1: a 128-token window on every other layer. Active: the card's 5.13B leaves the
+    architecture section: a 128-token window on every other layer. Active: the card's 5.13B leaves the
     unembedding out, so it is 5.13B + 201,088 x 2,880 here (embeddings counted once)."""
     spec = model_from_hf_config({**GPT_OSS_120B, **change})
     assert spec.total_params() == pytest.approx(total, abs=0.005e9)
