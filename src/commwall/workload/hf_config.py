@@ -218,14 +218,8 @@ def model_from_hf_config(
             f"decoder_sparse_step: {data['decoder_sparse_step']}: MoE on only some layers is "
             "not modelled"
         )
-    heads = get.positive("num_attention_heads")
     fields: dict[str, Any] = {
-        "n_layers": get.positive("num_hidden_layers"),
-        "hidden": get.positive("hidden_size"),
-        "ffn_hidden": get.positive("intermediate_size"),
-        "n_heads": heads,
-        "n_kv_heads": get.optional("num_key_value_heads", heads),
-        "vocab": get.positive("vocab_size"),
+        **get.shape(),
         "max_seq_len": get.positive("max_position_embeddings"),
         "gated_mlp": True,
         "tied_embeddings": get.flag("tie_word_embeddings", _LLAMA_LIKE[kind]),
@@ -278,9 +272,7 @@ def _window(data: Mapping[str, Any], get: _Reader, kind: str) -> dict[str, int |
                 f"layer_types: {len(types)} entries of {sorted(kinds)}; allowed: "
                 f"{n_layers} (num_hidden_layers) of 'full_attention' and 'sliding_attention'"
             )
-        windowed = n_layers if kinds == {"sliding_attention"} else 0
-        if kinds == {"full_attention", "sliding_attention"}:
-            windowed = types.count("sliding_attention")
+        windowed = types.count("sliding_attention")
     elif kind in _WINDOW_ALWAYS:
         windowed = n_layers
     elif kind in _QWEN and get.flag("use_sliding_window", False):
@@ -307,16 +299,10 @@ def _gpt_rotary(
             f"{bias_key}: false: {what}; only biases on every linear layer are modelled "
             "for this family"
         )
-    heads = get.positive("num_attention_heads")
     return _checked(
         name,
         source=source,
-        n_layers=get.positive("num_hidden_layers"),
-        hidden=get.positive("hidden_size"),
-        ffn_hidden=get.positive("intermediate_size"),
-        n_heads=heads,
-        n_kv_heads=get.optional("num_key_value_heads", heads) if kind == "starcoder2" else heads,
-        vocab=get.positive("vocab_size"),
+        **get.shape(grouped_query=kind == "starcoder2"),
         max_seq_len=get.positive("max_position_embeddings"),
         gated_mlp=False,
         tied_embeddings=get.flag("tie_word_embeddings", _GPT_ROTARY[kind]),
@@ -335,23 +321,18 @@ def _gpt_oss(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
             "attention_bias: false: the experts keep their biases; only biases on every "
             "linear layer are modelled for this family"
         )
-    layers = get.positive("num_hidden_layers")
+    shape = get.shape()
     windows = {"sliding_window": 128, **data}  # null stays null: no window
     if windows.get("layer_types") is None:
         windows["layer_types"] = [
-            "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)
+            "sliding_attention" if i % 2 == 0 else "full_attention"
+            for i in range(shape["n_layers"])
         ]
-    heads = get.positive("num_attention_heads")
     return _checked(
         name,
         source=source,
-        n_layers=layers,
-        hidden=get.positive("hidden_size"),
-        ffn_hidden=get.positive("intermediate_size"),
-        n_heads=heads,
-        n_kv_heads=get.optional("num_key_value_heads", heads),
+        **shape,
         head_size=get.optional("head_dim", 64),
-        vocab=get.positive("vocab_size"),
         max_seq_len=get.optional("max_position_embeddings", 131072),
         gated_mlp=True,
         tied_embeddings=get.flag("tie_word_embeddings", False),
@@ -413,6 +394,20 @@ class _Reader:
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self.data = data
+
+    def shape(self, *, grouped_query: bool = True) -> dict[str, int]:
+        """The sizes every decoder family names alike: layers, hidden, MLP width (an expert's
+        in GPT-OSS), heads, key/value heads (``num_key_value_heads``, default the heads; read
+        only where the family has the key) and vocabulary."""
+        heads = self.positive("num_attention_heads")
+        return {
+            "n_layers": self.positive("num_hidden_layers"),
+            "hidden": self.positive("hidden_size"),
+            "ffn_hidden": self.positive("intermediate_size"),
+            "n_heads": heads,
+            "n_kv_heads": self.optional("num_key_value_heads", heads) if grouped_query else heads,
+            "vocab": self.positive("vocab_size"),
+        }
 
     def positive(self, key: str) -> int:
         if key not in self.data or self.data[key] is None:

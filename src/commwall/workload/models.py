@@ -411,9 +411,9 @@ class ModelSpec:
         """``q_norm`` then ``k_norm`` (``Qwen3Attention``, ``Olmo2Attention``), if any."""
         if self.qk_norm == "none":
             return []
-        k = self.head_dim if self.qk_norm == "head" else self.kv_dim
-        return [(f"{prefix}.q_norm.weight", self.qk_norm_params() - k),
-                (f"{prefix}.k_norm.weight", k)]  # fmt: skip
+        head = self.qk_norm == "head"
+        return [(f"{prefix}.q_norm.weight", self.head_dim if head else self.q_dim),
+                (f"{prefix}.k_norm.weight", self.head_dim if head else self.kv_dim)]  # fmt: skip
 
     def _linear(
         self, prefix: str, n_in: int, n_out: int, bias: bool | None = None
