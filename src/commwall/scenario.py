@@ -113,6 +113,21 @@ def _routing_field(value: object) -> object:
 Routing = Annotated[str, BeforeValidator(_routing_field)]
 Precision = Literal["bf16", "fp16", "fp8", "fp4", "tf32"]
 Recompute = Literal["none", "selective", "full"]
+#: The parts of a layer selective recomputation may re-run (Megatron-Core's
+#: ``recompute_modules``, ``transformer_config.py``).
+RecomputeModule = Literal[
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"
+]
+
+
+def _as_tuple(value: Any) -> Any:
+    """A YAML list as the tuple a frozen (hashable) spec keeps; anything else as given."""
+    if isinstance(value, str):
+        raise ValueError(f"a list is needed, e.g. [{value}]")
+    return tuple(value) if isinstance(value, list) else value
+
+
+RecomputeModules = Annotated[tuple[RecomputeModule, ...], BeforeValidator(_as_tuple)]
 CpuVendor = Literal["intel", "amd", "other"]
 ScaleUp = Literal["nvlink", "pcie"]
 Policy = Literal["nccl", "all"]
@@ -438,6 +453,33 @@ class ModelDef(_Strict):
         default="none",
         description="Query and key norms: per head (Qwen3) or over the projections (OLMo 2).",
     )
+    dense_layers: int = Field(
+        default=0,
+        ge=0,
+        le=100_000,
+        description="First layers of a MoE model with one dense MLP of ffn_hidden "
+        "(DeepSeek-V3: 3, first_k_dense_replace).",
+    )
+    q_lora_rank: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="MLA query latent width (DeepSeek-V3: 1536). Default: queries from the "
+        "hidden state.",
+    )
+    kv_lora_rank: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="MLA key-value latent width (DeepSeek-V3: 512); set: multi-head latent "
+        "attention, head_dim the heads' non-rotary query/key width (qk_nope_head_dim).",
+    )
+    qk_rope_head_dim: int = Field(
+        default=0, ge=0, le=100_000, description="MLA rotary query/key width per head (64)."
+    )
+    v_head_dim: int | None = Field(
+        default=None, ge=1, le=100_000, description="MLA value width per head (128)."
+    )
 
 
 #: Tags of the model union; error paths leave them out (``job.model.name``, not
@@ -618,6 +660,23 @@ class JobSpec(_Strict):
     )
     zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP full shard).")
     recompute: Recompute = Field(default="selective", description="Activation recomputation.")
+    mtp_layers: int = Field(
+        default=0,
+        ge=0,
+        le=16,
+        description="Multi-token-prediction modules after the last layer (Megatron-Core's "
+        "--mtp-num-layers; DeepSeek-V3 trains 1): each a layer like the last, a 2h -> h "
+        "projection and the shared LM head again, on the stage holding the loss.",
+    )
+    recompute_modules: RecomputeModules | None = Field(
+        default=None,
+        min_length=1,
+        description="With recompute: selective, what each layer's backward re-runs "
+        "(Megatron-Core's recompute_modules): core_attn (the attention core), moe_act (the "
+        "experts' activation), layernorm (the two norms), mla_up_proj (MLA's up projections "
+        "and rotary), mlp (a dense layer's MLP), moe (the whole MoE block with its "
+        "all-to-alls), shared_experts. Default: core_attn, as Megatron-Core's.",
+    )
     sequence_parallel: bool = Field(
         default=True, description="Megatron sequence parallelism with TP."
     )

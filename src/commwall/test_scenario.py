@@ -257,7 +257,7 @@ CASES: list[tuple[str, str, list[str]]] = [
         "job:\n  model: llama3-70\n",
         [
             "job.model: unknown model 'llama3-70'. Did you mean 'llama3-70b'",
-            "Known models: gpt-oss-120b, gpt-oss-20b, gpt3-13b, gpt3-175b, gpt3-6.7b, llama2-13b,",
+            "Known models: deepseek-v3, glm-4.5, gpt-oss-120b, gpt-oss-20b, gpt3-13b, gpt3-175b,",
         ],
     ),
     (

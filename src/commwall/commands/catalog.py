@@ -57,6 +57,8 @@ def catalog(
                     f"hidden {m.hidden}"
                     + (f", {m.n_experts} experts top-{m.top_k}" if m.n_experts > 1 else "")
                     + (" + a shared expert" if m.is_moe and m.shared_ffn_hidden else "")
+                    + (f" after {m.dense_layers} dense layers" if m.dense_layers else "")
+                    + (f", MLA (latents {m.q_lora_rank}/{m.kv_lora_rank})" if m.mla else "")
                     + (
                         f", {m.sliding_window}-token window"
                         + (

@@ -23,7 +23,7 @@ from commwall.console import (
     show_size,
     write_parquet,
 )
-from commwall.report.fmt import held_bytes, sharding_and_kernel
+from commwall.report.fmt import held_bytes, mtp_note, sharding_and_kernel
 from commwall.scenario import ENGINES
 
 
@@ -224,7 +224,7 @@ def _print_report(report: Any) -> None:
         )
         out.print(f"         calibrated: {fitted}")
     out.print(
-        f"job      {j['model']} ({j['params'] / 1e9:,.1f} B params), TP {j['tp']}"
+        f"job      {j['model']} ({j['params'] / 1e9:,.1f} B params{mtp_note(j)}), TP {j['tp']}"
         + (f" x CP {j['cp']} ({_cp_comm(j)})" if j.get("cp", 1) > 1 else "")
         + f" x PP {j['pp']} x DP {j['dp']}"
         + (f" x EP {j['ep']}" if j["ep"] > 1 else "")

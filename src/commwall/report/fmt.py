@@ -95,6 +95,13 @@ def value(x: Any) -> str:
     return str(x)
 
 
+def mtp_note(job: dict[str, Any]) -> str:
+    """ ", with 1 MTP module" after a job's parameter count when it trains multi-token
+    prediction (``job.mtp_layers``; ``job`` is a result's ``job`` section), else ""."""
+    n = job.get("mtp_layers")
+    return f" with {n} MTP module{'s' if n > 1 else ''}" if isinstance(n, int) and n > 0 else ""
+
+
 def held_bytes(job: dict[str, Any]) -> str:
     """How a job's gradients and weights travel when that is not its training type, for its
     one-line summary: " (gradients reduced in fp32, FP8 weights)", or "" (``job.grad_reduce_in_fp32``

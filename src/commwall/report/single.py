@@ -93,7 +93,8 @@ def _subtitle(d: dict[str, Any], source: ResultInput) -> tuple[str, ...]:
         f"routing {c.get('routing')}"
     )
     lines.append(
-        f"{j.get('model')} ({fmt.num((j.get('params') or 0) / 1e9)} B params): TP {j.get('tp')} "
+        f"{j.get('model')} ({fmt.num((j.get('params') or 0) / 1e9)} B params{fmt.mtp_note(j)}): "
+        f"TP {j.get('tp')} "
         f"x PP {j.get('pp')} x DP {j.get('dp')}"
         + (f" x EP {j['ep']}" if (j.get("ep") or 1) > 1 else "")
         + f"; {j.get('global_batch')} x {j.get('seq_len')} tokens per step, {j.get('precision')}"

@@ -46,7 +46,9 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
   moves twice the forward's element-wise bytes.
 
 Recomputation is charged as what is recomputed: ``full`` runs every forward kernel of the layer
-again in backward, ``selective`` only the attention core (Korthikanti et al. 2022 §5).
+again in backward, ``selective`` the parts ``recompute_modules`` names (Megatron-Core's
+``recompute_modules``; by default only the attention core, Korthikanti et al. 2022 §5:
+:func:`_recomputed`).
 
 What is not here: kernel-launch gaps and host overhead, data loading, clock throttling under
 power limits beyond the measured GEMM bound above (attention and the memory-bound kernels run at
@@ -521,6 +523,10 @@ class LayerWork:
     #: The embedding's lookup and its gradient, on the stage that holds the embedding.
     embed_forward: tuple[Kernel, ...] = ()
     embed_backward: tuple[Kernel, ...] = ()
+    #: One multi-token-prediction module's kernels outside its layer (its projection, norms
+    #: and the LM head and loss once more; empty without ``model.mtp_layers``).
+    mtp_forward: tuple[Kernel, ...] = ()
+    mtp_backward: tuple[Kernel, ...] = ()
 
     @staticmethod
     def seconds(kernels: Iterable[Kernel]) -> float:
@@ -546,6 +552,7 @@ def layer_work(
     ep: int = 1,
     sequence_parallel: bool = True,
     recompute: str = "selective",
+    recompute_modules: tuple[str, ...] = ("core_attn",),
     attention: str = "flash",
     elem_bytes: int = 2,
     context_parallel: int = 1,
@@ -572,7 +579,8 @@ def layer_work(
     ``fp8_recipe``: how FP8 operands are scaled (:data:`LOW_PRECISION_CAST`; FP8 jobs only;
     FP4 jobs cast with ``nvfp4``); ``fp8_attention``: the attention core in FP8
     (:data:`ATTENTION_FP8`); ``cudnn``: the cuDNN release (:data:`CUDNN_RELEASES`);
-    ``expert_tp``: the ranks that split each expert's GEMMs (default ``tp``).
+    ``expert_tp``: the ranks that split each expert's GEMMs (default ``tp``);
+    ``recompute_modules``: what ``recompute="selective"`` re-runs (:func:`_recomputed`).
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -635,8 +643,21 @@ def layer_work(
                 fwd.append(_memory(f"{name} {label} {what}", cast_bytes * inputs, dev, launches))
             bwd.append(_memory(f"{name} grad {label} {what}", cast_bytes * grads, dev, launches))
 
-    gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h, gathered=gathered_input)
-    gemm("attention out", tokens, h, model.q_dim // t)
+    if model.mla:
+        # Megatron-Core's MLA: the down projections whole on every TP rank, over the rank's
+        # own tokens (the sequence shard with sequence parallelism), the up projections
+        # column-parallel over the gathered latents (ModelSpec.mla_projections)
+        own = tokens // t if gathered_input else tokens
+        for name, n_in, n_out, split in model.mla_projections():
+            if name == "o_proj":
+                continue
+            if split:
+                gemm(MLA_GEMMS[name], tokens, n_out // t, n_in, gathered=gathered_input)
+            else:
+                gemm(MLA_GEMMS[name], own, n_out, n_in)
+    else:
+        gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h, gathered=gathered_input)
+    gemm("attention out", tokens, h, model.o_dim // t)
     mlp_in = 2 if model.gated_mlp else 1
     if model.is_moe:
         gemm("router", tokens, model.n_experts, h)
@@ -684,7 +705,9 @@ def layer_work(
     if recompute == "full":
         redo = tuple(fwd)
     elif recompute == "selective":
-        redo = tuple(attn_fwd)
+        redo = _recomputed(
+            model, dev, fwd, attn_fwd, recompute_modules, tokens, t, sequence_parallel, elem_bytes
+        )
     else:
         redo = ()
     vocab = model.vocab // t
@@ -708,7 +731,47 @@ def layer_work(
         loss_bwd,
     )
     embed = _embedding(model, dev, tokens, t, elem_bytes)
-    return LayerWork(tuple(fwd), tuple(bwd), redo, head_fwd, head_bwd, embed[:1], embed[1:])
+    mtp = (
+        _mtp_extra(model, dev, tokens, t, gathered_input, g_bytes, elem_bytes)
+        if model.mtp_layers
+        else ((), ())
+    )
+    return LayerWork(
+        tuple(fwd), tuple(bwd), redo, head_fwd, head_bwd, embed[:1], embed[1:],
+        (*mtp[0], *head_fwd) if mtp[0] else (), (*mtp[1], *head_bwd) if mtp[1] else (),
+    )  # fmt: skip
+
+
+def _mtp_extra(
+    model: ModelSpec,
+    dev: Device,
+    tokens: int,
+    t: int,
+    sequence_parallel: bool,
+    g_bytes: float,
+    elem_bytes: int,
+) -> tuple[tuple[Kernel, ...], tuple[Kernel, ...]]:
+    """A multi-token-prediction module's kernels besides its layer and the LM head it shares
+    (Megatron-Core ``MultiTokenPredictionLayer``; DeepSeek-V3 §2.2), forward and backward:
+    the ``2h → h`` projection of the normalised hidden state and next-token embedding
+    (``eh_proj``, column-parallel: ``(b·s, h/t, 2h)``), and the element-wise work of its
+    three norms (``enorm``, ``hnorm``, its final norm: a read and a write of ``h`` each) and
+    the concatenation (a read and a write of ``2h``), ``h/t`` with sequence parallelism; the
+    backward twice the forward's bytes. The next tokens' embedding lookup is not counted."""
+    h = model.hidden
+    flops = 2.0 * tokens * (h // t) * 2 * h
+    forward = gemm_seconds(tokens, h // t, 2 * h, dev, g_bytes)
+    backward = gemm_seconds(tokens, 2 * h, h // t, dev, g_bytes) + gemm_seconds(
+        2 * h, h // t, tokens, dev, g_bytes
+    )
+    hs = h / t if sequence_parallel else h
+    nbytes = (2 * 3 * hs + 2 * 2 * hs) * elem_bytes * tokens
+    return (
+        (Kernel("mtp projection", "gemm", flops, 0.0, forward),
+         _memory("mtp norms and concat", nbytes, dev, 4)),
+        (Kernel("mtp projection dgrad+wgrad", "gemm", 2 * flops, 0.0, backward),
+         _memory("mtp norms and concat (grad)", 2 * nbytes, dev, 4)),
+    )  # fmt: skip
 
 
 def _embedding(
@@ -904,6 +967,75 @@ def _token_permutation(
     )
 
 
+#: The forward kernels each of Megatron-Core's ``recompute_modules`` re-runs, by the GEMM names
+#: :func:`layer_work` gives them (their low-precision casts with them); the attention core
+#: (``core_attn``) and the element-wise parts are added by :func:`_recomputed`.
+RECOMPUTED_GEMMS: Final = {
+    "mla_up_proj": ("q", "q up", "kv up"),
+    "mlp": ("mlp up", "mlp down"),
+    "moe": ("router", "experts up", "experts down", "moe token permutation",
+            "shared expert up", "shared expert down"),
+    "shared_experts": ("shared expert up", "shared expert down"),
+}  # fmt: skip
+
+
+def _recomputed(
+    model: ModelSpec,
+    dev: Device,
+    fwd: list[Kernel],
+    attention: list[Kernel],
+    modules: tuple[str, ...],
+    tokens: int,
+    t: int,
+    sequence_parallel: bool,
+    elem_bytes: int,
+) -> tuple[Kernel, ...]:
+    """The kernels a selective recomputation re-runs in a layer's backward, for the
+    ``modules`` Megatron-Core's ``recompute_modules`` names (``transformer_config.py``;
+    those a layer of this kind lacks re-run nothing): ``core_attn`` the attention core; the
+    GEMMs of :data:`RECOMPUTED_GEMMS` (``mla_up_proj`` MLA's up projections, ``mlp`` a dense
+    layer's MLP, ``moe`` the router, experts, token permutation and shared expert,
+    ``shared_experts`` the shared expert), with the element-wise work they hold as
+    :func:`_elementwise_bytes` prices it: MLA's rotary (a read and a write of q and k), the MLP
+    activations (``moe_act`` the routed experts', ``mlp``/``shared_experts`` their own,
+    ``moe`` both), ``layernorm`` the two norms (a read and a write of the hidden state each)."""
+    names = {n for m in modules for n in RECOMPUTED_GEMMS.get(m, ())}
+    kernels = [k for k in fwd if k.name.split(" fp")[0] in names]
+    if "core_attn" in modules:
+        kernels = [*attention, *kernels]
+    hs = model.hidden / t if sequence_parallel and t > 1 else model.hidden
+    act = 3 if model.gated_mlp else 2
+    routed = model.top_k * model.expert_ffn if model.is_moe else 0
+    shared = model.shared_ffn_hidden if model.is_moe else 0
+    width = {  # the MLP activation's width each module re-runs
+        "mlp": 0 if model.is_moe else model.ffn_hidden,
+        "moe_act": routed if "moe" not in modules else 0,
+        "moe": routed + shared,
+        "shared_experts": shared if "moe" not in modules else 0,
+    }
+    per_token = {name: act * f / t for name, f in width.items() if f and name in modules}
+    if "mla_up_proj" in modules and model.mla:
+        per_token["mla_up_proj"] = 2 * (model.q_dim + model.k_dim) / t
+    if "layernorm" in modules:
+        per_token["layernorm"] = 2 * 2 * hs
+    for name, elements in per_token.items():
+        launches = 2 if name == "layernorm" else 1
+        nbytes = elements * elem_bytes * tokens
+        kernels.append(_memory(f"{name} element-wise (recompute)", nbytes, dev, launches))
+    return tuple(kernels)
+
+
+#: The kernel names of MLA's projections (:meth:`~commwall.workload.models.ModelSpec.mla_projections`).
+MLA_GEMMS: Final = {
+    "q_proj": "q",
+    "q_a_proj": "q down",
+    "q_b_proj": "q up",
+    "kv_a_proj_with_mqa": "kv down",
+    "kv_b_proj": "kv up",
+    "o_proj": "attention out",
+}
+
+
 def _elementwise_bytes(
     model: ModelSpec, t: int, sequence_parallel: bool, active_ffn: int
 ) -> tuple[float, int]:
@@ -913,7 +1045,11 @@ def _elementwise_bytes(
     embedding on q and k (read + write) unless positions are a learned table (GPT-2/3),
     for layers with biases (GPT-2/3, GPT-NeoX, StarCoder2) bias + dropout before each
     residual (a read and a 1-byte mask), and the query and key norms where the model has them
-    (Qwen3, OLMo 2: a read and a write of q and k, one kernel each)."""
+    (Qwen3, OLMo 2: a read and a write of q and k, one kernel each). With MLA the rotary
+    kernel writes each head's whole query and key (Megatron-Core's fused MLA rotary, which also
+    joins the shared rotary key to every head: a read and a write of q and k), and the two
+    latents' norms read and write ``q_lora_rank + kv_lora_rank`` per token (on the sequence
+    shard with sequence parallelism)."""
     hs = model.hidden / t if sequence_parallel else model.hidden
     per_token = 2 * 2 * hs + 2 * 3 * hs + (3 if model.gated_mlp else 2) * active_ffn / t
     launches = 5
@@ -921,8 +1057,12 @@ def _elementwise_bytes(
         per_token += 2 * 1.5 * hs
         launches += 2
     if not model.learned_pos_emb:
-        per_token += 2 * (model.q_dim + model.kv_dim) / t
+        per_token += 2 * (model.q_dim + model.k_dim) / t
         launches += 1
+    if model.mla:
+        latents = (model.q_lora_rank or 0) + (model.kv_lora_rank or 0)
+        per_token += 2 * latents / (t if sequence_parallel else 1)
+        launches += 2 if model.q_lora_rank else 1
     if model.qk_norm != "none":
         per_token += 2 * (model.q_dim + model.kv_dim) / t
         launches += 2
@@ -948,8 +1088,8 @@ def _ring_merges(
     """
     if ring <= 1:
         return None
-    q = tokens * model.q_dim / (cp * t)
-    kv = 2.0 * tokens * model.kv_dim / (cp * t)
+    q = tokens * model.o_dim / (cp * t)
+    kv = tokens * (model.k_dim + model.v_dim) / (cp * t)
     passes = 2.0 + 3.0 * 0.75 * (ring - 1)  # reads and writes of each element, all steps
     fwd = _memory("ring attention merges", elem_bytes * q * passes, dev, 2 * ring)
     bwd = _memory("ring attention merges (grad)", elem_bytes * (q + kv) * passes, dev, 2 * ring)
@@ -981,8 +1121,8 @@ def _attention(
     together (an amax pass, then read 2, write 1); backward, the output gradient is cast
     likewise (read 2 + 2, write 1). The output and dQ, dK, dV stay 16-bit."""
     heads = model.n_heads // t
-    d = model.head_dim
-    full = 4.0 * b * s * s * heads * d / cp  # QKᵀ and softmax·V over every score
+    d, d_v = model.qk_head_dim, model.v_head
+    full = 2.0 * b * s * s * heads * (d + d_v) / cp  # QKᵀ and softmax·V over every score
     if kind in ("flash", "flash2"):
         # the load-balanced split runs each step on blocks of s/(2·ring) queries over a ring
         # of cp/a ranks (a: the all-to-all group; Ulysses' a = cp leaves whole sequences)
@@ -1008,9 +1148,9 @@ def _attention(
         bwd = [Kernel("attention (grad)", "attention", grad, 0.0, backward)]
         if fp8:
             tokens = b * s / cp
-            qkv = tokens * (model.q_dim + 2 * model.kv_dim) / t
+            qkv = tokens * (model.q_dim + model.k_dim + model.v_dim) / t
             fwd.append(_memory("attention Q, K, V fp8 concat+cast", 9.0 * qkv, dev, 4))
-            grad_out = tokens * model.q_dim / t
+            grad_out = tokens * model.o_dim / t
             bwd.append(_memory("attention output grad fp8 cast", 5.0 * grad_out, dev, 3))
         return fwd, bwd
     # unfused (Megatron 2021): batched QKᵀ (s×s×d) and softmax·V (s×d×s) over b·heads, a fused
@@ -1018,10 +1158,10 @@ def _attention(
     half = _sixteen_bit(dev)
     e, count = elem_bytes, b * heads
     scores = float(count) * s * s
-    forward = gemm_seconds(s, s, d, half, e, count) + gemm_seconds(s, d, s, half, e, count)
+    forward = gemm_seconds(s, s, d, half, e, count) + gemm_seconds(s, d_v, s, half, e, count)
     backward = (
         gemm_seconds(s, d, s, half, e, count) + gemm_seconds(d, s, s, half, e, count)
-        + gemm_seconds(s, s, d, half, e, count) + gemm_seconds(s, d, s, half, e, count)
+        + gemm_seconds(s, s, d_v, half, e, count) + gemm_seconds(s, d_v, s, half, e, count)
     )  # fmt: skip
     return (
         [Kernel("attention scores and values", "gemm", full, 0.0, forward),

@@ -84,17 +84,24 @@ _QK_NORM: Final = {"qwen3": "head", "qwen3_moe": "head", "olmo2": "projection"}
 #: GPT-style families with LayerNorm, biases and a GELU MLP but rotary positions, with the
 #: tie default of their ``transformers`` class.
 _GPT_ROTARY: Final = {"gpt_neox": False, "starcoder2": True}
-SUPPORTED: Final = (*_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", "gpt2")
+#: DeepSeek-style mixture-of-experts families: dense first layers (``first_k_dense_replace``),
+#: routed experts with shared ones; multi-head latent attention in all but GLM-4.5's.
+_DEEPSEEK_LIKE: Final = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe")
+SUPPORTED: Final = (*_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", *_DEEPSEEK_LIKE, "gpt2")
 #: ``max_seq_len`` of an inline model that does not give one (rotary positions: no table).
 NO_CONTEXT_LIMIT: Final = 100_000_000
 #: Largest config.json read, bytes (real ones are a few kB).
 MAX_CONFIG_BYTES: Final = 1 << 20
 
-#: Keys that would change the layer in ways ModelSpec cannot hold, and why.
+#: Keys that would change the layer in ways ModelSpec cannot hold in the families that do
+#: not define them, and why (the DeepSeek-style families read them).
 _REFUSED: Final = {
-    "q_lora_rank": "multi-head latent attention (DeepSeek-V2/V3) is not modelled",
-    "kv_lora_rank": "multi-head latent attention (DeepSeek-V2/V3) is not modelled",
-    "first_k_dense_replace": "dense layers among MoE layers are not modelled",
+    "q_lora_rank": "multi-head latent attention is read for the deepseek_v2/v3 and kimi_k2 "
+    "model types only",
+    "kv_lora_rank": "multi-head latent attention is read for the deepseek_v2/v3 and kimi_k2 "
+    "model types only",
+    "first_k_dense_replace": "dense layers among MoE layers are read for the DeepSeek-style "
+    "model types only",
     "moe_layer_freq": "MoE on only some layers is not modelled",
 }
 
@@ -190,6 +197,8 @@ def model_from_hf_config(
         raise ModelDefinitionError(
             f"model_type: {kind!r} is not supported; supported: {', '.join(SUPPORTED)}"
         )
+    if kind in _DEEPSEEK_LIKE:
+        return _deepseek(data, kind, name, source)
     for key, why in _REFUSED.items():
         value = data.get(key)
         if isinstance(value, bool) or not (value is None or isinstance(value, int)):
@@ -340,6 +349,54 @@ def _gpt_oss(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         top_k=get.positive("num_experts_per_tok"),
         linear_bias=True,
         **_window(windows, _Reader(windows), "gpt_oss"),
+    )
+
+
+def _deepseek(data: Mapping[str, Any], kind: str, name: str, source: str) -> ModelSpec:
+    """DeepSeek-V2/V3, Kimi K2 and GLM-4.5 (module docstring): ``first_k_dense_replace``
+    dense layers of width ``intermediate_size``, then MoE layers of ``n_routed_experts``
+    experts of width ``moe_intermediate_size`` with ``n_shared_experts`` of that width
+    beside them (one shared MLP of their summed width); multi-head latent attention
+    (``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``,
+    ``v_head_dim``) except in ``glm4_moe``, which has grouped-query attention with biases on
+    q, k and v (``attention_bias``) and, with ``use_qk_norm``, per-head query and key norms."""
+    get = _Reader(data)
+    if get.optional("moe_layer_freq", 1) != 1:
+        raise ModelDefinitionError(
+            f"moe_layer_freq: {data['moe_layer_freq']}: MoE on every n-th layer only is not "
+            "modelled (1: every layer after the first_k_dense_replace dense ones)"
+        )
+    shape = get.shape()
+    expert = get.positive("moe_intermediate_size")
+    fields: dict[str, Any] = {
+        **shape,
+        "max_seq_len": get.positive("max_position_embeddings"),
+        "gated_mlp": True,
+        "tied_embeddings": get.flag("tie_word_embeddings", False),
+        "n_experts": get.positive("n_routed_experts"),
+        "top_k": get.positive("num_experts_per_tok"),
+        "expert_ffn_hidden": expert,
+        "shared_ffn_hidden": get.optional("n_shared_experts", 0) * expert,
+        "dense_layers": get.optional("first_k_dense_replace", 0),
+    }
+    if kind == "glm4_moe":
+        fields["head_size"] = get.optional("head_dim", None)
+        fields["qkv_bias"] = get.flag("attention_bias", False)
+        fields["qk_norm"] = "head" if get.flag("use_qk_norm", False) else "none"
+        return _checked(name, source=source, **fields)
+    if get.flag("attention_bias", False):
+        raise ModelDefinitionError(
+            "attention_bias: true: biases on MLA's projections are not modelled"
+        )
+    return _checked(
+        name,
+        source=source,
+        **fields,
+        head_size=get.positive("qk_nope_head_dim"),
+        q_lora_rank=get.optional("q_lora_rank", None),
+        kv_lora_rank=get.positive("kv_lora_rank"),
+        qk_rope_head_dim=get.optional("qk_rope_head_dim", 0),
+        v_head_dim=get.positive("v_head_dim"),
     )
 
 

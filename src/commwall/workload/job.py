@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from commwall.catalog import CatalogError
 from commwall.cluster import Cluster
@@ -220,6 +220,9 @@ class Job:
             "attention": self.spec.attention,
             "sliding_window": self.model.sliding_window,
             "sliding_window_layers": self.model.sliding_window_layers,
+            "mtp_layers": self.model.mtp_layers,
+            "recompute": self.spec.recompute,
+            "recompute_modules": list(recompute_modules(self.spec)) or None,
             "attention_kernel": (
                 None
                 if self.device is None
@@ -238,6 +241,39 @@ def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
 
 
+def recompute_modules(spec: JobSpec) -> tuple[str, ...]:
+    """What each layer's backward re-runs under ``recompute: selective`` (``job.recompute_modules``;
+    Megatron-Core's default ``core_attn`` when not given); none for other recompute settings."""
+    if spec.recompute != "selective":
+        return ()
+    return tuple(spec.recompute_modules or ("core_attn",))
+
+
+def _recompute_module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
+    """``job.recompute_modules`` that the recompute setting or the model cannot use."""
+    modules = spec.recompute_modules
+    if modules is None:
+        return []
+    if spec.recompute != "selective":
+        return [
+            f"job.recompute_modules: {', '.join(modules)} given with recompute "
+            f"{spec.recompute}; they choose what selective recomputation re-runs: set "
+            "recompute: selective or leave them out"
+        ]
+    has = {
+        "mla_up_proj": (model.mla, "multi-head latent attention (model.kv_lora_rank)"),
+        "moe_act": (model.is_moe, "mixture-of-experts layers"),
+        "moe": (model.is_moe, "mixture-of-experts layers"),
+        "shared_experts": (model.shared_ffn_hidden > 0 and model.is_moe, "shared experts"),
+        "mlp": (not model.is_moe or model.dense_layers > 0, "dense layers"),
+    }
+    return [
+        f"job.recompute_modules: {name} needs {what}, which {model.name} does not have"
+        for name, (present, what) in has.items()
+        if name in modules and not present
+    ]
+
+
 def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
     """Check ``spec`` against ``cluster`` and derive the step's sizes."""
     errors: list[str] = []
@@ -249,6 +285,8 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         message = str(err)
         line = message if message.startswith("job.") else f"job.model: {message}"
         raise ScenarioError([line]) from None
+    if spec.mtp_layers:  # multi-token prediction is a training choice (Megatron's --mtp-num-layers)
+        model = replace(model, mtp_layers=spec.mtp_layers)
     n_gpus = cluster.n_gpus
     domain = cluster.scale_up_domain
     if spec.tp > domain or domain % spec.tp:
@@ -386,7 +424,10 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
     layout: tuple[VirtualStage, ...] = ()
     if spec.pipeline_layout is not None:
         try:
-            layout = parse_layout(spec.pipeline_layout, pp=spec.pp, n_layers=model.n_layers)
+            layout = parse_layout(
+                spec.pipeline_layout, pp=spec.pp, n_layers=model.n_layers,
+                mtp_layers=spec.mtp_layers,
+            )  # fmt: skip
         except LayoutError as e:
             errors.append(f"job.pipeline_layout: {e}")
         else:
@@ -407,6 +448,7 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"job.fp8_recipe: mxfp8 needs Blackwell (sm 100+); {cluster.gpu.name} is sm "
             f"{cluster.gpu.sm}; allowed there: delayed, tensorwise, blockwise"
         )
+    errors += _recompute_module_errors(spec, model)
     if spec.seq_len > model.max_seq_len:
         errors.append(
             f"job.seq_len: {spec.seq_len} exceeds {model.name}'s context of {model.max_seq_len} tokens"

@@ -155,24 +155,19 @@ def _stage_params(
     vocabulary-parallel embedding / LM head are split over ``tp``; norms, the MoE router and a
     learned position table are replicated. K/V projections are split over ``min(tp, n_kv_heads)``
     (replicated beyond that). A stage holds ``ceil(L / pp)`` layers (the worst stage when ``pp``
-    does not divide ``L``). The first stage holds the token (and position) embedding, the last
-    the final norm and LM head; with a tied head and ``pp > 1`` the last stage keeps its own copy
-    of the table (Megatron ``share_embeddings_and_output_weights``).
+    does not divide ``L``): the first stage the first layers, the last stage the last ones, so a
+    model's :attr:`~ModelSpec.dense_layers` fall on the first. The first stage holds the token
+    (and position) embedding, the last the final norm and LM head; with a tied head and
+    ``pp > 1`` the last stage keeps its own copy of the table (Megatron
+    ``share_embeddings_and_output_weights``).
     """
     h = model.hidden
-    kv_split = min(tp, model.n_kv_heads)
-    kv_bias = model.linear_bias or model.qkv_bias
-    kv = 2 * h * model.kv_dim + (2 * model.kv_dim if kv_bias else 0)
-    attn = (model.attention_params_per_layer() - kv) / tp + kv / kv_split
-    replicated = 2 * model.norm_params() + model.router_params_per_layer()
-    if model.is_moe:
-        dense_layer = attn + replicated + model.shared_mlp_params_per_layer() / tp
-        # experts over ep, each expert's GEMMs over the expert TP (tp unless folded)
-        expert_layer = (model.n_experts // ep) * model.mlp_params_per_layer() / (etp or tp)
-    else:
-        dense_layer = attn + replicated + model.mlp_params_per_layer() / tp
-        expert_layer = 0.0
-    layers = math.ceil(model.n_layers / pp)
+    dense_params = expert_params = linear = 0.0
+    for kind, n in _stage_layer_kinds(model, pp=pp, first=first):
+        dense_layer, expert_layer, replicated = _layer_split(kind, tp=tp, ep=ep, etp=etp)
+        dense_params += n * dense_layer
+        expert_params += n * expert_layer
+        linear += n * (dense_layer - replicated + expert_layer)
     table = model.vocab * h / tp
     input_side = table + model.position_embedding_params()
     output_side = table + model.final_norm_params()
@@ -182,11 +177,60 @@ def _stage_params(
         )
     else:
         extra = input_side if first else output_side
-    return _StageParams(
-        dense=layers * dense_layer + extra,
-        expert=layers * expert_layer,
-        linear=layers * (dense_layer - replicated + expert_layer),
+    if pp == 1 or not first:  # the multi-token-prediction modules' projections and norms
+        projection = 2 * h * h / tp
+        extra += model.mtp_layers * (projection + 3 * model.norm_params())
+        linear += model.mtp_layers * projection
+    return _StageParams(dense=dense_params + extra, expert=expert_params, linear=linear)
+
+
+def _stage_layer_kinds(model: ModelSpec, *, pp: int, first: bool) -> list[tuple[ModelSpec, int]]:
+    """(layer model, layers) of each kind of layer on the first or last of ``pp`` stages of
+    ``ceil(L / pp)`` layers (:attr:`ModelSpec.layer_kinds`); the last stage also holds the
+    multi-token-prediction modules' layers (of the last layer's kind)."""
+    n_layers = model.n_layers
+    layers = math.ceil(n_layers / pp)
+    span = (
+        range(n_layers)
+        if pp == 1
+        else range(layers)
+        if first
+        else range(n_layers - layers, n_layers)
     )
+    kinds = model.layer_kinds
+    mtp = model.mtp_layers if pp == 1 or not first else 0
+    if len(kinds) == 1:
+        return [(kinds[0][0], len(span) + mtp)]
+    dense = len(range(span.start, min(span.stop, model.dense_layers)))
+    return [(kinds[0][0], dense), (kinds[1][0], len(span) - dense + mtp)]
+
+
+def _layer_split(
+    model: ModelSpec, *, tp: int, ep: int, etp: int | None
+) -> tuple[float, float, float]:
+    """(parameters replicated over DP, expert parameters, the replicated norms and router) of
+    one GPU's share of one layer of ``model`` (a single kind of layer). MLA's down projections
+    and its latents' norms are whole on every TP rank (:meth:`ModelSpec.mla_projections`)."""
+    h = model.hidden
+    if model.mla:
+        whole = model.qk_norm_params() + sum(
+            n_in * n_out for _, n_in, n_out, split in model.mla_projections() if not split
+        )
+        attn = (model.attention_params_per_layer() - whole) / tp + whole
+    else:
+        kv_split = min(tp, model.n_kv_heads)
+        kv_bias = model.linear_bias or model.qkv_bias
+        kv = 2 * h * model.kv_dim + (2 * model.kv_dim if kv_bias else 0)
+        attn = (model.attention_params_per_layer() - kv) / tp + kv / kv_split
+    replicated = 2 * model.norm_params() + model.router_params_per_layer()
+    if model.is_moe:
+        dense_layer = attn + replicated + model.shared_mlp_params_per_layer() / tp
+        # experts over ep, each expert's GEMMs over the expert TP (tp unless folded)
+        expert_layer = (model.n_experts // ep) * model.mlp_params_per_layer() / (etp or tp)
+    else:
+        dense_layer = attn + replicated + model.mlp_params_per_layer() / tp
+        expert_layer = 0.0
+    return dense_layer, expert_layer, replicated
 
 
 def params_per_gpu(model: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int = 1) -> float:
@@ -212,6 +256,7 @@ def activation_bytes_per_layer(
     flash_attention: bool = False,
     layer: LayerShape | None = None,
     fp8: bool = False,
+    recompute_modules: tuple[str, ...] = ("core_attn",),
 ) -> float:
     """Activation bytes one transformer layer keeps for backward, per micro-batch, per GPU.
 
@@ -253,6 +298,11 @@ def activation_bytes_per_layer(
     every GEMM input for backward in FP8 (``_Linear`` and ``LayerNormMLP`` keep the quantized
     input; the attention output stays 16-bit for the attention backward and gains an FP8 copy):
     ``−h`` (QKV input), ``−h`` (MLP input), ``−f`` (second MLP input) and ``+q``.
+
+    ``recompute="selective"`` re-runs the parts ``recompute_modules`` names (Megatron-Core's
+    ``recompute_modules``; the table's row is the default, ``core_attn``, which drops the
+    attention scores — with FlashAttention, their softmax statistics); with ``layer`` the
+    others drop what :meth:`LayerShape.per_hidden` lists for them.
     """
     whole("seq_len", seq_len, 1, error=MemoryModelError)
     whole("micro_batch", micro_batch, 1, error=MemoryModelError)
@@ -265,13 +315,16 @@ def activation_bytes_per_layer(
     if recompute == "full":
         return 2.0 * sbh
     dropout = layer.dropout if layer is not None else True
-    if recompute == "selective":
+    modules = recompute_modules if recompute == "selective" else ()
+    if "core_attn" in modules:
         attention_scores = 0.0
     elif flash_attention:
         attention_scores = 4.0 * n_heads / (hidden * t)  # softmax statistics, per sbh
     else:
         attention_scores = (5.0 if dropout else 2.0) * n_heads * seq_len / (hidden * t)
-    unsplit, split = (10.0, 24.0) if layer is None else layer.per_hidden(hidden, fp8=fp8)
+    unsplit, split = (
+        (10.0, 24.0) if layer is None else layer.per_hidden(hidden, fp8=fp8, discarded=modules)
+    )
     if sequence_parallel:
         return sbh * ((unsplit + split) / t + attention_scores)
     return sbh * (unsplit + split / t + attention_scores)
@@ -291,6 +344,14 @@ class LayerShape:
     shared_ffn_hidden: int = 0
     #: query and key norms (Qwen3, OLMo 2): their inputs are saved for the backward too
     qk_norm: bool = False
+    #: MLA (:attr:`ModelSpec.mla`): the widths of the keys, values and attention output when
+    #: they differ from ``kv_dim``, ``kv_dim`` and ``q_dim`` (0: as those), and the latents
+    #: every TP rank saves whole: each down projection's output (the latent norm's input) and
+    #: its norm's output (the up projection's input), and the rotary key
+    k_dim: int = 0
+    v_dim: int = 0
+    o_dim: int = 0
+    latent: int = 0
 
     @classmethod
     def of(cls, model: ModelSpec) -> LayerShape:
@@ -306,13 +367,31 @@ class LayerShape:
             expert_ffn_hidden=model.expert_ffn if moe else 0,
             shared_ffn_hidden=model.shared_ffn_hidden,
             qk_norm=model.qk_norm != "none",
+            k_dim=model.k_dim if model.mla else 0,
+            v_dim=model.v_dim if model.mla else 0,
+            o_dim=model.o_dim if model.mla else 0,
+            latent=(
+                2 * ((model.q_lora_rank or 0) + (model.kv_lora_rank or 0)) + model.qk_rope_head_dim
+                if model.mla
+                else 0
+            ),
         )
 
-    def per_hidden(self, hidden: int, *, fp8: bool = False) -> tuple[float, float]:
-        """(bytes not split by TP, bytes split by TP) per token, in units of ``hidden``."""
+    def per_hidden(
+        self, hidden: int, *, fp8: bool = False, discarded: tuple[str, ...] = ()
+    ) -> tuple[float, float]:
+        """(bytes not split by TP, bytes split by TP) per token, in units of ``hidden``.
+
+        ``discarded``: the selective-recompute modules (Megatron-Core's ``recompute_modules``)
+        whose tensors the backward recomputes instead of keeping: ``mla_up_proj`` MLA's Q, K
+        and V; ``layernorm`` the two norms' outputs (the QKV and MLP inputs); ``moe_act`` the
+        routed experts' activation outputs (their second GEMM's inputs); ``mlp`` a dense
+        layer's MLP tensors; ``shared_experts`` the shared expert's; ``moe`` the routed copies
+        of each token and every expert's MLP tensors. Each block keeps its input."""
         h, act = float(hidden), 2.0 * (2.0 if self.gated_mlp else 1.0) + 2.0
-        unsplit = 4 * h + 2 * h + 2 * h + (2 * h if self.dropout else 0.0)
-        split = 2.0 * self.q_dim + 2 * self.kv_dim + 2 * self.kv_dim + 2 * self.q_dim
+        unsplit = 4 * h + 2 * h + 2 * h + (2 * h if self.dropout else 0.0) + 2.0 * self.latent
+        k, v = self.k_dim or self.kv_dim, self.v_dim or self.kv_dim
+        split = 2.0 * self.q_dim + 2 * k + 2 * v + 2 * (self.o_dim or self.q_dim)
         split += act * (self.ffn_hidden + self.shared_ffn_hidden)
         if self.qk_norm:
             split += 2.0 * (self.q_dim + self.kv_dim)  # the norms' inputs, 16-bit
@@ -321,10 +400,35 @@ class LayerShape:
             split += self.top_k * act * self.expert_ffn_hidden
         if fp8:
             unsplit -= 2 * h  # the QKV and MLP inputs: one byte an element instead of two
-            split += self.q_dim - (self.ffn_hidden + self.shared_ffn_hidden)
+            split += (self.o_dim or self.q_dim) - (self.ffn_hidden + self.shared_ffn_hidden)
             split -= self.top_k * self.expert_ffn_hidden
             unsplit -= self.top_k * h if self.expert_ffn_hidden else 0.0
+        if discarded:
+            unsplit, split = self._discard(h, fp8, discarded, unsplit, split)
         return unsplit / h, split / h
+
+    def _discard(
+        self, h: float, fp8: bool, modules: tuple[str, ...], unsplit: float, split: float
+    ) -> tuple[float, float]:
+        """``unsplit`` and ``split`` less what ``modules`` recompute (:meth:`per_hidden`)."""
+        one = 1.0 if fp8 else 2.0  # bytes of a saved GEMM input
+        mlp = 2.0 * (2.0 if self.gated_mlp else 1.0) + one  # an MLP's tensors per width
+        routed = self.top_k * self.expert_ffn_hidden
+        if "mla_up_proj" in modules and self.k_dim:
+            split -= 2.0 * (self.q_dim + self.k_dim + self.v_dim)
+        if "layernorm" in modules:
+            unsplit -= 2 * one * h
+        if "mlp" in modules:
+            split -= mlp * self.ffn_hidden
+        if "moe" in modules and routed:
+            unsplit -= self.top_k * one * h
+            split -= mlp * (routed + self.shared_ffn_hidden)
+            return unsplit, split
+        if "moe_act" in modules:
+            split -= one * routed
+        if "shared_experts" in modules:
+            split -= mlp * self.shared_ffn_hidden
+        return unsplit, split
 
 
 def _stage_activation_bytes(
@@ -336,10 +440,11 @@ def _stage_activation_bytes(
     seq_len: int,
     sequence_parallel: bool,
     recompute: str,
-    inflight: int,
+    inflight: float,
     first: bool,
     flash_attention: bool = False,
     fp8: bool = False,
+    recompute_modules: tuple[str, ...] = ("core_attn",),
 ) -> float:
     """Activations of the first or last pipeline stage (Korthikanti et al. §4.2.3, §4.3).
 
@@ -348,31 +453,39 @@ def _stage_activation_bytes(
     ``s·b·h/t`` per in-flight micro-batch (first stage) and, on the last stage, the final norm
     and LM-head inputs ``2·s·b·h/t`` each plus fp32 logits ``4·s·b·V/t`` (§4.3; the paper counts
     the latter only for ``p = 1`` because it studies the first stage; we give the last stage its
-    share so that large vocabularies are not missed). Without sequence parallelism the
+    share so that large vocabularies are not missed); each multi-token-prediction module on the
+    last stage (``model.mtp_layers``) keeps a layer's worth, its projection's ``2h`` input and
+    those output-layer tensors again. Without sequence parallelism the
     ``s·b·h`` terms are not divided by ``t``.
     """
-    per_layer = activation_bytes_per_layer(
-        seq_len=seq_len,
-        micro_batch=micro_batch,
-        hidden=model.hidden,
-        n_heads=model.n_heads,
-        tp=tp,
-        sequence_parallel=sequence_parallel,
-        recompute=recompute,
-        flash_attention=flash_attention,
-        layer=LayerShape.of(model),
-        fp8=fp8,
-    )
-    layers = math.ceil(model.n_layers / pp)
+    stage_layers = 0.0  # one micro-batch's activations of the stage's layers
+    for kind, n in _stage_layer_kinds(model, pp=pp, first=first):
+        stage_layers += n * activation_bytes_per_layer(
+            seq_len=seq_len,
+            micro_batch=micro_batch,
+            hidden=model.hidden,
+            n_heads=model.n_heads,
+            tp=tp,
+            sequence_parallel=sequence_parallel,
+            recompute=recompute,
+            flash_attention=flash_attention,
+            layer=LayerShape.of(kind),
+            fp8=fp8,
+            recompute_modules=recompute_modules,
+        )
     sbh = float(seq_len) * micro_batch * model.hidden
     t_sp = tp if sequence_parallel else 1
     embedding = sbh / t_sp
     output = 4.0 * sbh / t_sp + 4.0 * seq_len * micro_batch * model.vocab / tp
+    # each multi-token-prediction module (its layer is counted above): its own final-norm and
+    # LM-head inputs and fp32 logits, as the output's, and its projection's 2h input
+    output *= 1 + model.mtp_layers
+    output += model.mtp_layers * 4.0 * sbh / t_sp
     if pp == 1:
-        return inflight * (layers * per_layer + embedding) + output
+        return inflight * (stage_layers + embedding) + output
     if first:
-        return inflight * (layers * per_layer + embedding)
-    return layers * per_layer + output
+        return inflight * (stage_layers + embedding)
+    return stage_layers + output
 
 
 # -------------------------------------------------------------------- the whole GPU
@@ -423,11 +536,12 @@ def memory_per_gpu(
     master_weights: bool = True,
     sequence_parallel: bool = True,
     recompute: str = "selective",
-    inflight_microbatches: int | None = None,
+    inflight_microbatches: float | None = None,
     flash_attention: bool = False,
     fp8: bool = False,
     expert_tp: int | None = None,
     quantized_weight_bytes: float = 0.0,
+    recompute_modules: tuple[str, ...] = ("core_attn",),
 ) -> MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage of a TP x PP x DP (x EP) job.
 
@@ -449,7 +563,8 @@ def memory_per_gpu(
     - Activations: :func:`activation_bytes_per_layer` for the model's own layer
       (:class:`LayerShape`; saved GEMM inputs in FP8 with ``fp8``) x layers x in-flight micro-batches
       (1F1B: ``inflight_microbatches`` defaults to ``pp`` on the first stage), plus embedding
-      and output-layer terms (Korthikanti et al. §4.3).
+      and output-layer terms (Korthikanti et al. §4.3); ``recompute_modules``: what a selective
+      recomputation re-runs.
 
     The reported stage is whichever of the first and last stages needs more in total.
     ``MemoryModelError`` names the bad argument, its value and what is allowed.
@@ -469,7 +584,7 @@ def memory_per_gpu(
         MAIN_GRAD_BYTES if mixed and grad_bytes < 4 else 0
     )
     inflight = pp if inflight_microbatches is None else inflight_microbatches
-    whole("inflight_microbatches", inflight, 1, error=MemoryModelError)
+    number("inflight_microbatches", inflight, 1, error=MemoryModelError)
 
     expert_dp = tp * dp // (ep * (expert_tp or tp))  # the expert grid's data-parallel ranks
     best: MemoryBreakdown | None = None
@@ -504,6 +619,7 @@ def memory_per_gpu(
             first=first,
             flash_attention=flash_attention,
             fp8=fp8,
+            recompute_modules=recompute_modules,
         )
         total = weights + grads + optim + acts
         candidate = MemoryBreakdown(weights, grads, optim, acts, total)

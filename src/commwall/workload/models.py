@@ -27,7 +27,7 @@ Parameter counting follows the modules of the reference implementations (Hugging
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from commwall.errors import CommwallError
@@ -95,6 +95,21 @@ class ModelSpec:
     ``qk_norm`` normalises the queries and keys before attention (:data:`QkNorm`: Qwen3 per
     head, OLMo 2 over the projections; Dehghani et al. 2023, "Scaling Vision Transformers to 22
     Billion Parameters", its "QK normalization").
+    ``dense_layers`` (DeepSeek-V3's ``first_k_dense_replace``) makes the first layers of a
+    mixture-of-experts model dense, each with one MLP of width ``ffn_hidden`` (DeepSeek-AI
+    2024, "DeepSeek-V3 Technical Report", §4.2: "we substitute all FFNs except for the first
+    three layers with MoE layers"); :meth:`layer_kind` gives each layer's model.
+    Multi-head latent attention (MLA; DeepSeek-AI 2024, "DeepSeek-V2", §2.1) is on when
+    ``kv_lora_rank`` is set: the keys and values come up from one ``kv_lora_rank``-wide latent
+    per token (plus a ``qk_rope_head_dim``-wide rotary key shared by the heads), the queries from
+    a ``q_lora_rank``-wide one (or straight from the hidden state when ``q_lora_rank`` is None);
+    each head's query and key are ``head_size`` (``qk_nope_head_dim``) + ``qk_rope_head_dim``
+    wide, its value ``v_head_dim``.
+    ``mtp_layers`` multi-token-prediction modules follow the last layer (DeepSeek-V3 §2.2,
+    Megatron-Core's ``--mtp-num-layers``): each normalises the last hidden state and the next
+    token's embedding, projects the two (``2h → h``), runs one more layer like the last, and
+    predicts through the shared LM head (:meth:`mtp_layer_params`). A training choice
+    (``job.mtp_layers`` sets it); a published model's count leaves it out.
     ``published_params`` is the count the authors published, ``source`` where the numbers come from.
     """
 
@@ -123,6 +138,12 @@ class ModelSpec:
     sliding_window: int | None = None
     sliding_window_layers: int | None = None
     qk_norm: QkNorm = "none"
+    dense_layers: int = 0
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int = 0
+    v_head_dim: int | None = None
+    mtp_layers: int = 0
 
     def __post_init__(self) -> None:
         for field_name in (
@@ -146,6 +167,9 @@ class ModelSpec:
             "expert_ffn_hidden",
             "sliding_window",
             "sliding_window_layers",
+            "q_lora_rank",
+            "kv_lora_rank",
+            "v_head_dim",
         ):
             value = getattr(self, field_name)
             if value is not None and (
@@ -160,10 +184,35 @@ class ModelSpec:
                 f"{self.name}: sliding_window_layers={windowed} is invalid: needs a "
                 f"sliding_window and at most n_layers={self.n_layers} layers"
             )
-        shared = self.shared_ffn_hidden
-        if isinstance(shared, bool) or not isinstance(shared, int) or shared < 0:
+        for field_name in ("shared_ffn_hidden", "dense_layers", "qk_rope_head_dim", "mtp_layers"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ModelDefinitionError(
+                    f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 0"
+                )
+        if self.dense_layers and not (self.n_experts > 1 and self.dense_layers < self.n_layers):
             raise ModelDefinitionError(
-                f"{self.name}: shared_ffn_hidden={shared!r} is invalid: must be an integer >= 0"
+                f"{self.name}: dense_layers={self.dense_layers} is invalid: needs a "
+                f"mixture-of-experts model (n_experts > 1) and fewer than n_layers="
+                f"{self.n_layers} layers"
+            )
+        if self.kv_lora_rank is None:
+            for field_name in ("q_lora_rank", "v_head_dim", "qk_rope_head_dim"):
+                if getattr(self, field_name):
+                    raise ModelDefinitionError(
+                        f"{self.name}: {field_name}={getattr(self, field_name)!r} is invalid "
+                        "without kv_lora_rank: it describes multi-head latent attention"
+                    )
+        elif self.n_kv_heads != self.n_heads:
+            raise ModelDefinitionError(
+                f"{self.name}: n_kv_heads={self.n_kv_heads} is invalid with kv_lora_rank: "
+                f"multi-head latent attention gives every head its own key and value "
+                f"(n_kv_heads = n_heads = {self.n_heads})"
+            )
+        elif self.qk_norm != "none":
+            raise ModelDefinitionError(
+                f"{self.name}: qk_norm={self.qk_norm!r} is invalid with kv_lora_rank: multi-head "
+                "latent attention normalises its latents instead"
             )
         if self.head_size is None and self.hidden % self.n_heads:
             raise ModelDefinitionError(
@@ -202,14 +251,82 @@ class ModelSpec:
         return self.expert_ffn_hidden if self.expert_ffn_hidden is not None else self.ffn_hidden
 
     @property
+    def mla(self) -> bool:
+        """True for multi-head latent attention (``kv_lora_rank`` set)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of one head's query and key: ``head_dim``, plus ``qk_rope_head_dim`` (MLA)."""
+        return self.head_dim + (self.qk_rope_head_dim if self.mla else 0)
+
+    @property
+    def v_head(self) -> int:
+        """Width of one head's value: ``v_head_dim`` (MLA), else ``head_dim``."""
+        return self.v_head_dim if self.v_head_dim is not None else self.head_dim
+
+    @property
     def q_dim(self) -> int:
-        """Width of the query projection, ``n_heads * head_dim``."""
-        return self.n_heads * self.head_dim
+        """Width of the queries, ``n_heads * qk_head_dim`` (``n_heads * head_dim`` without MLA)."""
+        return self.n_heads * self.qk_head_dim
 
     @property
     def kv_dim(self) -> int:
-        """Width of each of the key and value projections, ``n_kv_heads * head_dim`` (GQA)."""
+        """Width of each of the key and value projections, ``n_kv_heads * head_dim`` (GQA);
+        with MLA the keys (:attr:`k_dim`) and values (:attr:`v_dim`) differ in width."""
         return self.n_kv_heads * self.head_dim
+
+    @property
+    def k_dim(self) -> int:
+        """Width of the keys attention reads, ``n_kv_heads * qk_head_dim``."""
+        return self.n_kv_heads * self.qk_head_dim
+
+    @property
+    def v_dim(self) -> int:
+        """Width of the values attention reads, ``n_kv_heads * v_head``."""
+        return self.n_kv_heads * self.v_head
+
+    @property
+    def o_dim(self) -> int:
+        """Width of the attention output, the output projection's input: ``n_heads * v_head``."""
+        return self.n_heads * self.v_head
+
+    @property
+    def tp_input_width(self) -> int:
+        """Elements per token sequence parallelism gathers for the attention block's
+        column-parallel GEMMs: the hidden state, or with MLA the query latent (the hidden state
+        without ``q_lora_rank``), the key-value latent and the rotary key, which the down
+        projections compute on each rank's own tokens (:meth:`mla_projections`)."""
+        if not self.mla:
+            return self.hidden
+        q = self.q_lora_rank if self.q_lora_rank is not None else self.hidden
+        return q + (self.kv_lora_rank or 0) + self.qk_rope_head_dim
+
+    def layer_kind(self, layer: int) -> ModelSpec:
+        """The model whose every layer is like layer ``layer`` of this one: the dense model
+        (one MLP of ``ffn_hidden``, no experts) for the first ``dense_layers``, else this model
+        without dense layers; neither has multi-token-prediction modules. Both keep
+        ``n_layers``, so their per-layer figures are layer ``layer``'s."""
+        if layer < self.dense_layers:
+            return replace(
+                self, n_experts=1, top_k=1, expert_ffn_hidden=None, shared_ffn_hidden=0,
+                dense_layers=0, published_active_params=None, mtp_layers=0,
+            )  # fmt: skip
+        if self.dense_layers or self.mtp_layers:
+            return replace(self, dense_layers=0, mtp_layers=0)
+        return self
+
+    @property
+    def layer_kinds(self) -> tuple[tuple[ModelSpec, int], ...]:
+        """(layer model, how many layers) of each kind of layer, first layers first: the
+        dense layers, then the others (:meth:`layer_kind`); one entry without ``dense_layers``.
+        The multi-token-prediction modules' layers are not counted here."""
+        if not self.dense_layers:
+            return ((self.layer_kind(0), self.n_layers),)
+        return (
+            (self.layer_kind(0), self.dense_layers),
+            (self.layer_kind(self.n_layers - 1), self.n_layers - self.dense_layers),
+        )
 
     def attended_pairs(self, seq_len: int) -> float:
         """(query, key) pairs a layer's causal attention over ``seq_len`` tokens computes, in
@@ -250,13 +367,41 @@ class ModelSpec:
         return (2 if self.norm == "layernorm" else 1) * self.hidden
 
     def attention_weight_params_per_layer(self) -> int:
-        """Matmul weights of one attention block: ``q``, ``k``, ``v``, ``o`` (no biases)."""
+        """Matmul weights of one attention block: ``q``, ``k``, ``v``, ``o`` (no biases); with
+        MLA (:meth:`mla_projections`) its five projections."""
+        if self.mla:
+            return sum(n_in * n_out for _, n_in, n_out, _ in self.mla_projections())
         h = self.hidden
         return h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
 
+    def mla_projections(self) -> tuple[tuple[str, int, int, bool], ...]:
+        """(Hugging Face module, inputs, outputs, split over TP) of each MLA projection, in
+        ``DeepseekV3Attention``'s order: the query's down projection to ``q_lora_rank`` and its
+        up projection (or one ``q_proj`` without ``q_lora_rank``), the key-value down projection
+        to the latent and the shared rotary key (``kv_a_proj_with_mqa``), its up projection to
+        each head's key (non-rotary part) and value, and the output projection. Megatron-Core
+        splits the up projections over TP (column-parallel) and the output (row-parallel), and
+        keeps the down projections whole on every TP rank (``parallel_mode="duplicated"``,
+        ``multi_latent_attention.py``)."""
+        h, n = self.hidden, self.n_heads
+        kv_rank = self.kv_lora_rank or 0
+        q: tuple[tuple[str, int, int, bool], ...] = (("q_proj", h, self.q_dim, True),)
+        if self.q_lora_rank is not None:
+            q = (("q_a_proj", h, self.q_lora_rank, False),
+                 ("q_b_proj", self.q_lora_rank, self.q_dim, True))  # fmt: skip
+        return (
+            *q,
+            ("kv_a_proj_with_mqa", h, kv_rank + self.qk_rope_head_dim, False),
+            ("kv_b_proj", kv_rank, n * (self.head_dim + self.v_head), True),
+            ("o_proj", self.o_dim, h, True),
+        )
+
     def qk_norm_params(self) -> int:
         """Weights of one layer's query and key norms (:data:`QkNorm`): ``2·head_dim`` per head
-        (shared by the heads), ``q_dim + kv_dim`` over the projections, else 0."""
+        (shared by the heads), ``q_dim + kv_dim`` over the projections, else 0; with MLA the
+        norms of its latents (``q_lora_rank + kv_lora_rank``)."""
+        if self.mla:
+            return (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
         if self.qk_norm == "head":
             return 2 * self.head_dim
         return self.q_dim + self.kv_dim if self.qk_norm == "projection" else 0
@@ -265,7 +410,9 @@ class ModelSpec:
         """Parameters of one attention block (q, k, v, o projections, plus biases and query and
         key norms if any)."""
         bias = 0
-        if self.linear_bias:
+        if self.mla:  # DeepSeek-V2/V3: attention_bias false
+            pass
+        elif self.linear_bias:
             bias = self.q_dim + 2 * self.kv_dim + self.hidden
         elif self.qkv_bias:
             bias = self.q_dim + 2 * self.kv_dim
@@ -302,7 +449,10 @@ class ModelSpec:
         return self.hidden * self.n_experts if self.is_moe else 0
 
     def layer_params(self) -> int:
-        """Parameters of one transformer layer: attention, all experts, router and two norms."""
+        """Parameters of one transformer layer: attention, all experts, router and two norms
+        (a MoE layer where the model has :attr:`dense_layers`: :meth:`dense_layer_params`)."""
+        if self.dense_layers:
+            return self.layer_kind(self.n_layers - 1).layer_params()
         return (
             self.attention_params_per_layer()
             + self.n_experts * self.mlp_params_per_layer()
@@ -310,6 +460,24 @@ class ModelSpec:
             + self.router_params_per_layer()
             + 2 * self.norm_params()
         )
+
+    def dense_layer_params(self) -> int:
+        """Parameters of one of the first :attr:`dense_layers` layers (0 without them)."""
+        return self.layer_kind(0).layer_params() if self.dense_layers else 0
+
+    def layers_params(self) -> int:
+        """Parameters of all ``n_layers`` layers, the dense ones and the others."""
+        return sum(n * kind.layer_params() for kind, n in self.layer_kinds)
+
+    def mtp_layer_params(self) -> int:
+        """Parameters of one multi-token-prediction module (0 without them): a layer like the
+        last, the ``2h × h`` projection (``eh_proj``) and three norms (``enorm``, ``hnorm`` and
+        the module's final norm; Megatron-Core's ``MultiTokenPredictionLayer``); the embedding
+        and LM head are the model's own, shared."""
+        if not self.mtp_layers:
+            return 0
+        last = self.layer_kind(self.n_layers - 1)
+        return last.layer_params() + 2 * self.hidden * self.hidden + 3 * self.norm_params()
 
     def position_embedding_params(self) -> int:
         """Learned position table ``max_seq_len x h`` (GPT-2/3); 0 for rotary models."""
@@ -327,7 +495,10 @@ class ModelSpec:
     def total_params(self) -> int:
         """All trainable parameters: embeddings, ``n_layers`` layers and the final norm."""
         return (
-            self.embedding_params() + self.n_layers * self.layer_params() + self.final_norm_params()
+            self.embedding_params()
+            + self.layers_params()
+            + self.final_norm_params()
+            + self.mtp_layers * self.mtp_layer_params()
         )
 
     def active_params_per_token(self) -> int:
@@ -336,7 +507,8 @@ class ModelSpec:
         Embeddings are included, which is how Mistral AI counts Mixtral-8x7B's 12.9B "active".
         """
         unused = (self.n_experts - self.top_k) * self.mlp_params_per_layer()
-        return self.total_params() - self.n_layers * unused
+        moe_layers = self.n_layers - self.dense_layers + self.mtp_layers
+        return self.total_params() - moe_layers * unused
 
     def matmul_params_per_token(self) -> int:
         """Weights that take part in a matrix multiply for each token (forward pass).
@@ -347,14 +519,21 @@ class ModelSpec:
         (element-wise, negligible). Convention of Narayanan et al. SC'21 §5.1 / Kaplan et al.
         2020 Table 1.
         """
-        shared = self._mlp_weights(self.shared_ffn_hidden) if self.is_moe else 0
-        per_layer = (
-            self.attention_weight_params_per_layer()
-            + self.top_k * self.mlp_weight_params_per_layer()
-            + shared
-            + self.router_params_per_layer()
-        )
-        return self.n_layers * per_layer + self.vocab * self.hidden
+        layers = 0
+        kinds = list(self.layer_kinds)
+        if self.mtp_layers:  # each module: a layer like the last, its projection, the head
+            kinds.append((kinds[-1][0], self.mtp_layers))
+            layers += self.mtp_layers * (2 * self.hidden * self.hidden + self.vocab * self.hidden)
+        for kind, n in kinds:
+            shared = kind._mlp_weights(kind.shared_ffn_hidden) if kind.is_moe else 0
+            per_layer = (
+                kind.attention_weight_params_per_layer()
+                + kind.top_k * kind.mlp_weight_params_per_layer()
+                + shared
+                + kind.router_params_per_layer()
+            )
+            layers += n * per_layer
+        return layers + self.vocab * self.hidden
 
     def training_flops_per_token(self, seq_len: int) -> float:
         """Forward + backward FLOPs per token for a training sequence of ``seq_len`` tokens.
@@ -369,17 +548,23 @@ class ModelSpec:
           Clusters Using Megatron-LM", §5.1: ``72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h))`` without
           recomputation), and PaLM's ``6N + 12·L·H·Q·T`` (Chowdhery et al. 2022, App. B).
           Kaplan et al. count only ``6·L·s·d`` here; causal masking (FlashAttention skips the
-          upper triangle) would halve this term; neither is applied.
+          upper triangle) would halve this term; neither is applied. With MLA the scores
+          are ``q_dim`` (``a·(d + d_rope)``) wide and the values ``o_dim`` (``a·d_v``):
+          ``6·L·(q_dim + o_dim)·s``, which is ``12·L·(a·d)·s`` otherwise.
 
         The LM head matmul is counted (``6·V·h``, Narayanan's ``V/(12lh)`` term); the embedding
-        lookup is not. Activation recomputation adds work on top (not included here). A
+        lookup is not. Each multi-token-prediction module (``mtp_layers``) adds a layer like the
+        last, its ``2h → h`` projection and the LM head once more, as Megatron-LM's
+        ``num_floating_point_operations`` counts them (``training.py``: the MTP layers join
+        the layer count, the logits are ``1 + mtp_num_layers``). Activation recomputation adds
+        work on top (not included here). A
         ``sliding_window`` does not change this count, as it does not change Megatron-LM's
         (``num_floating_point_operations``) or PaLM's; the kernels it skips are priced in
         :mod:`commwall.workload.compute`.
         """
         if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
             raise WorkloadError(f"seq_len={seq_len!r} is invalid: must be an integer >= 1")
-        attention = 12.0 * self.n_layers * self.q_dim * seq_len
+        attention = 6.0 * (self.n_layers + self.mtp_layers) * (self.q_dim + self.o_dim) * seq_len
         return 6.0 * self.matmul_params_per_token() + attention
 
     # ---------------------------------------------------------------- gradient tensors
@@ -414,6 +599,20 @@ class ModelSpec:
         head = self.qk_norm == "head"
         return [(f"{prefix}.q_norm.weight", self.head_dim if head else self.q_dim),
                 (f"{prefix}.k_norm.weight", self.head_dim if head else self.kv_dim)]  # fmt: skip
+
+    def _mla_tensors(self, prefix: str) -> list[tuple[str, int]]:
+        """MLA's projections (:meth:`mla_projections`) with the latents' norms after their down
+        projections (``q_a_layernorm``, ``kv_a_layernorm``), as ``DeepseekV3Attention``
+        registers them."""
+        out: list[tuple[str, int]] = []
+        norms = {"q_a_proj": ("q_a_layernorm", self.q_lora_rank or 0),
+                 "kv_a_proj_with_mqa": ("kv_a_layernorm", self.kv_lora_rank or 0)}  # fmt: skip
+        for name, n_in, n_out, _ in self.mla_projections():
+            out += self._linear(f"{prefix}.{name}", n_in, n_out, False)
+            if name in norms:
+                norm, width = norms[name]
+                out.append((f"{prefix}.{norm}.weight", width))
+        return out
 
     def _linear(
         self, prefix: str, n_in: int, n_out: int, bias: bool | None = None
@@ -451,27 +650,57 @@ class ModelSpec:
         if self.learned_pos_emb:
             out.append(("model.embed_positions.weight", self.position_embedding_params()))
         for i in range(self.n_layers):
-            p = f"model.layers.{i}"
-            qkv = self.linear_bias or self.qkv_bias
+            out += self._llama_layer(i)
+        out += self._norm_tensors("model.norm")
+        out += self._mtp_tensors("model.mtp")
+        if not self.tied_embeddings:
+            out.append(("lm_head.weight", self.vocab * h))
+        return out
+
+    def _layer_tensors(self, i: int) -> list[tuple[str, int]]:
+        """Layer ``i``'s tensors, named as :meth:`gradient_tensors` names them."""
+        return self._gpt2_layer(i) if self.norm == "layernorm" else self._llama_layer(i)
+
+    def _llama_layer(self, i: int) -> list[tuple[str, int]]:
+        h = self.hidden
+        out: list[tuple[str, int]] = []
+        p = f"model.layers.{i}"
+        qkv = self.linear_bias or self.qkv_bias
+        if self.mla:
+            out += self._mla_tensors(f"{p}.self_attn")
+        else:
             out += self._linear(f"{p}.self_attn.q_proj", h, self.q_dim, qkv)
             out += self._linear(f"{p}.self_attn.k_proj", h, self.kv_dim, qkv)
             out += self._linear(f"{p}.self_attn.v_proj", h, self.kv_dim, qkv)
             out += self._linear(f"{p}.self_attn.o_proj", self.q_dim, h)
             out += self._qk_norm_tensors(f"{p}.self_attn")
-            if self.is_moe:
-                out.append((f"{p}.block_sparse_moe.gate.weight", self.router_params_per_layer()))
-                for e in range(self.n_experts):
-                    out += self._mlp_tensors(f"{p}.block_sparse_moe.experts.{e}", "mixtral")
-                if self.shared_ffn_hidden:
-                    shared = f"{p}.block_sparse_moe.shared_expert"
-                    out += self._mlp_tensors(shared, "llama", self.shared_ffn_hidden)
-            else:
-                out += self._mlp_tensors(f"{p}.mlp", "llama")
-            out += self._norm_tensors(f"{p}.input_layernorm")
-            out += self._norm_tensors(f"{p}.post_attention_layernorm")
-        out += self._norm_tensors("model.norm")
-        if not self.tied_embeddings:
-            out.append(("lm_head.weight", self.vocab * h))
+        if self.is_moe and i >= self.dense_layers:
+            out.append((f"{p}.block_sparse_moe.gate.weight", self.router_params_per_layer()))
+            for e in range(self.n_experts):
+                out += self._mlp_tensors(f"{p}.block_sparse_moe.experts.{e}", "mixtral")
+            if self.shared_ffn_hidden:
+                shared = f"{p}.block_sparse_moe.shared_expert"
+                out += self._mlp_tensors(shared, "llama", self.shared_ffn_hidden)
+        else:
+            out += self._mlp_tensors(f"{p}.mlp", "llama", self.ffn_hidden)
+        out += self._norm_tensors(f"{p}.input_layernorm")
+        out += self._norm_tensors(f"{p}.post_attention_layernorm")
+        return out
+
+    def _mtp_tensors(self, prefix: str) -> list[tuple[str, int]]:
+        """Each multi-token-prediction module's tensors (:meth:`mtp_layer_params`): its norms
+        and projection, then its layer's, named as the last layer's under ``prefix.i``."""
+        if not self.mtp_layers:
+            return []
+        last = self.layer_kind(self.n_layers - 1)
+        layer = [(name.split(".", 3)[3], n) for name, n in last._layer_tensors(self.n_layers - 1)]
+        out: list[tuple[str, int]] = []
+        for i in range(self.mtp_layers):
+            p = f"{prefix}.{i}"
+            out += self._norm_tensors(f"{p}.enorm") + self._norm_tensors(f"{p}.hnorm")
+            out += self._linear(f"{p}.eh_proj", 2 * self.hidden, self.hidden, False)
+            out += [(f"{p}.{name}", n) for name, n in layer]
+            out += self._norm_tensors(f"{p}.final_layernorm")
         return out
 
     def _gpt2_tensors(self) -> list[tuple[str, int]]:
@@ -480,25 +709,32 @@ class ModelSpec:
         if self.learned_pos_emb:
             out.append(("transformer.wpe.weight", self.position_embedding_params()))
         for i in range(self.n_layers):
-            p = f"transformer.h.{i}"
-            out += self._norm_tensors(f"{p}.ln_1")
+            out += self._gpt2_layer(i)
+        out += self._norm_tensors("transformer.ln_f")
+        out += self._mtp_tensors("transformer.mtp")
+        if not self.tied_embeddings:
+            out.append(("lm_head.weight", self.vocab * h))
+        return out
+
+    def _gpt2_layer(self, i: int) -> list[tuple[str, int]]:
+        h = self.hidden
+        p = f"transformer.h.{i}"
+        out = self._norm_tensors(f"{p}.ln_1")
+        if self.mla:
+            out += self._mla_tensors(f"{p}.attn")
+        else:
             out += self._linear(f"{p}.attn.c_attn", h, self.q_dim + 2 * self.kv_dim)
             out += self._linear(f"{p}.attn.c_proj", self.q_dim, h)
             out += self._qk_norm_tensors(f"{p}.attn")
-            out += self._norm_tensors(f"{p}.ln_2")
-            if self.is_moe:
-                out.append((f"{p}.mlp.router.weight", self.router_params_per_layer()))
-                for e in range(self.n_experts):
-                    out += self._mlp_tensors(f"{p}.mlp.experts.{e}", "gpt")
-                if self.shared_ffn_hidden:
-                    out += self._mlp_tensors(
-                        f"{p}.mlp.shared_expert", "gpt", self.shared_ffn_hidden
-                    )
-            else:
-                out += self._mlp_tensors(f"{p}.mlp", "gpt")
-        out += self._norm_tensors("transformer.ln_f")
-        if not self.tied_embeddings:
-            out.append(("lm_head.weight", self.vocab * h))
+        out += self._norm_tensors(f"{p}.ln_2")
+        if self.is_moe and i >= self.dense_layers:
+            out.append((f"{p}.mlp.router.weight", self.router_params_per_layer()))
+            for e in range(self.n_experts):
+                out += self._mlp_tensors(f"{p}.mlp.experts.{e}", "gpt")
+            if self.shared_ffn_hidden:
+                out += self._mlp_tensors(f"{p}.mlp.shared_expert", "gpt", self.shared_ffn_hidden)
+        else:
+            out += self._mlp_tensors(f"{p}.mlp", "gpt", self.ffn_hidden)
         return out
 
 
@@ -849,6 +1085,69 @@ _ZOO: dict[str, ModelSpec] = {
                 ("120b", 36, 128, 116.83e9),
                 ("20b", 24, 32, 20.91e9),
             )
+        ),
+        ModelSpec(
+            name="deepseek-v3",
+            n_layers=61,
+            hidden=7168,
+            ffn_hidden=18432,
+            n_heads=128,
+            n_kv_heads=128,
+            head_size=128,
+            vocab=129280,
+            max_seq_len=163840,
+            gated_mlp=True,
+            tied_embeddings=False,
+            n_experts=256,
+            top_k=8,
+            expert_ffn_hidden=2048,
+            shared_ffn_hidden=2048,
+            dense_layers=3,
+            q_lora_rank=1536,
+            kv_lora_rank=512,
+            qk_rope_head_dim=64,
+            v_head_dim=128,
+            published_params=671e9,
+            published_active_params=37e9,
+            source=(
+                "DeepSeek-AI 2024, 'DeepSeek-V3 Technical Report' (arXiv 2412.19437) §4.2: 61 "
+                "layers, hidden 7168, 128 heads of 128 (+64 rotary), MLA with a 1536-wide query "
+                "and a 512-wide key-value latent, the first 3 layers dense, then 1 shared and 256 "
+                "routed experts of width 2048, top-8; 671B total, 37B activated; Hugging Face "
+                "deepseek-ai/DeepSeek-V3 config.json (intermediate_size 18432, vocab 129280, "
+                "untied); the multi-token-prediction module (num_nextn_predict_layers 1) is "
+                "not counted"
+            ),
+        ),
+        ModelSpec(
+            name="glm-4.5",
+            n_layers=92,
+            hidden=5120,
+            ffn_hidden=12288,
+            n_heads=96,
+            n_kv_heads=8,
+            head_size=128,
+            vocab=151552,
+            max_seq_len=131072,
+            gated_mlp=True,
+            tied_embeddings=False,
+            qkv_bias=True,
+            qk_norm="head",
+            n_experts=160,
+            top_k=8,
+            expert_ffn_hidden=1536,
+            shared_ffn_hidden=1536,
+            dense_layers=3,
+            published_params=355e9,
+            source=(
+                "GLM-4.5 Team 2025, 'GLM-4.5: Agentic, Reasoning, and Coding (ARC) Foundation "
+                "Models' (arXiv 2508.06471) Table 1: 89 MoE layers after 3 dense ones, hidden "
+                "5120, 96 heads of 128 with 8 KV heads and q/k norms, 160 routed experts of width "
+                "1536 and one shared, top-8; Hugging Face zai-org/GLM-4.5 config.json "
+                "(intermediate_size 12288, vocab 151552, attention_bias true, untied); 355B "
+                "total, which counts the multi-token-prediction layer (not counted here); the "
+                "card's 32B activated leaves out the embeddings"
+            ),
         ),
     )
 }

@@ -14,8 +14,9 @@ Models", 2024, §3.3.2).
 
 The string form read here is Megatron's: ``|`` separates virtual stages, ``E``/``t``/``L`` are
 the embedding, a decoder layer and the loss, ``X*n`` repeats a token or a parenthesised group
-``n`` times, commas and spaces are cosmetic. Multi-token-prediction layers (``m``) are refused:
-the model has none.
+``n`` times, commas and spaces are cosmetic. Multi-token-prediction layers (``m``) go where
+Megatron-Core requires them, in the last virtual stage with the loss, one per module
+(``job.mtp_layers``); a job without them refuses ``m``.
 """
 
 from __future__ import annotations
@@ -104,18 +105,25 @@ def _sequence(text: str, pos: int, *, depth: int) -> tuple[str, int]:
     return "".join(parts), pos
 
 
-def parse_layout(text: str, *, pp: int, n_layers: int) -> tuple[VirtualStage, ...]:
+def parse_layout(
+    text: str, *, pp: int, n_layers: int, mtp_layers: int = 0
+) -> tuple[VirtualStage, ...]:
     """The virtual stages of a Megatron layout string for ``pp`` stages of ``n_layers`` decoder
-    layers; :class:`LayoutError` says what is wrong (the caller names the field)."""
+    layers and ``mtp_layers`` multi-token-prediction modules; :class:`LayoutError` says what is
+    wrong (the caller names the field)."""
     if len(text) > MAX_LAYOUT_CHARS:
         raise LayoutError(f"{len(text):,} characters; at most {MAX_LAYOUT_CHARS:,}")
     compact = "".join(ch for ch in text if not ch.isspace() and ch != ",")
     if not compact:
         raise LayoutError("empty; give virtual stages separated by '|', e.g. 'Et*4|t*4L'")
     tokens = _expand(compact)
-    if "m" in tokens:
-        raise LayoutError("multi-token-prediction layers (m) are not modelled")
     stages = tokens.split("|")
+    if tokens.count("m") != mtp_layers or (mtp_layers and "m" * mtp_layers + "L" not in stages[-1]):
+        raise LayoutError(
+            f"holds {tokens.count('m')} multi-token-prediction layers (m); the job has "
+            f"{mtp_layers} (job.mtp_layers), which go just before the loss L in the last "
+            "virtual stage"
+        )
     if len(stages) % pp:
         raise LayoutError(
             f"{len(stages)} virtual stages do not divide over pp = {pp}; allowed: a multiple of "

@@ -34,7 +34,7 @@ from commwall.errors import CommwallError
 from commwall.scenario import Scenario
 from commwall.workload.compute import cached_weight_bytes
 from commwall.workload.contention import UB_STREAM, Contention, run_job
-from commwall.workload.job import Job, resolve_job
+from commwall.workload.job import Job, recompute_modules, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
 from commwall.workload.step import StepPlan, build_step, param_gather_exposure
 
@@ -505,17 +505,18 @@ def _one_node(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def inflight_micro_batches(job: Job) -> int:
-    """Micro-batches of activations stage 0 holds at its peak.
+def inflight_micro_batches(job: Job) -> float:
+    """Micro-batches of activations stage 0 holds at its peak, in whole-stage micro-batches.
 
     1F1B: ``min(pp, m)``. Interleaved (Megatron-LM): the warm-up forwards plus one, each a
-    ``1/v`` chunk: ``⌈(2(pp−1) + (v−1)·pp + 1) / v⌉``, at most ``m``.
+    ``1/v`` chunk: ``(2(pp−1) + (v−1)·pp + 1) / v`` (a chunk's activations are ``1/v`` of
+    the stage's, so the count need not be whole), at most ``m``.
     """
     pp, v, m = job.pp, job.virtual_stages, job.micro_batches
     if v == 1:
         return min(pp, m)
     chunks = min(2 * (pp - 1) + (v - 1) * pp + 1, m * v)
-    return min(m, -(-chunks // v))
+    return min(float(m), chunks / v)
 
 
 def simulate(
@@ -545,6 +546,7 @@ def simulate(
         grad_bytes=job.grad_reduce_bytes,
         sequence_parallel=spec.sequence_parallel,
         recompute=spec.recompute,
+        recompute_modules=recompute_modules(spec),
         inflight_microbatches=inflight_micro_batches(job),
         flash_attention=spec.attention != "unfused",
         # NVFP4 saves its GEMM inputs in under a byte (9/16 a copy): counted as FP8's byte

@@ -80,7 +80,7 @@ from commwall.collectives.schedule import (
 )
 from commwall.workload.compute import LayerWork, layer_work
 from commwall.workload.contention import PAIRED_STREAM, UB_STREAM
-from commwall.workload.job import Job
+from commwall.workload.job import Job, recompute_modules
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
 
@@ -215,35 +215,49 @@ class UnitTimes:
     #: collective kernels beside them hold SMs (kernel model only; None for the flat model,
     #: whose measured share already holds whatever overlap cost the run it came from).
     sm_bound: float | None = None
+    #: One multi-token-prediction module's compute outside its layer (its projection and
+    #: norms, the LM head and loss again; ``job.mtp_layers``), forward and backward.
+    mtp_forward: float = 0.0
+    mtp_backward: float = 0.0
 
 
 def unit_times(job: Job) -> UnitTimes:
     """:class:`UnitTimes` of ``job``, priced kernel by kernel (:mod:`commwall.workload.compute`),
     or with the flat ``compute_efficiency`` when the job sets one; all times ``compute_scale``.
-    """
+    A model with :attr:`~commwall.workload.models.ModelSpec.dense_layers`: its MoE layers'
+    (:func:`layer_units` has both kinds)."""
+    return layer_units(job)[-1]
+
+
+def layer_units(job: Job) -> tuple[UnitTimes, ...]:
+    """:class:`UnitTimes` of each kind of layer of ``job``'s model, in the order of
+    :attr:`~commwall.workload.models.ModelSpec.layer_kinds` (one kind unless the model has
+    dense layers among its MoE ones). The loss unit and the embedding are the same in each; the
+    SM-bound share is the whole micro-batch's, over every layer of every kind."""
+    return _unit_times(job, job.model.layer_kinds)
+
+
+def _unit_times(job: Job, kinds: tuple[tuple[ModelSpec, int], ...]) -> tuple[UnitTimes, ...]:
     scale = job.spec.compute_scale
-    if job.device is not None:
-        spec = job.spec
-        work = layer_work(
-            job.model,
-            job.device,
-            micro_batch=spec.micro_batch,
-            seq_len=spec.seq_len,
-            tp=job.tp,
-            ep=job.ep,
-            sequence_parallel=spec.sequence_parallel,
-            recompute=spec.recompute,
-            attention=spec.attention,
-            elem_bytes=job.element_bytes,
-            context_parallel=job.cp,
-            context_a2a=job.cp_a2a,
-            context_ring=spec.cp_comm in ("p2p", "a2a+p2p"),
-            cross_entropy=spec.cross_entropy,
-            fp8_recipe=spec.fp8_recipe,
-            expert_tp=job.expert_tp,
-            fp8_attention=spec.fp8_attention,
-            cudnn=job.cudnn,
-        )
+    mtp = job.model.mtp_layers
+    if job.device is None:
+        flat = [_flat_times(replace(job, model=m)) for m, _ in kinds]
+        if mtp:  # the projection and the LM head again, 2 FLOPs a weight forward, 4 backward
+            spec, m = job.spec, job.model
+            weights = 2 * m.hidden * m.hidden + m.vocab * m.hidden
+            tokens = spec.micro_batch * spec.seq_len / (job.tp * job.cp)
+            assert spec.compute_efficiency is not None
+            module = 2.0 * weights * tokens / (job.peak_flops * spec.compute_efficiency)
+            flat = [replace(u, mtp_forward=module, mtp_backward=2 * module) for u in flat]
+        return tuple(_scaled(u, scale) for u in flat)
+    works = [(n, _layer_work(job, m)) for m, n in kinds]
+    sm_bound = _sm_bound_share(works)
+    mtp_forward = mtp_backward = 0.0
+    if mtp:  # a module's projection, norms and LM head (its layer is the last kind's)
+        last = _layer_work(job, replace(kinds[-1][0], mtp_layers=mtp))
+        mtp_forward, mtp_backward = last.seconds(last.mtp_forward), last.seconds(last.mtp_backward)
+    out = []
+    for (kind, _), (_, work) in zip(kinds, works, strict=True):
         times = UnitTimes(
             work.layer_forward(),
             work.layer_backward(),
@@ -251,26 +265,61 @@ def unit_times(job: Job) -> UnitTimes:
             work.seconds(work.head_backward),
             embed_forward=work.seconds(work.embed_forward),
             embed_backward=work.seconds(work.embed_backward),
-            sm_bound=_sm_bound_share(job, work),
+            sm_bound=sm_bound,
+            mtp_forward=mtp_forward,
+            mtp_backward=mtp_backward,
         )
         seconds = {k.name: k.seconds for k in (*work.forward, *work.backward)}
-        if spec.tp_comm_overlap:
+        if kind.mla:  # the column-parallel GEMMs over the gathered latents play QKV's part
+            ups = ("q up" if kind.q_lora_rank is not None else "q", "kv up")
+            for suffix in ("", " dgrad+wgrad"):
+                seconds["qkv" + suffix] = sum(seconds[name + suffix] for name in ups)
+        kind_job = replace(job, model=kind)
+        if job.spec.tp_comm_overlap:
             sms = job.device.sms
-            times = _beside_tp(job, times, seconds, sms / (sms - UB_COMM_SMS))
+            times = _beside_tp(kind_job, times, seconds, sms / (sms - UB_COMM_SMS))
         elif backward_tp_overlap(job):
-            times = _beside_backward(job, times, seconds)
-        return _scaled(times, scale)
-    return _scaled(_flat_times(job), scale)
+            times = _beside_backward(kind_job, times, seconds)
+        out.append(_scaled(times, scale))
+    return tuple(out)
 
 
-def _sm_bound_share(job: Job, work: LayerWork) -> float:
+def _layer_work(job: Job, model: ModelSpec) -> LayerWork:
+    """The kernels of one micro-batch through a layer of ``model`` (one of ``job.model``'s
+    kinds) and the loss unit, as ``job`` runs them."""
+    spec, device = job.spec, job.device
+    assert device is not None  # the kernel model
+    return layer_work(
+        model,
+        device,
+        micro_batch=spec.micro_batch,
+        seq_len=spec.seq_len,
+        tp=job.tp,
+        ep=job.ep,
+        sequence_parallel=spec.sequence_parallel,
+        recompute=spec.recompute,
+        recompute_modules=recompute_modules(spec),
+        attention=spec.attention,
+        elem_bytes=job.element_bytes,
+        context_parallel=job.cp,
+        context_a2a=job.cp_a2a,
+        context_ring=spec.cp_comm in ("p2p", "a2a+p2p"),
+        cross_entropy=spec.cross_entropy,
+        fp8_recipe=spec.fp8_recipe,
+        expert_tp=job.expert_tp,
+        fp8_attention=spec.fp8_attention,
+        cudnn=job.cudnn,
+    )
+
+
+def _sm_bound_share(works: list[tuple[int, LayerWork]]) -> float:
     """Share of a micro-batch's compute seconds (all layers, the loss unit, the embedding) in
     GEMMs and attention, the kernels whose speed follows the SMs they get; the memory-bound
     rest follows the HBM bandwidth left to it (ours: a first-order split, by the kernel
-    model's own kinds)."""
-    layers = job.model.n_layers
+    model's own kinds). ``works``: (layers, their kernels) of each kind of layer."""
+    work = works[0][1]
     groups = (
-        (layers, (*work.forward, *work.backward, *work.recompute)),
+        *((n, (*w.forward, *w.backward, *w.recompute)) for n, w in works),
         (1, (*work.head_forward, *work.head_backward, *work.embed_forward, *work.embed_backward)),
     )
     total = sum(n * k.seconds for n, kernels in groups for k in kernels)
@@ -291,6 +340,8 @@ def _scaled(u: UnitTimes, scale: float) -> UnitTimes:
         beside_backward=tuple(x * scale for x in u.beside_backward),
         embed_forward=u.embed_forward * scale,
         embed_backward=u.embed_backward * scale,
+        mtp_forward=u.mtp_forward * scale,
+        mtp_backward=u.mtp_backward * scale,
     )
 
 
@@ -346,15 +397,18 @@ def _beside_backward(job: Job, u: UnitTimes, seconds: dict[str, float]) -> UnitT
 
 def micro_batch_times(job: Job) -> tuple[float, float]:
     """Forward and backward compute seconds of one micro-batch on one stage, the stages'
-    average: all layers and the loss unit over ``pp`` stages (:func:`unit_times`)."""
-    return _stage_average(job, unit_times(job))
+    average: all layers and the loss unit over ``pp`` stages (:func:`layer_units`)."""
+    return _stage_average(job, layer_units(job))
 
 
-def _stage_average(job: Job, u: UnitTimes) -> tuple[float, float]:
-    layers = job.model.n_layers
-    forward = (layers * u.layer_forward + u.head_forward + u.embed_forward) / job.pp
-    backward = (layers * u.layer_backward + u.head_backward + u.embed_backward) / job.pp
-    return forward, backward
+def _stage_average(job: Job, units: tuple[UnitTimes, ...]) -> tuple[float, float]:
+    counts = [n for _, n in job.model.layer_kinds]
+    u, mtp = units[-1], job.model.mtp_layers
+    forward = sum(n * k.layer_forward for n, k in zip(counts, units, strict=True))
+    backward = sum(n * k.layer_backward for n, k in zip(counts, units, strict=True))
+    forward += u.head_forward + u.embed_forward + mtp * (u.layer_forward + u.mtp_forward)
+    backward += u.head_backward + u.embed_backward + mtp * (u.layer_backward + u.mtp_backward)
+    return forward / job.pp, backward / job.pp
 
 
 def _flat_times(job: Job) -> UnitTimes:
@@ -371,16 +425,15 @@ def _flat_times(job: Job) -> UnitTimes:
     if spec.recompute == "full":
         backward += forward
     elif spec.recompute == "selective":
-        # Korthikanti et al. 2022 §5: recompute only the attention core (QKᵀ and AV,
-        # 4·s·h FLOPs per token per layer in forward).
-        backward += 4.0 * m.q_dim * spec.seq_len * tokens / rate
+        backward += _flat_recompute(job) * tokens / rate
     times = UnitTimes(forward, backward, head / 3.0 / rate, 2.0 * head / 3.0 / rate)
     if not spec.tp_comm_overlap and not backward_tp_overlap(job):
         return times
     # each GEMM's forward at the flat rate (its dgrad and wgrad take as long each); the flat
     # efficiency is a whole-layer figure, so no SM margin on top
     h, mlp_in = m.hidden, 2 if m.gated_mlp else 1
-    flops = {"qkv": h * (m.q_dim + 2 * m.kv_dim), "attention out": m.q_dim * h}
+    qkv = m.attention_weight_params_per_layer() - m.o_dim * h  # MLA: its four projections
+    flops = {"qkv": qkv, "attention out": m.o_dim * h}
     if not m.is_moe:
         flops |= {"mlp up": h * mlp_in * m.ffn_hidden, "mlp down": m.ffn_hidden * h}
     seconds = {name: 2.0 * f * tokens / rate for name, f in flops.items()}
@@ -388,6 +441,36 @@ def _flat_times(job: Job) -> UnitTimes:
     if not spec.tp_comm_overlap:
         return _beside_backward(job, times, seconds)
     return _beside_tp(job, times, seconds, 1.0)
+
+
+def _flat_recompute(job: Job) -> float:
+    """Forward FLOPs per token (of the GPU's share) a selective recomputation re-runs in one
+    layer of ``job``'s model (one kind of layer): for ``core_attn`` the attention core (QKᵀ and
+    AV over the full square, ``2·s·(q_dim + o_dim)``: Korthikanti et al. 2022 §5's ``4·s·h``),
+    and each recomputed block's GEMM weights twice
+    (:func:`~commwall.workload.compute._recomputed`); element-wise work is not in FLOPs."""
+    m, s = job.model, job.spec.seq_len
+    modules = recompute_modules(job.spec)
+    flops = 2.0 * (m.q_dim + m.o_dim) * s if "core_attn" in modules else 0.0
+    mlp_in = 2 if m.gated_mlp else 1
+    weights = {
+        "mla_up_proj": sum(i * o for _, i, o, split in m.mla_projections() if split)
+        - m.o_dim * m.hidden
+        if m.mla
+        else 0,
+        "mlp": 0 if m.is_moe else m.mlp_weight_params_per_layer(),
+        "moe": (
+            m.top_k * m.mlp_weight_params_per_layer()
+            + m.router_params_per_layer()
+            + (mlp_in + 1) * m.hidden * m.shared_ffn_hidden
+            if m.is_moe
+            else 0
+        ),
+        "shared_experts": (mlp_in + 1) * m.hidden * m.shared_ffn_hidden
+        if m.is_moe and "moe" not in modules
+        else 0,
+    }
+    return flops + sum(2.0 * w / job.tp for name, w in weights.items() if name in modules)
 
 
 def _stage_tensors(job: Job, stage: int, chunk: int | None = None) -> list[tuple[str, int, float]]:
@@ -433,7 +516,8 @@ def _parsed_tensors(model: ModelSpec) -> tuple[tuple[str, int, int, bool, bool],
             layer = -1
         else:
             layer = model.n_layers
-        replicated = "norm" in name or "ln_" in name
+        # norms, and MLA's down projections, which every TP rank holds whole
+        replicated = "norm" in name or "ln_" in name or "_a_proj" in name
         parsed.append((name, count, layer, replicated, "experts" in name))
     return tuple(parsed)
 
@@ -593,14 +677,22 @@ class _Builder:
         self.groups = _groups(job, scale_up_domain)
         self.schedule = Schedule()
         # Per micro-batch: a chunk costs its layers, plus the loss unit where the layout puts it.
-        self.units = unit_times(job)
-        self.t_f, self.t_b = _stage_average(job, self.units)
+        # Each kind of layer (the dense ones of a MoE model, the rest: ModelSpec.layer_kinds)
+        # has its own times and collectives, indexed by kind (kind_of); the loss unit and the
+        # embedding are alike in each.
+        self.layer_units = layer_units(job)
+        self.units = self.layer_units[-1]
+        self.layer_moe = tuple(m.is_moe for m, _ in job.model.layer_kinds)
+        # the attention block's gathered input over a hidden state (below 1 for MLA's latents)
+        self.latent_share = tuple(m.tp_input_width / m.hidden for m, _ in job.model.layer_kinds)
+        self.t_f, self.t_b = _stage_average(job, self.layer_units)
         # the compute collective kernels beside it slow (workload.contention)
         self.sm_bound = self.units.sm_bound if self.spec.comm_sm_contention else None
         self.blocking: dict[int, tuple[int, ...]] = {}  # buckets the next compute must wait for
         self.sp = self.spec.sequence_parallel and job.tp > 1
         self.nccl_beside = backward_tp_overlap(job)  # job.tp_backward_overlap in effect
-        self._blocking_memo: dict[tuple[bool, int], tuple[_Blocking, ...]] = {}
+        self.modules = recompute_modules(self.spec)  # what a selective recomputation re-runs
+        self._blocking_memo: dict[tuple[bool, int, int], tuple[_Blocking, ...]] = {}
         act = job.activation_bytes
         self.tp_bytes = act
         self.p2p_bytes = act / job.tp if self.sp else act
@@ -677,8 +769,38 @@ class _Builder:
     def tag(self, kind: str, chunk: int, j: int) -> str:
         return f"{kind}{j}" if self.v == 1 else f"{kind}{j}c{chunk}"
 
-    def blocking_comm(self, stage: int, tag: str, layers: int, after: tuple[int, ...]) -> int:
-        """TP (and EP) collectives of ``layers`` layers on the compute stream; last index.
+    def kind_of(self, layer: int) -> int:
+        """Index of layer ``layer``'s kind in :attr:`layer_units` (the dense layers first)."""
+        return 0 if layer < self.job.model.dense_layers else len(self.layer_units) - 1
+
+    def chunk_order(self, stage: int, chunk: int, backward: bool) -> list[int]:
+        """The layers of a chunk in the order a forward (``backward`` False) or a backward
+        runs them; on the chunk holding the loss, the multi-token-prediction modules' layers
+        after the model's (``job.mtp_layers``; indices from ``n_layers`` on, of the last
+        layer's kind)."""
+        job = self.job
+        order = list(job.chunk_layers(stage, chunk))
+        mtp = job.model.mtp_layers
+        if mtp and job.virtual_stage(stage, chunk).loss:
+            order += range(job.model.n_layers, job.model.n_layers + mtp)
+        return order[::-1] if backward else order
+
+    def runs(self, layers: list[int]) -> list[tuple[int, int]]:
+        """(kind, layers) of each run of same-kind layers among ``layers``, in their order."""
+        out: list[tuple[int, int]] = []
+        for layer in layers:
+            k = self.kind_of(layer)
+            if out and out[-1][0] == k:
+                out[-1] = (k, out[-1][1] + 1)
+            else:
+                out.append((k, 1))
+        return out
+
+    def blocking_comm(
+        self, stage: int, tag: str, layers: int, after: tuple[int, ...], k: int
+    ) -> int:
+        """TP (and EP) collectives of ``layers`` layers of kind ``k`` on the compute stream;
+        last index.
 
         Per layer and TP block (attention; a dense MLP) — with sequence parallelism, Megatron-
         LM's and Transformer Engine's layers: forward the column-parallel input's all-gather
@@ -694,26 +816,32 @@ class _Builder:
         the layer's forward, its collectives included (blocking here, also with Userbuffers:
         an upper bound there)."""
         stream, last = f"s{stage}.compute", -1
-        for kind, label, task, category, calls in self.blocking_calls(tag.startswith("B"), layers):
+        backward = tag.startswith("B")
+        for kind, label, task, category, calls in self.blocking_calls(backward, layers, k):
             last = self.add(f"s{stage} {tag} {kind} {label}", task, category, stream, after, calls)
             after = ()
         return last
 
-    def blocking_calls(self, backward: bool, layers: int) -> tuple[_Blocking, ...]:
-        """The collectives :meth:`blocking_comm` adds for ``layers`` layers one way: (kind,
-        label, task, category, calls), the same for every micro-batch (kept once)."""
-        key = (backward, layers)
+    def blocking_calls(self, backward: bool, layers: int, k: int) -> tuple[_Blocking, ...]:
+        """The collectives :meth:`blocking_comm` adds for ``layers`` layers of kind ``k`` one
+        way: (kind, label, task, category, calls), the same for every micro-batch (kept once)."""
+        key = (backward, layers, k)
         known = self._blocking_memo.get(key)
         if known is None:
-            known = self._blocking_memo[key] = self._blocking_calls(backward, layers)
+            known = self._blocking_memo[key] = self._blocking_calls(backward, layers, k)
         return known
 
-    def _blocking_calls(self, backward: bool, layers: int) -> tuple[_Blocking, ...]:
+    def _blocking_calls(self, backward: bool, layers: int, k: int) -> tuple[_Blocking, ...]:
         job = self.job
-        moe = job.model.is_moe
+        moe = self.layer_moe[k]
         blocks = 1 if moe else 2
         ub = self.spec.tp_comm_overlap
         redo = layers if backward and self.spec.recompute == "full" else 0
+        # selective recomputation of a whole block re-runs its collectives too: a dense MLP's
+        # pair (mlp), a MoE block's experts' pair and all-to-alls (moe)
+        modules = self.modules if backward else ()
+        mlp_redo = layers if not moe and "mlp" in modules else 0
+        moe_redo = layers if moe and "moe" in modules else 0
         if self.sp:
             if not backward:
                 gathers = scatters = 0 if ub else blocks
@@ -724,15 +852,21 @@ class _Builder:
             else:
                 gathers, scatters = 2 * blocks, blocks
             tp_ops = [
-                (Op.ALL_GATHER, "all-gather", gathers * layers + blocks * redo),
-                (Op.REDUCE_SCATTER, "reduce-scatter", scatters * layers + blocks * redo),
+                (Op.ALL_GATHER, "all-gather", gathers * layers + blocks * redo + mlp_redo),
+                (Op.REDUCE_SCATTER, "reduce-scatter", scatters * layers + blocks * redo + mlp_redo),
             ]
         else:
             reduces = 0 if backward and self.nccl_beside else blocks
-            tp_ops = [(Op.ALL_REDUCE, "all-reduce", reduces * layers + blocks * redo)]
+            tp_ops = [(Op.ALL_REDUCE, "all-reduce", reduces * layers + blocks * redo + mlp_redo)]
+        # MLA's up projections re-gather their latents when recomputed (mla_up_proj)
+        up_redo = layers if self.sp and "mla_up_proj" in modules else 0
+        latent_ops = self.latent_calls(backward, layers, redo + up_redo, k)
+        for op, _, calls in latent_ops:  # those calls move the latents instead
+            moved = calls - (up_redo if op is Op.ALL_GATHER else 0)  # (up_redo: added calls)
+            tp_ops = [(o, label, n - moved if o is op else n) for o, label, n in tp_ops]
         # the experts' pair: forward gather and scatter, backward their transposes
         expert_ops = [
-            (op, label, (layers + redo) if moe else 0)
+            (op, label, (layers + redo + moe_redo) if moe else 0)
             for op, label in (
                 ((Op.ALL_GATHER, "all-gather"), (Op.REDUCE_SCATTER, "reduce-scatter"))
                 if self.sp
@@ -757,10 +891,39 @@ class _Builder:
                 if calls:
                     nbytes = low if op is Op.ALL_GATHER and kind == "TP" else self.tp_bytes
                     out.append((kind, label, CollectiveTask(op, nbytes, group), "tp", calls))
-        if job.ep > 1 and job.model.n_experts > 1:
+        share = self.latent_share[k]
+        for op, label, calls in latent_ops if job.tp > 1 else ():
+            nbytes = share * (low if op is Op.ALL_GATHER else self.tp_bytes)
+            task = CollectiveTask(op, nbytes, self.groups.tp)
+            out.append(("TP", f"{label} (latents)", task, "tp", calls))
+        if job.ep > 1 and moe:
             task = CollectiveTask(Op.ALLTOALL, self.a2a_bytes, self.groups.ep)
-            out.append(("EP", "all-to-all", task, "ep", 2 * (layers + redo)))
+            out.append(("EP", "all-to-all", task, "ep", 2 * (layers + redo + moe_redo)))
         return tuple(out)
+
+    def latent_calls(
+        self, backward: bool, layers: int, redo: int, k: int
+    ) -> list[tuple[Op, str, int]]:
+        """The TP collectives of ``layers`` MLA layers of kind ``k`` (one way; ``redo``: layers
+        whose forward a full recompute re-runs) that move the attention's gathered inputs —
+        its latents and rotary key (:attr:`~commwall.workload.models.ModelSpec.tp_input_width`,
+        :attr:`latent_share` of a hidden state) — rather than a hidden state: with sequence
+        parallelism the up projections' input all-gathers and, in a backward, its re-gather
+        and the input gradient's reduce-scatter; without it the input gradient's all-reduce.
+        The output projection's collectives move hidden states, as elsewhere. None for other
+        attention, or where the calls run beside their GEMMs (:meth:`backward_beside`,
+        :meth:`overlapped_tp`). Megatron-Core's ``MLASelfAttention`` gathers the two latents
+        and the rotary key in three calls: counted as one of their summed size."""
+        if self.latent_share[k] == 1.0:
+            return []
+        ub, beside = self.spec.tp_comm_overlap, backward and self.nccl_beside
+        if not self.sp:
+            return [(Op.ALL_REDUCE, "all-reduce", layers)] if backward and not beside else []
+        inline = 0 if ub or beside else layers
+        gathers = inline + redo
+        scatters = inline if backward else 0
+        return [c for c in ((Op.ALL_GATHER, "all-gather", gathers),
+                            (Op.REDUCE_SCATTER, "reduce-scatter", scatters)) if c[2]]  # fmt: skip
 
     def compute_with_tp(
         self,
@@ -769,17 +932,18 @@ class _Builder:
         seconds: float,
         layers: int,
         after: tuple[int, ...],
-        context: bool = False,
+        context: bool,
+        k: int,
     ) -> tuple[int, int]:
-        """``seconds`` of compute for ``layers`` layers and their TP (and EP) collectives, with
-        the context-parallel ring beside them when ``context``: the index of the phase that
-        ends the compute and of the last phase on the compute stream."""
+        """``seconds`` of compute for ``layers`` layers of kind ``k`` and their TP (and EP)
+        collectives, with the context-parallel ring beside them when ``context``: the index of
+        the phase that ends the compute and of the last phase on the compute stream."""
         compute = f"s{stage}.compute"
         beside = self.nccl_beside and tag.startswith("B") and layers > 0
         if self.spec.tp_comm_overlap and layers:
-            done, last = self.overlapped_tp(stage, tag, seconds, layers, after)
+            done, last = self.overlapped_tp(stage, tag, seconds, layers, after, k)
         elif beside:
-            done, last = self.backward_beside(stage, tag, seconds, layers, after)
+            done, last = self.backward_beside(stage, tag, seconds, layers, after, k)
         else:
             done = last = self.add(
                 f"s{stage} {tag} compute", ComputeTask(seconds), "compute", compute, after
@@ -789,11 +953,12 @@ class _Builder:
         if context:
             last = self.context_exchange(stage, tag, layers, after, last)
         if not self.spec.tp_comm_overlap and not beside and (self.job.tp > 1 or self.job.ep > 1):
-            last = self.blocking_comm(stage, tag, layers, ())
+            blocked = self.blocking_comm(stage, tag, layers, (), k)  # none: a dense layer, TP 1
+            last = blocked if blocked >= 0 else last
         return done, last
 
     def backward_beside(
-        self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...]
+        self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...], k: int
     ) -> tuple[int, int]:
         """A backward with the column-parallel TP collectives on NCCL's stream beside its
         GEMMs (``job.tp_backward_overlap``): Megatron-LM's
@@ -808,7 +973,7 @@ class _Builder:
         a collective shows only where it outlasts its GEMM. NCCL's channels slow the GEMM
         beside them (:mod:`commwall.workload.contention`)."""
         compute, side = f"s{stage}.compute", f"s{stage}{PAIRED_STREAM}"
-        pairs = self.units.beside_backward  # (dgrad, wgrad) of each column-parallel layer
+        pairs = self.layer_units[k].beside_backward  # (dgrad, wgrad), each column-parallel GEMM
         blocks = list(zip(pairs[::2], pairs[1::2], strict=True))
         rest = max(0.0, seconds - layers * sum(pairs))
         if not self.sp:  # nothing to gather: the data gradients run with the rest
@@ -816,7 +981,7 @@ class _Builder:
         done = last = self.add(
             f"s{stage} {tag} compute", ComputeTask(rest), "compute", compute, after
         )
-        blocked = self.blocking_comm(stage, tag, layers, ())
+        blocked = self.blocking_comm(stage, tag, layers, (), k)
         last = blocked if blocked >= 0 else last
         gather = self.tp_bytes * self.job.tp_gather_bytes / self.job.element_bytes
         calls: tuple[tuple[Op, str, float], ...] = (
@@ -827,6 +992,7 @@ class _Builder:
             if self.sp
             else ((Op.ALL_REDUCE, "all-reduce beside wgrad", self.tp_bytes),)
         )
+        share = self.latent_share[k]  # the attention block's column input: MLA's latents
         # Each layer's GEMMs (its dgrad and wgrad with sequence parallelism, else its wgrad) in
         # one phase, its collectives one after the other on the side stream from the phase's
         # start: with equal all-gather and reduce-scatter bytes what shows is the same as for
@@ -834,12 +1000,13 @@ class _Builder:
         # more). The next layer's GEMMs wait for them (Megatron's handle.wait()); so does the
         # stream after the last. contention.paired_stretch prices their SMs on this phase.
         waited: tuple[int, ...] = ()
-        for dgrad, wgrad in blocks:
+        for block, (dgrad, wgrad) in enumerate(blocks):
             work = ComputeTask(layers * ((dgrad + wgrad) if self.sp else wgrad))
             done = self.add(f"s{stage} {tag} compute beside TP", work, "compute", compute, waited)
             start = (last, *waited)
             for op, label, nbytes in calls:
-                task = CollectiveTask(op, nbytes, self.groups.tp)
+                width = share if block == 0 else 1.0
+                task = CollectiveTask(op, nbytes * width, self.groups.tp)
                 waited = (self.add(f"s{stage} {tag} TP {label}", task, "tp", side, start, layers),)
                 start = ()
             last = done
@@ -847,7 +1014,7 @@ class _Builder:
         return done, last
 
     def overlapped_tp(
-        self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...]
+        self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...], k: int
     ) -> tuple[int, int]:
         """Compute with Transformer Engine's Userbuffers TP overlap (:data:`UB_COMM_SMS`).
 
@@ -862,7 +1029,8 @@ class _Builder:
         """
         compute, side = f"s{stage}.compute", f"s{stage}{UB_STREAM}"
         forward = tag.startswith("F")
-        pairs = self.units.beside_forward if forward else self.units.beside_backward
+        units = self.layer_units[k]
+        pairs = units.beside_forward if forward else units.beside_backward
         rest = max(0.0, seconds - layers * sum(pairs))
         done = last = self.add(
             f"s{stage} {tag} compute", ComputeTask(rest), "compute", compute, after
@@ -876,9 +1044,14 @@ class _Builder:
         # and scales, though TE v2.8 has no Userbuffers NVFP4 path); reduce-scatters move the
         # GEMM's output
         gather_bytes = self.job.tp_gather_bytes / self.job.element_bytes
+        # the attention block's column-parallel collective (forward the input's all-gather,
+        # backward its gradient's reduce-scatter) moves MLA's latents
+        column = 0 if forward else 1
         for i, gemm in enumerate(pairs):
             op, label, exposed = blocks[i % 2]
             nbytes = self.tp_bytes * (gather_bytes if op is Op.ALL_GATHER else 1.0)
+            if i == column:
+                nbytes *= self.latent_share[k]
             done = self.add(
                 f"s{stage} {tag} compute beside TP {label}",
                 ComputeTask(layers * gemm),
@@ -895,14 +1068,18 @@ class _Builder:
                     f"s{stage} {tag} TP {label} (last split)", split, "tp", compute, (), layers
                 )
             last = self.add(f"s{stage} {tag} TP wait", ComputeTask(0.0), "tp", compute, (beside,))
-        redo = not forward and self.spec.recompute == "full"
-        if self.job.model.is_moe or redo:  # the experts' pair, all-to-alls, recomputed forward
-            last = self.blocking_comm(stage, tag, layers, ())
+        redo = not forward and (
+            self.spec.recompute == "full" or {"mlp", "mla_up_proj"} & set(self.modules)
+        )
+        if self.layer_moe[k] or redo:  # the experts' pair, all-to-alls, recomputed forward
+            blocked = self.blocking_comm(stage, tag, layers, (), k)
+            last = blocked if blocked >= 0 else last
         return done, last
 
-    def layer_seconds(self, kind: str) -> float:
-        """Forward (``F``) or backward (``B``) seconds of one layer of one micro-batch."""
-        u = self.units
+    def layer_seconds(self, kind: str, k: int) -> float:
+        """Forward (``F``) or backward (``B``) seconds of one layer of kind ``k`` of one
+        micro-batch."""
+        u = self.layer_units[k]
         return u.layer_forward if kind == "F" else u.layer_backward
 
     def outer_seconds(self, kind: str, stage: int, chunk: int) -> float:
@@ -912,29 +1089,35 @@ class _Builder:
         where = self.job.virtual_stage(stage, chunk)
         u = self.units
         seconds = 0.0
-        if where.loss:
+        if where.loss:  # and each multi-token-prediction module's projection and LM head
             seconds += u.head_forward if kind == "F" else u.head_backward
+            mtp = self.job.model.mtp_layers
+            seconds += mtp * (u.mtp_forward if kind == "F" else u.mtp_backward)
         if where.embedding:
             seconds += u.embed_forward if kind == "F" else u.embed_backward
         return seconds
-
-    def chunk_seconds(self, kind: str, stage: int, chunk: int) -> float:
-        """One micro-batch's compute of a model chunk: its layers and, where it holds it, the
-        loss unit."""
-        layers = len(self.job.chunk_layers(stage, chunk))
-        return layers * self.layer_seconds(kind) + self.outer_seconds(kind, stage, chunk)
 
     def ready(self, stage: int, after: tuple[int, ...]) -> tuple[int, ...]:
         """``after`` plus any gradient buckets the stage must finish first (no overlap)."""
         return (*after, *self.blocking.pop(stage, ()))
 
     def chunk_work(
-        self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...]
+        self, stage: int, chunk: int, tag: str, kind: str, after: tuple[int, ...]
     ) -> int:
-        """One chunk's compute then its blocking collectives, lumped; the last phase index."""
+        """One chunk's compute then its blocking collectives, lumped, for each run of
+        same-kind layers in the order the pass runs them (one run unless the chunk holds dense
+        and MoE layers; the units outside the layers ride with the first); the last phase
+        index."""
         after = self.ready(stage, after)
-        # layers == 0: the embedding or the loss unit alone, no layer collectives
-        return self.compute_with_tp(stage, tag, seconds, layers, after, self.job.cp > 1)[1]
+        outer = self.outer_seconds(kind, stage, chunk)
+        runs = self.runs(self.chunk_order(stage, chunk, kind == "B")) or [(0, 0)]
+        last = -1
+        for i, (k, layers) in enumerate(runs):
+            # layers == 0: the embedding or the loss unit alone, no layer collectives
+            seconds = layers * self.layer_seconds(kind, k) + (outer if i == 0 else 0.0)
+            dep = after if i == 0 else ()
+            last = self.compute_with_tp(stage, tag, seconds, layers, dep, self.job.cp > 1, k)[1]
+        return last
 
     def context_exchange(
         self, stage: int, tag: str, layers: int, after: tuple[int, ...], last: int
@@ -1031,10 +1214,10 @@ class _Builder:
         and each layer runs its context exchange (:meth:`context_exchange`), the rings in order
         on the stage's cp stream; the next chunk waits for them, as after :meth:`chunk_work`.
         """
-        job, grads = self.job, self.layer_param_bytes()
+        job = self.job
         after = self.ready(stage, after)
-        layers = len(job.chunk_layers(stage, chunk))
-        seconds = self.layer_seconds(kind)
+        order = self.chunk_order(stage, chunk, kind == "B")
+        layers = len(order)
         head = self.outer_seconds(kind, stage, chunk)
         compute_stream, dp_stream = f"s{stage}.compute", f"s{stage}.dp"
         sharded = self.groups.dp.nranks > 1  # a one-rank DP group has nothing to gather
@@ -1055,12 +1238,15 @@ class _Builder:
                 f"s{stage} {tag} head compute", ComputeTask(head), "compute", compute_stream, after
             )
         context = job.cp > 1
-        rs_task = CollectiveTask(Op.REDUCE_SCATTER, grads * self.grad_wire, self.groups.dp)
         pending: tuple[int, ...] = ()  # a layer's gradients, waiting for their reduce-scatter
-        for i in range(layers):
+        pending_rs: CollectiveTask | None = None  # and that layer's reduce-scatter
+        for i, layer in enumerate(order):
+            k = self.kind_of(layer)
+            seconds, grads = self.layer_seconds(kind, k), self.layer_param_bytes(k)
+            rs_task = CollectiveTask(Op.REDUCE_SCATTER, grads * self.grad_wire, self.groups.dp)
             if not sharded:
                 dep = after if i == 0 else ()
-                done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context)
+                done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context, k)
                 computes.append(done)
                 continue
             ahead = self.spec.fsdp_prefetch
@@ -1077,25 +1263,25 @@ class _Builder:
                     gate,
                 )
             )
-            if pending:
+            if pending and pending_rs is not None:
                 # BACKWARD_PRE (FSDP's default; FSDP2 and Megatron-FSDP use separate streams):
                 # the next layer's gather is issued before the previous layer's reduce-scatter
-                blocking = (self.add(f"s{stage} {tag} FSDP reduce-scatter", rs_task, "dp",
+                blocking = (self.add(f"s{stage} {tag} FSDP reduce-scatter", pending_rs, "dp",
                                      dp_stream, pending),)  # fmt: skip
                 pending = ()
             dep = (gathers[i],) + (after if i == 0 else ())
-            done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context)
+            done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context, k)
             computes.append(done)
             if kind == "B":
                 if self.gather_overlap:
-                    pending = (last,)
+                    pending, pending_rs = (last,), rs_task
                 else:
                     blocking = (
                         self.add(f"s{stage} {tag} FSDP reduce-scatter", rs_task, "dp",
                                  dp_stream, (last,)),
                     )  # fmt: skip
-        if pending:
-            self.add(f"s{stage} {tag} FSDP reduce-scatter", rs_task, "dp", dp_stream, pending)
+        if pending and pending_rs is not None:
+            self.add(f"s{stage} {tag} FSDP reduce-scatter", pending_rs, "dp", dp_stream, pending)
         if kind == "F" and (head > 0 or layers == 0):
             last = self.add(
                 f"s{stage} {tag} head compute",
@@ -1111,8 +1297,10 @@ class _Builder:
             )
         return last
 
-    def layer_param_bytes(self) -> float:
-        return self.job.model.layer_params() / self.job.tp * self.job.element_bytes
+    def layer_param_bytes(self, k: int) -> float:
+        """16-bit bytes per GPU of one layer of kind ``k`` (split over TP)."""
+        model = self.job.model.layer_kinds[k][0]
+        return model.layer_params() / self.job.tp * self.job.element_bytes
 
     def root_param_bytes(self, stage: int, chunk: int | None = None) -> float:
         """Bytes per GPU of the stage's (chunk's) tensors outside its transformer layers."""
@@ -1174,9 +1362,7 @@ class _Builder:
         if self.spec.zero_stage == 3:
             last = self.fsdp_layers(stage, chunk, tag, "F", after)
         else:
-            layers = len(self.job.chunk_layers(stage, chunk))
-            seconds = self.chunk_seconds("F", stage, chunk)
-            last = self.chunk_work(stage, tag, seconds, layers, after)
+            last = self.chunk_work(stage, chunk, tag, "F", after)
         self.p2p("F", stage, chunk, j, last)
 
     def backward(self, stage: int, chunk: int, j: int) -> None:
@@ -1189,9 +1375,7 @@ class _Builder:
         elif final:
             last = self.last_backward(stage, chunk, after)
         else:
-            layers = len(self.job.chunk_layers(stage, chunk))
-            seconds = self.chunk_seconds("B", stage, chunk)
-            last = self.chunk_work(stage, tag, seconds, layers, after)
+            last = self.chunk_work(stage, chunk, tag, "B", after)
             if self.spec.zero_stage == 2:
                 # Gradients are sharded: every micro-batch reduce-scatters into the shard
                 # (ZeRO-2; Rajbhandari et al. SC'20 §5.2), under the next micro-batch — or,
@@ -1206,8 +1390,7 @@ class _Builder:
     def last_backward(self, stage: int, chunk: int, after: tuple[int, ...]) -> int:
         """Layer-by-layer backward of a chunk's last micro-batch, DP buckets overlapping it."""
         job = self.job
-        layers = job.chunk_layers(stage, chunk)
-        seconds = self.layer_seconds("B")
+        n_layers = job.model.n_layers
         after = self.ready(stage, after)
         done_after: dict[int, int] = {}
         last = -1
@@ -1220,11 +1403,16 @@ class _Builder:
                 name, ComputeTask(head), "compute", f"s{stage}.compute", after
             )
             after = ()
-        for layer in reversed(layers):
+        for layer in self.chunk_order(stage, chunk, backward=True):
+            k = self.kind_of(layer)
             last = self.compute_with_tp(
-                stage, f"B-last layer {layer}", seconds, 1, after, self.job.cp > 1
-            )[1]
+                stage, f"B-last layer {layer}", self.layer_seconds("B", k), 1, after,
+                self.job.cp > 1, k,
+            )[1]  # fmt: skip
             after = ()
+            if layer >= n_layers:  # a multi-token-prediction module: with the loss unit's
+                head_done = last
+                continue
             done_after[layer] = last
             if head_done < 0:
                 head_done = last
@@ -1233,7 +1421,7 @@ class _Builder:
                 f"s{stage} B-last compute", ComputeTask(0.0), "compute", f"s{stage}.compute", after
             )
             head_done = last
-        done_after[job.model.n_layers] = head_done
+        done_after[n_layers] = head_done
         done_after[-1] = last
         self.dp_buckets(stage, chunk, done_after)
         return last
@@ -1424,13 +1612,16 @@ class _Builder:
             layer_bytes[layer] = layer_bytes.get(layer, 0.0) + nbytes
         u = self.units
         where = job.virtual_stage(stage, chunk)
+        mtp = job.model.mtp_layers * (u.layer_forward + u.mtp_forward)  # its modules' tensors
         outer = {-1: u.embed_forward if where.embedding else 0.0,
-                 job.model.n_layers: u.head_forward if where.loss else 0.0}  # fmt: skip
+                 job.model.n_layers: u.head_forward + mtp if where.loss else 0.0}  # fmt: skip
         starts: list[float] = []
         clock = 0.0
         for _, layer, nbytes in tensors:
             starts.append(clock)
-            whole = outer.get(layer, u.layer_forward)
+            whole = outer.get(layer)
+            if whole is None:
+                whole = self.layer_units[self.kind_of(layer)].layer_forward
             if layer_bytes[layer] > 0:
                 clock += whole * nbytes / layer_bytes[layer]
         return _split_experts(job, tensors, starts)

@@ -699,3 +699,43 @@ def test_the_cudnn_release_is_a_job_field_written_as_text() -> None:
     assert simulate({**hopper, "job": {**hopper["job"], "cudnn": "9.13"}}).step_time == (
         simulate(hopper).step_time
     )
+
+
+# ---------------------------------------------------------------- MLA and recompute modules
+def test_mla_gemms_are_its_projections_with_the_down_ones_whole_on_the_shard() -> None:
+    """Megatron-Core's MLA under TP 2 with sequence parallelism: the down projections run on
+    each rank's half of the tokens with whole weights, the up projections on all tokens with
+    half the heads; attention over 192-wide queries and keys and 128-wide values."""
+    m = get_model("deepseek-v3").layer_kind(60)
+    w = layer_work(m, H100, micro_batch=1, seq_len=4096, tp=2, recompute="none")
+    flops = {k.name: k.flops for k in w.forward if k.kind == "gemm"}
+    assert flops["q down"] == 2 * 2048 * 7168 * 1536
+    assert flops["kv down"] == 2 * 2048 * 7168 * 576
+    assert flops["q up"] == 2 * 4096 * 1536 * 64 * 192
+    assert flops["kv up"] == 2 * 4096 * 512 * 64 * 256
+    assert flops["attention out"] == 2 * 4096 * 64 * 128 * 7168
+    assert "qkv" not in flops
+    attention = next(k for k in w.forward if k.kind == "attention")
+    assert attention.flops == pytest.approx(2 * 4096**2 * 64 * (192 + 128) / 2)
+
+
+def test_recompute_modules_rerun_their_kernels() -> None:
+    m = get_model("deepseek-v3")
+    args = {"micro_batch": 1, "seq_len": 4096, "tp": 1, "recompute": "selective"}
+
+    def redo(kind: object, *modules: str) -> set[str]:
+        w = layer_work(kind, H100, **args, recompute_modules=modules)  # type: ignore[arg-type]
+        return {k.name for k in w.recompute}
+
+    moe, dense = m.layer_kind(60), m.layer_kind(0)
+    assert redo(moe, "core_attn") == {"attention"}
+    assert redo(moe, "mla_up_proj") == {"q up", "kv up", "mla_up_proj element-wise (recompute)"}
+    assert redo(moe, "moe_act") == {"moe_act element-wise (recompute)"}
+    assert redo(moe, "moe") == {"router", "experts up", "experts down", "moe token permutation",
+                                "shared expert up", "shared expert down",
+                                "moe element-wise (recompute)"}  # fmt: skip
+    assert redo(dense, "mlp") == {"mlp up", "mlp down", "mlp element-wise (recompute)"}
+    assert redo(moe, "mlp") == set()  # a MoE layer has no dense MLP
+    assert redo(dense, "moe", "moe_act") == set()  # nor a dense layer experts
+    norms = layer_work(moe, H100, **args, recompute_modules=("layernorm",)).recompute
+    assert [k.nbytes for k in norms] == [2 * 2 * 7168 * 4096 * 2]  # two norms, read and write

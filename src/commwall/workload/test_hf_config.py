@@ -278,6 +278,76 @@ def test_gpt_oss_matches_its_model_card(
         model_from_hf_config({**GPT_OSS_120B, "attention_bias": False})
 
 
+#: deepseek-ai/DeepSeek-V3 config.json (keys that size the model): 671B total, 37B activated
+#: (DeepSeek-V3 Technical Report §4.2; the MTP module's weights are not loaded by transformers).
+DEEPSEEK_V3: dict[str, Any] = {
+    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+    "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+    "num_attention_heads": 128, "num_key_value_heads": 128, "num_hidden_layers": 61,
+    "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3, "moe_layer_freq": 1, "q_lora_rank": 1536, "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280,
+    "max_position_embeddings": 163840, "tie_word_embeddings": False, "attention_bias": False,
+    "num_nextn_predict_layers": 1, "n_group": 8, "topk_group": 4, "scoring_func": "sigmoid",
+}  # fmt: skip
+#: zai-org/GLM-4.5 config.json (keys that size the model): 355B total with its MTP layer.
+GLM45: dict[str, Any] = {
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "hidden_size": 5120,
+    "intermediate_size": 12288, "moe_intermediate_size": 1536, "num_attention_heads": 96,
+    "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 92, "n_routed_experts": 160,
+    "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3,
+    "attention_bias": True, "use_qk_norm": True, "partial_rotary_factor": 0.5,
+    "vocab_size": 151552, "max_position_embeddings": 131072, "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+def test_deepseek_v3_config_is_the_zoo_model_with_its_published_counts() -> None:
+    spec = model_from_hf_config(DEEPSEEK_V3, name="deepseek-v3")
+    zoo = get_model("deepseek-v3")
+    assert spec.total_params() == zoo.total_params() == 671_026_404_352
+    assert spec.total_params() == pytest.approx(671e9, rel=0.001)
+    assert spec.active_params_per_token() == pytest.approx(37e9, rel=0.02)
+    assert (spec.dense_layers, spec.kv_lora_rank, spec.q_lora_rank) == (3, 512, 1536)
+    assert (spec.qk_head_dim, spec.v_head, spec.q_dim, spec.o_dim) == (192, 128, 24576, 16384)
+
+
+def test_glm45_has_dense_layers_and_grouped_query_attention_with_biases() -> None:
+    spec = model_from_hf_config(GLM45, name="glm-4.5")
+    assert spec.total_params() == get_model("glm-4.5").total_params()
+    # the card's 355B counts the MTP layer (one more MoE layer and its projection, ~4B)
+    assert spec.total_params() == pytest.approx(355e9, rel=0.01)
+    assert (spec.mla, spec.qkv_bias, spec.qk_norm, spec.dense_layers) == (False, True, "head", 3)
+
+
+def test_deepseek_v2_lite_has_no_query_latent() -> None:
+    """DeepSeek-V2-Lite (15.7B on its model card): queries straight from the hidden state."""
+    lite = {**DEEPSEEK_V3, "model_type": "deepseek_v2", "num_hidden_layers": 27,
+            "hidden_size": 2048, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+            "num_attention_heads": 16, "num_key_value_heads": 16, "n_shared_experts": 2,
+            "n_routed_experts": 64, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+            "q_lora_rank": None, "vocab_size": 102400}  # fmt: skip
+    spec = model_from_hf_config(lite)
+    assert spec.q_lora_rank is None
+    assert spec.mla_projections()[0][0] == "q_proj"
+    assert spec.total_params() == pytest.approx(15.7e9, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"moe_layer_freq": 2}, "moe_layer_freq: 2: MoE on every n-th layer only"),
+     ({"attention_bias": True}, "attention_bias: true: biases on MLA"),
+     ({"kv_lora_rank": None}, "kv_lora_rank: missing"),
+     ({"num_key_value_heads": 16}, "n_kv_heads=16 is invalid with kv_lora_rank"),
+     ({"first_k_dense_replace": 61}, "dense_layers=61 is invalid"),
+     ({"n_routed_experts": 1, "num_experts_per_tok": 1}, "dense_layers=3 is invalid")],
+)  # fmt: skip
+def test_deepseek_configs_that_cannot_be_used_are_named(
+    change: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ModelDefinitionError, match=message):
+        model_from_hf_config({**DEEPSEEK_V3, **change})
+
+
 def test_qwen_moe_activates_its_published_share() -> None:
     spec = model_from_hf_config(QWEN_MOE)
     # 2.7B activated per the model card (embeddings counted once, as Qwen counts them)
@@ -286,7 +356,8 @@ def test_qwen_moe_activates_its_published_share() -> None:
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"model_type": "deepseek_v3"}, "model_type: 'deepseek_v3' is not supported"),
+    [({"model_type": "falcon"}, "model_type: 'falcon' is not supported"),
+     ({"first_k_dense_replace": 3}, "first_k_dense_replace: 3: dense layers among MoE layers"),
      ({"q_lora_rank": 1536}, "q_lora_rank: 1536: multi-head latent attention"),
      ({"q_lora_rank": False}, "q_lora_rank: False; allowed: an integer"),
      ({"num_hidden_layers": 0}, "num_hidden_layers: 0: must be an integer from 1"),

@@ -238,7 +238,7 @@ BASE: dict[str, Any] = {"tp": 1, "pp": 1, "dp": 1, "micro_batch": 1, "seq_len": 
         ({"optimizer": "lion"}, ["optimizer: 'lion' is not allowed", "adam", "sgd"]),
         ({"ep": 2}, ["ep=2", "n_experts=1"]),
         ({"micro_batch": 0}, ["micro_batch: 0 is not allowed"]),
-        ({"inflight_microbatches": 0}, ["inflight_microbatches: 0 is not allowed"]),
+        ({"inflight_microbatches": 0}, ["inflight_microbatches: 0 is out of range"]),
         ({"param_bytes": 0}, ["param_bytes: 0 is not allowed"]),
     ],
 )
@@ -376,3 +376,77 @@ def test_transformer_engine_s_weight_copies_by_recipe_and_gpu() -> None:
     assert cached_weight_bytes("b200", "fp4", "delayed", False) == 2 * (0.5 + 1 / 16)
     assert cached_weight_bytes("h100-sxm", "fp8", "delayed", True) == 0.0
     assert cached_weight_bytes("b200", "bf16", "delayed", False) == 0.0
+
+
+# ---------------------------------------------------------------- dense layers, MLA, recompute
+def test_deepseek_v3_stages_hold_their_own_kinds_of_layer() -> None:
+    """The first stage holds the 3 dense layers (Megatron's layout puts them first), the last
+    only MoE layers; MLA's down projections and latent norms are whole on every TP rank."""
+    m = get_model("deepseek-v3")
+    assert memory.params_per_gpu(m) == m.total_params()
+    first = memory._stage_params(m, tp=1, pp=4, ep=1, first=True)
+    last = memory._stage_params(m, tp=1, pp=4, ep=1, first=False)
+    table = m.vocab * m.hidden
+    assert first.dense + first.expert == 3 * m.dense_layer_params() + 13 * m.layer_params() + table
+    assert last.dense + last.expert == 16 * m.layer_params() + table + m.hidden
+    whole = 7168 * 1536 + 7168 * 576 + 1536 + 512  # down projections and latent norms
+    split = memory._stage_params(m, tp=8, pp=61, ep=1, first=False)
+    attention = (m.attention_params_per_layer() - whole) / 8 + whole
+    shared = 3 * 7168 * 2048 / 8
+    experts = 256 * 3 * 7168 * 2048 / 8
+    assert split.dense + split.expert == pytest.approx(
+        attention + shared + experts + 2 * 7168 + 7168 * 256 + table / 8 + 7168
+    )
+
+
+@pytest.mark.parametrize(
+    ("modules", "saved"),
+    [(("mla_up_proj",), 2 * 128 * (192 + 192 + 128)),  # Q, K and V, 16-bit
+     (("moe_act",), 8 * 2 * 2048),  # the routed experts' activation outputs
+     (("layernorm",), 2 * 2 * 7168),  # the QKV and MLP inputs
+     (("shared_experts",), (2 * 2 + 2) * 2048),  # the shared expert's MLP tensors
+     (("moe",), 8 * 2 * 7168 + (2 * 2 + 2) * (8 * 2048 + 2048))],  # routed copies, experts
+)  # fmt: skip
+def test_recompute_modules_drop_what_they_recompute(modules: tuple[str, ...], saved: int) -> None:
+    """Bytes a token of one DeepSeek-V3 MoE layer no longer keeps (t = 1, b = 1, s = 1)."""
+    moe = get_model("deepseek-v3").layer_kind(60)
+    shape = LayerShape.of(moe)
+
+    def kept(mods: tuple[str, ...]) -> float:
+        return memory.activation_bytes_per_layer(
+            seq_len=1, micro_batch=1, hidden=7168, n_heads=128, tp=1, recompute="selective",
+            flash_attention=True, layer=shape, recompute_modules=mods,
+        )  # fmt: skip
+
+    scores = 4.0 * 128  # the attention's softmax statistics: kept unless core_attn is recomputed
+    assert kept(("core_attn",)) + scores - kept(modules) == pytest.approx(saved)
+
+
+def test_the_dense_mlp_module_drops_only_a_dense_layer_s_mlp() -> None:
+    m = get_model("deepseek-v3")
+    args: dict[str, Any] = {"seq_len": 1, "micro_batch": 1, "hidden": 7168, "n_heads": 128,
+                            "tp": 1, "recompute": "selective", "flash_attention": True}  # fmt: skip
+    for kind, dropped in ((m.layer_kind(0), (2 * 2 + 2) * 18432), (m.layer_kind(60), 0)):
+        shape = LayerShape.of(kind)
+        base = memory.activation_bytes_per_layer(**args, layer=shape)
+        mlp = memory.activation_bytes_per_layer(
+            **args, layer=shape, recompute_modules=("core_attn", "mlp")
+        )
+        assert base - mlp == pytest.approx(dropped)
+
+
+def test_the_last_stage_holds_the_multi_token_prediction_modules() -> None:
+    m = get_model("deepseek-v3")
+    mtp = dataclasses.replace(m, mtp_layers=1)
+    for first, extra in ((True, 0), (False, mtp.mtp_layer_params())):
+        with_mtp = memory._stage_params(mtp, tp=1, pp=4, ep=1, first=first)
+        without = memory._stage_params(m, tp=1, pp=4, ep=1, first=first)
+        assert (with_mtp.dense + with_mtp.expert) - (without.dense + without.expert) == extra
+    assert memory.params_per_gpu(mtp) == mtp.total_params()
+    args: dict[str, Any] = {"tp": 1, "pp": 4, "micro_batch": 1, "seq_len": 4096,
+                            "sequence_parallel": False, "recompute": "selective",
+                            "inflight": 4, "flash_attention": True}  # fmt: skip
+    last = memory._stage_activation_bytes(mtp, **args, first=False)
+    assert last > memory._stage_activation_bytes(m, **args, first=False)
+    first = memory._stage_activation_bytes(mtp, **args, first=True)
+    assert first == memory._stage_activation_bytes(m, **args, first=True)

@@ -123,7 +123,10 @@ def test_attention_flops_term_is_12_l_h_s(name: str) -> None:
     m = get_model(name)
     s = 4096
     delta = m.training_flops_per_token(s) - m.training_flops_per_token(1)
-    assert delta == pytest.approx(12 * m.n_layers * m.q_dim * (s - 1))  # q_dim = heads x head dim
+    # q_dim = o_dim = heads x head dim, except with MLA (scores 192, values 128 a head)
+    assert delta == pytest.approx(6 * m.n_layers * (m.q_dim + m.o_dim) * (s - 1))
+    if not m.mla:
+        assert m.q_dim == m.o_dim
 
 
 def test_flops_count_lm_head_even_when_tied() -> None:
@@ -197,9 +200,22 @@ def specs(draw: st.DrawFn) -> ModelSpec:
     kv_heads = draw(st.sampled_from([1, 2, 4]))
     heads = kv_heads * draw(st.sampled_from([1, 2, 4]))
     experts = draw(st.integers(1, 4))
+    layers = draw(st.integers(1, 4))
+    mla: dict[str, object] = {}
+    if draw(st.booleans()):  # multi-head latent attention: every head its own key and value
+        kv_heads = heads
+        mla = {
+            "kv_lora_rank": draw(st.integers(1, 16)),
+            "q_lora_rank": draw(st.one_of(st.none(), st.integers(1, 16))),
+            "qk_rope_head_dim": draw(st.integers(0, 8)),
+            "v_head_dim": draw(st.integers(1, 16)),
+        }
+    dense = draw(st.integers(0, layers - 1)) if experts > 1 else 0
     return ModelSpec(
         name="hyp",
-        n_layers=draw(st.integers(1, 4)),
+        dense_layers=dense,
+        **mla,  # type: ignore[arg-type]
+        n_layers=layers,
         hidden=heads * draw(st.integers(1, 16)),
         ffn_hidden=draw(st.integers(1, 64)),
         n_heads=heads,
@@ -215,6 +231,8 @@ def specs(draw: st.DrawFn) -> ModelSpec:
         linear_bias=draw(st.booleans()),
         norm=draw(st.sampled_from(["rmsnorm", "layernorm"])),
         learned_pos_emb=draw(st.booleans()),
+        shared_ffn_hidden=draw(st.integers(0, 8)),
+        mtp_layers=draw(st.integers(0, 2)),
     )
 
 
@@ -224,6 +242,51 @@ def test_property_gradient_tensors_sum_and_active_bounds(m: ModelSpec) -> None:
     assert sum(n for _, n in m.gradient_tensors()) == m.total_params()
     assert m.active_params_per_token() <= m.total_params()
     assert m.training_flops_per_token(2) > m.training_flops_per_token(1) > 0
+    assert sum(n for _, n in m.layer_kinds) == m.n_layers
+    assert m.layers_params() == sum(n * kind.layer_params() for kind, n in m.layer_kinds)
+
+
+def test_mla_counts_deepseek_v3_s_projections_by_hand() -> None:
+    """DeepSeek-V3 §4.2: q 7168→1536→128·192, kv 7168→512+64, 512→128·(128+128), o 128·128→7168,
+    and the two latents' norms."""
+    m = get_model("deepseek-v3")
+    by_hand = (7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256
+               + 128 * 128 * 7168 + 1536 + 512)  # fmt: skip
+    assert m.attention_params_per_layer() == by_hand == 187_107_328
+    assert m.dense_layer_params() == by_hand + 3 * 7168 * 18432 + 2 * 7168
+    experts = 256 * 3 * 7168 * 2048 + 3 * 7168 * 2048 + 7168 * 256  # routed, shared, router
+    assert m.layer_params() == by_hand + experts + 2 * 7168
+    assert m.layers_params() == 3 * m.dense_layer_params() + 58 * m.layer_params()
+    names = [n for n, _ in m.gradient_tensors() if n.startswith("model.layers.0.")]
+    assert names[:7] == [f"model.layers.0.self_attn.{x}.weight" for x in (
+        "q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm",
+        "kv_b_proj", "o_proj")]  # fmt: skip
+    assert "model.layers.0.mlp.gate_proj.weight" in names  # a dense layer
+    assert not any("experts" in n for n in names)
+    assert any("model.layers.3.block_sparse_moe.experts.255" in n for n, _ in m.gradient_tensors())
+
+
+def test_mla_attention_flops_use_the_query_key_and_value_widths() -> None:
+    """Scores over q·k (192 a head) and values of 128: 6·L·(q_dim + o_dim)·s, which is the
+    usual 12·L·q_dim·s when they are equal."""
+    m = get_model("deepseek-v3")
+    s = 4096
+    attention = m.training_flops_per_token(s) - 6 * m.matmul_params_per_token()
+    assert attention == 6 * 61 * (128 * 192 + 128 * 128) * s
+    llama = get_model("llama3-8b")
+    assert llama.training_flops_per_token(s) - 6 * llama.matmul_params_per_token() == (
+        12 * 32 * 4096 * s
+    )
+
+
+def test_layer_kinds_are_the_dense_then_the_moe_model() -> None:
+    m = get_model("deepseek-v3")
+    (dense, n_dense), (moe, n_moe) = m.layer_kinds
+    assert (n_dense, n_moe) == (3, 58)
+    assert not dense.is_moe and dense.dense_layers == 0 and dense.mla
+    assert moe.is_moe and moe.dense_layers == 0 and moe.n_experts == 256
+    assert m.layer_kind(2) == dense and m.layer_kind(3) == moe
+    assert get_model("mixtral-8x7b").layer_kinds == ((get_model("mixtral-8x7b"), 32),)
 
 
 def test_unknown_model_error_names_close_matches_and_all_names() -> None:
@@ -256,6 +319,12 @@ def test_spec_is_frozen() -> None:
         ({"hidden": 4097}, "hidden"),
         ({"top_k": 9}, "top_k"),
         ({"norm": "batchnorm"}, "norm"),
+        ({"dense_layers": 32}, "dense_layers=32 is invalid"),
+        ({"dense_layers": -1}, "dense_layers=-1 is invalid"),
+        ({"q_lora_rank": 64}, "q_lora_rank=64 is invalid without kv_lora_rank"),
+        ({"v_head_dim": 64}, "v_head_dim=64 is invalid without kv_lora_rank"),
+        ({"kv_lora_rank": 64}, "n_kv_heads=8 is invalid with kv_lora_rank"),
+        ({"kv_lora_rank": 0}, "kv_lora_rank=0 is invalid"),
     ],
 )
 def test_spec_validation_names_the_field(change: dict[str, object], field: str) -> None:
@@ -267,3 +336,26 @@ def test_spec_validation_names_the_field(change: dict[str, object], field: str) 
 
 def test_module_doctests() -> None:
     assert doctest.testmod(models).failed == 0
+
+
+def test_a_multi_token_prediction_module_is_a_layer_its_projection_and_norms() -> None:
+    """DeepSeek-V3 §2.2 (Megatron-Core's MultiTokenPredictionLayer): a layer like the last,
+    eh_proj (2h x h) and three norms; the embedding and LM head are shared. The published
+    685B counts the MTP module and a second copy of the embedding and head (2 x 0.93B)."""
+    m = get_model("deepseek-v3")
+    mtp = dataclasses.replace(m, mtp_layers=1)
+    module = m.layer_params() + 2 * 7168 * 7168 + 3 * 7168
+    assert mtp.mtp_layer_params() == module
+    assert mtp.total_params() == m.total_params() + module
+    assert mtp.total_params() + 2 * 129280 * 7168 == pytest.approx(685e9, rel=0.002)
+    assert mtp.layer_kinds == m.layer_kinds  # the modules are not model layers
+    names = [n for n, _ in mtp.gradient_tensors()]
+    assert names[-1] == "lm_head.weight"
+    assert "model.mtp.0.eh_proj.weight" in names
+    assert "model.mtp.0.block_sparse_moe.experts.255.w1.weight" in names
+    # FLOPs: one more layer, its projection and the LM head again (Megatron-LM's count)
+    extra = mtp.matmul_params_per_token() - m.matmul_params_per_token()
+    last = m.layer_kind(60)
+    layer = (last.attention_weight_params_per_layer() + 8 * last.mlp_weight_params_per_layer()
+             + 3 * 7168 * 2048 + last.router_params_per_layer())  # fmt: skip
+    assert extra == layer + 2 * 7168 * 7168 + 129280 * 7168

@@ -930,8 +930,8 @@ def test_inflight_micro_batches_for_interleaving() -> None:
     from dataclasses import replace
 
     interleaved = replace(job, virtual_stages=2, micro_batches=16)
-    # Megatron warm-up 2·(pp−1) + (v−1)·pp = 10 chunk forwards, +1, at 1/2 each → 6 micro-batches
-    assert inflight_micro_batches(interleaved) == 6
+    # Megatron warm-up 2·(pp−1) + (v−1)·pp = 10 chunk forwards, +1, at 1/2 each → 5.5 micro-batches
+    assert inflight_micro_batches(interleaved) == 5.5
 
 
 def test_uneven_chunks_cost_in_proportion_to_their_layers() -> None:
@@ -1428,3 +1428,135 @@ def test_fp8_weights_gather_one_byte_and_hold_one(zero: int) -> None:
 def test_fp8_param_gather_needs_fp8() -> None:
     with pytest.raises(ScenarioError, match=r"job.fp8_param_gather: .*precision is bf16"):
         resolved({"tp": 1, "global_batch": 64, "fp8_param_gather": True})
+
+
+# ---------------------------------------------------------------- dense layers among MoE, MLA
+#: A small DeepSeek-V3-shaped model: 2 dense layers then 6 MoE ones (16 experts, top-2, a
+#: shared expert), multi-head latent attention (query and key-value latents, a rotary key).
+MINI_DSV3 = {"name": "mini-dsv3", "n_layers": 8, "hidden": 1024, "ffn_hidden": 4096,
+             "n_heads": 8, "head_dim": 64, "vocab": 1024, "n_experts": 16, "top_k": 2,
+             "expert_ffn_hidden": 512, "shared_ffn_hidden": 512, "dense_layers": 2,
+             "q_lora_rank": 256, "kv_lora_rank": 128, "qk_rope_head_dim": 32,
+             "v_head_dim": 64}  # fmt: skip
+
+
+def _phases(plan: Any, pattern: str) -> list[Any]:
+    return [p for p in plan.schedule.phases if re.search(pattern, p.name)]
+
+
+def test_dense_layers_have_their_own_times_and_no_all_to_all() -> None:
+    job, cluster = resolved({"model": MINI_DSV3, "tp": 1, "ep": 8, "global_batch": 64})
+    dense, moe = step_module.layer_units(job)
+    assert dense.layer_forward != moe.layer_forward
+    t_f, _ = micro_batch_times(job)
+    assert t_f == pytest.approx(2 * dense.layer_forward + 6 * moe.layer_forward
+                                + moe.head_forward + moe.embed_forward)  # fmt: skip
+    plan = build_step(job, cluster)
+    # the chunk's dense run, then its MoE run with the dispatch and combine all-to-alls
+    assert [p.name for p in _phases(plan, r"^s0 F0 ")] == [
+        "s0 F0 compute", "s0 F0 compute", "s0 F0 EP all-to-all"]  # fmt: skip
+    a2a = _phases(plan, r"^s0 F0 EP all-to-all")[0]
+    assert a2a.repeat == 2 * 6  # two per MoE layer, none for the dense ones
+    r = simulate(scenario({"model": MINI_DSV3, "tp": 1, "ep": 8, "global_batch": 64}))
+    calls = sum(c.calls for c in r.collectives if c.op == "alltoall")
+    assert calls == 4 * 6 * job.micro_batches
+
+
+def test_a_backward_runs_the_moe_layers_before_the_dense_ones() -> None:
+    job, cluster = resolved({"model": MINI_DSV3, "tp": 1, "ep": 8, "global_batch": 64})
+    plan = build_step(job, cluster)
+    names = [p.name for p in _phases(plan, r"^s0 B0 ")]
+    assert names.index("s0 B0 EP all-to-all") < len(names) - 1  # a dense run follows
+    dense, moe = step_module.layer_units(job)
+    seconds = [p.task.seconds for p in _phases(plan, r"^s0 B0 compute$")]
+    # the units outside the layers (the loss unit, the embedding) ride with the first run
+    outer = moe.head_backward + moe.embed_backward
+    assert seconds == pytest.approx([6 * moe.layer_backward + outer, 2 * dense.layer_backward])
+
+
+def test_mla_gathers_its_latents_not_the_hidden_state() -> None:
+    """With sequence parallelism the up projections gather the query and key-value latents
+    and the rotary key (256 + 128 + 32 of 1024 elements a token), the output projection
+    reduce-scatters hidden states."""
+    job = {"model": MINI_DSV3, "tp": 2, "ep": 1, "global_batch": 64, "tp_backward_overlap": False}
+    plan = build_step(*resolved(job))
+    latent = _phases(plan, r"^s0 F0 TP all-gather \(latents\)")
+    hidden = _phases(plan, r"^s0 F0 TP all-gather$")
+    share = (256 + 128 + 32) / 1024
+    assert [p.task.nbytes for p in latent] == pytest.approx([hidden[0].task.nbytes * share] * 2)
+    # one per layer, in the dense run (2 layers) and the MoE run (6); hidden states for the
+    # dense layers' MLP and the experts' tokens
+    assert [p.repeat for p in latent] == [2, 6]
+    assert [p.repeat for p in hidden] == [2, 6]
+    back = _phases(plan, r"^s0 B0 TP (all-gather|reduce-scatter) \(latents\)")
+    # each run: the re-gather and the input gradient's reduce-scatter, one each a layer
+    assert sorted(p.repeat for p in back) == [2, 2, 6, 6]
+
+
+def test_recomputing_the_moe_block_reruns_its_all_to_alls() -> None:
+    base = {"model": MINI_DSV3, "tp": 1, "ep": 8, "global_batch": 64}
+    job, _ = resolved(base)
+    plain = simulate(scenario(base))
+    redo = simulate(scenario({**base, "recompute_modules": ["moe"]}))
+    count = lambda r: sum(c.calls for c in r.collectives if c.op == "alltoall")  # noqa: E731
+    assert count(plain) == 4 * 6 * job.micro_batches
+    assert count(redo) == 6 * 6 * job.micro_batches
+    assert redo.step_time > plain.step_time
+
+
+@pytest.mark.parametrize(
+    ("job", "message"),
+    [({"recompute_modules": ["mla_up_proj"]},
+      "job.recompute_modules: mla_up_proj needs multi-head latent attention"),
+     ({"recompute_modules": ["moe_act", "moe"]},
+      "job.recompute_modules: moe_act needs mixture-of-experts layers"),
+     ({"recompute": "full", "recompute_modules": ["core_attn"]},
+      "job.recompute_modules: core_attn given with recompute full"),
+     ({"model": "mixtral-8x7b", "recompute_modules": ["mlp"]},
+      "job.recompute_modules: mlp needs dense layers, which mixtral-8x7b does not have"),
+     ({"model": "mixtral-8x7b", "recompute_modules": ["shared_experts"]},
+      "job.recompute_modules: shared_experts needs shared experts")],
+)  # fmt: skip
+def test_recompute_modules_a_job_cannot_use_are_named(job: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        resolved(job)
+
+
+def test_default_recompute_modules_are_the_attention_core() -> None:
+    """Megatron-Core's default recompute_modules, ["core_attn"]: the same step as not naming
+    them."""
+    plain = run({"global_batch": 64})
+    named = run({"global_batch": 64, "recompute_modules": ["core_attn"]})
+    assert named.step_time == plain.step_time
+    assert named.memory == plain.memory
+
+
+def test_a_multi_token_prediction_module_runs_with_the_loss() -> None:
+    """job.mtp_layers: 1 adds, on the last stage, one more MoE layer (its all-to-alls too),
+    the module's projection and the LM head again; the other stages are unchanged."""
+    base = {"model": MINI_DSV3, "tp": 1, "pp": 2, "ep": 8, "global_batch": 64}
+    job, cluster = resolved(base)
+    with_mtp, _ = resolved({**base, "mtp_layers": 1})
+    assert with_mtp.model.mtp_layers == 1 and job.model.mtp_layers == 0
+    plain, mtp = build_step(job, cluster), build_step(with_mtp, cluster)
+    u = step_module.layer_units(with_mtp)[-1]
+    assert u.mtp_forward > u.head_forward > 0  # the head again, plus the projection and norms
+    for stage, extra_layers in ((0, 0), (1, 1)):
+        a2a = [p.repeat for p in _phases(plain, rf"^s{stage} F0 EP all-to-all")]
+        b2b = [p.repeat for p in _phases(mtp, rf"^s{stage} F0 EP all-to-all")]
+        assert sum(b2b) == sum(a2a) + 2 * extra_layers
+    f_plain = sum(p.task.seconds for p in _phases(plain, r"^s1 F0 compute"))
+    f_mtp = sum(p.task.seconds for p in _phases(mtp, r"^s1 F0 compute"))
+    assert f_mtp - f_plain == pytest.approx(u.layer_forward + u.mtp_forward)
+    r = simulate(scenario({**base, "mtp_layers": 1}))
+    assert r.step_time > simulate(scenario(base)).step_time
+    assert r.memory.total >= simulate(scenario(base)).memory.total  # the first stage may bind
+
+
+def test_a_layout_places_the_modules_before_the_loss() -> None:
+    base = {"model": MINI_DSV3, "tp": 1, "pp": 2, "ep": 8, "global_batch": 64}
+    resolved({**base, "mtp_layers": 1, "pipeline_layout": "Et*4|t*4mL"})
+    with pytest.raises(ScenarioError, match=re.escape("holds 0 multi-token-prediction layers")):
+        resolved({**base, "mtp_layers": 1, "pipeline_layout": "Et*4|t*4L"})
+    with pytest.raises(ScenarioError, match="just before the loss"):
+        resolved({**base, "mtp_layers": 1, "pipeline_layout": "Et*4m|t*4L"})
