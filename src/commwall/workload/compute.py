@@ -1082,9 +1082,9 @@ def _ring_merges(
     every step adds its dQ into the local gradient and its dK/dV into the ring's partial ones
     (``add_``: two reads, a write; the first step copies). With the causal load-balanced split a
     later step covers all of a rank's queries or half of them, 3/4 on average over the ranks,
-    and likewise for K and V. Elements per rank: ``tokens·q_dim/(cp·t)`` of the output and dQ,
-    ``2·tokens·kv_dim/(cp·t)`` of dK and dV (an all-to-all first trades tokens for heads, which
-    leaves the count as it is).
+    and likewise for K and V. Elements per rank: ``tokens·o_dim/(cp·t)`` of the output (and,
+    as many, of dQ: ``o_dim = q_dim`` but with MLA), ``tokens·(k_dim + v_dim)/(cp·t)`` of dK
+    and dV (an all-to-all first trades tokens for heads, which leaves the count as it is).
     """
     if ring <= 1:
         return None

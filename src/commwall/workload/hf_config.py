@@ -35,13 +35,28 @@ gpt_oss        as mixtral with ``head_dim`` (64) and ``intermediate_size`` the e
                ``layer_types`` names (default: every other one, from the first). Not counted:
                each layer's attention sinks (one logit per head) and router bias, 2,304 and
                4,608 parameters in gpt-oss-120b
+deepseek_v2,   ``num_hidden_layers``, ``hidden_size``, ``intermediate_size`` (the dense layers'),
+deepseek_v3,   ``moe_intermediate_size``, ``num_attention_heads``, ``n_routed_experts``,
+kimi_k2        ``n_shared_experts``, ``num_experts_per_tok``, ``first_k_dense_replace`` (dense
+               first layers), multi-head latent attention (``q_lora_rank``, null: queries from
+               the hidden state; ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``,
+               ``v_head_dim``), ``vocab_size``, ``max_position_embeddings``,
+               ``tie_word_embeddings`` (false); ``moe_layer_freq`` must be 1. Not counted: the
+               router's expert-bias buffer and the multi-token-prediction module
+               (``num_nextn_predict_layers``, which ``transformers`` does not load; a job
+               trains it with ``job.mtp_layers``)
+glm4_moe       as deepseek_v3 for the experts and dense layers, with grouped-query attention:
+               ``num_key_value_heads``, ``head_dim``, biases on q, k and v
+               (``attention_bias``), per-head query and key norms (``use_qk_norm``);
+               ``partial_rotary_factor`` rotates part of each head: priced on the whole head
 =============  ==================================================================================
 
 Anything that changes the layer's shape in a way the model cannot represent is refused with the
-key, its value and why — never silently approximated: multi-head latent attention
-(``q_lora_rank``, ``kv_lora_rank``: DeepSeek-V2/V3), dense layers among MoE layers
-(``first_k_dense_replace``, ``mlp_only_layers``, ``decoder_sparse_step`` ≠ 1), Llama's
-``attention_bias``/``mlp_bias``. A sliding window (:func:`_window` says which keys switch it
+key, its value and why — never silently approximated: multi-head latent attention or dense first
+layers in a family that does not define them (``q_lora_rank``, ``kv_lora_rank``,
+``first_k_dense_replace``), MoE on only some layers (``mlp_only_layers``,
+``decoder_sparse_step`` or ``moe_layer_freq`` ≠ 1), Llama's ``attention_bias``/``mlp_bias``,
+biases on MLA's projections. A sliding window (:func:`_window` says which keys switch it
 on) is read as ``sliding_window`` and, where only some layers use it (``layer_types`` mixing
 both, Qwen's ``max_window_layers`` inside the stack, GPT-OSS), ``sliding_window_layers``; each
 layer's attention is then priced at the layers' mean

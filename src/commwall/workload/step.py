@@ -1303,10 +1303,12 @@ class _Builder:
         return model.layer_params() / self.job.tp * self.job.element_bytes
 
     def root_param_bytes(self, stage: int, chunk: int | None = None) -> float:
-        """Bytes per GPU of the stage's (chunk's) tensors outside its transformer layers."""
+        """Bytes per GPU of the stage's (chunk's) tensors outside its transformer layers and
+        its multi-token-prediction modules (which ZeRO-3 gathers as layers,
+        :meth:`chunk_order`)."""
         n = self.job.model.n_layers
-        grads = stage_gradient_bytes(self.job, stage, chunk)
-        return sum(b for layer, b in grads if not 0 <= layer < n)
+        tensors = _stage_tensors(self.job, stage, chunk)
+        return sum(b for name, layer, b in tensors if not 0 <= layer < n and ".mtp." not in name)
 
     # ---- pipeline sends ------------------------------------------------------------------
 

@@ -319,6 +319,19 @@ def test_glm45_has_dense_layers_and_grouped_query_attention_with_biases() -> Non
     assert (spec.mla, spec.qkv_bias, spec.qk_norm, spec.dense_layers) == (False, True, "head", 3)
 
 
+def test_kimi_k2_is_deepseek_v3_s_architecture_at_a_trillion() -> None:
+    """moonshotai/Kimi-K2-Instruct config.json: 384 experts, 64 heads, one dense layer; its
+    model card gives 1T total and 32B activated parameters (embeddings counted here)."""
+    kimi = {**DEEPSEEK_V3, "model_type": "kimi_k2", "n_routed_experts": 384,
+            "num_attention_heads": 64, "num_key_value_heads": 64, "first_k_dense_replace": 1,
+            "vocab_size": 163840, "max_position_embeddings": 131072,
+            "num_nextn_predict_layers": 0}  # fmt: skip
+    spec = model_from_hf_config(kimi)
+    assert spec.total_params() == pytest.approx(1e12, rel=0.03)
+    assert spec.active_params_per_token() == pytest.approx(32e9, rel=0.03)
+    assert (spec.dense_layers, spec.n_experts, spec.n_heads) == (1, 384, 64)
+
+
 def test_deepseek_v2_lite_has_no_query_latent() -> None:
     """DeepSeek-V2-Lite (15.7B on its model card): queries straight from the hidden state."""
     lite = {**DEEPSEEK_V3, "model_type": "deepseek_v2", "num_hidden_layers": 27,

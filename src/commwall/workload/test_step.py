@@ -1560,3 +1560,16 @@ def test_a_layout_places_the_modules_before_the_loss() -> None:
         resolved({**base, "mtp_layers": 1, "pipeline_layout": "Et*4|t*4L"})
     with pytest.raises(ScenarioError, match="just before the loss"):
         resolved({**base, "mtp_layers": 1, "pipeline_layout": "Et*4m|t*4L"})
+
+
+def test_zero3_gathers_a_multi_token_prediction_module_as_a_layer() -> None:
+    """Under ZeRO-3 each module's layer is gathered and reduce-scattered like a layer, and its
+    tensors leave the stage's root unit (gathered once, not twice)."""
+    base = {"model": MINI_DSV3, "tp": 1, "pp": 2, "ep": 8, "global_batch": 64, "zero_stage": 3}
+    plain = build_step(*resolved(base))
+    mtp = build_step(*resolved({**base, "mtp_layers": 1}))
+    gathers = lambda plan, s: [p for p in _phases(plan, rf"^s{s} F0 FSDP all-gather$")]  # noqa: E731
+    assert len(gathers(mtp, 1)) == len(gathers(plain, 1)) + 1
+    assert len(gathers(mtp, 0)) == len(gathers(plain, 0))
+    root = lambda plan: _phases(plan, r"^s1 F0 FSDP root all-gather")[0].task.nbytes  # noqa: E731
+    assert root(mtp) == root(plain)
