@@ -451,6 +451,32 @@ def test_a_scenario_runs_a_config_next_to_it_from_anywhere(
     assert job["params"] == pytest.approx(7.61e9, rel=0.005)
 
 
+def test_a_deepseek_config_trains_with_its_mtp_module_from_the_cli(tmp_path: Path) -> None:
+    """A DeepSeek-V3-shaped config.json (4 of its layers) runs from `commwall run` with
+    multi-token prediction, MLA's recompute module and experts over the node."""
+    small = {**DEEPSEEK_V3, "num_hidden_layers": 4, "first_k_dense_replace": 1,
+             "_name_or_path": "deepseek-ai/DeepSeek-V3"}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(small))
+    scenario = tmp_path / "job.yaml"
+    scenario.write_text(
+        "cluster: {preset: dgx-h100, nodes: 2}\n"
+        "job: {model: {hf_config: config.json}, tp: 1, pp: 2, ep: 8, global_batch: 64,\n"
+        "      seq_len: 4096, mtp_layers: 1, pipeline_layout: 'Et*2|t*2mL',\n"
+        "      recompute_modules: [mla_up_proj]}\n"
+    )
+    result = runner.invoke(app, ["run", str(scenario), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    job = out["job"]
+    assert (job["model"], job["mtp_layers"], job["recompute_modules"]) == (
+        "deepseek-v3", 1, ["mla_up_proj"])  # fmt: skip
+    spec = model_from_hf_config(small)
+    assert job["params"] == spec.total_params() + spec.layer_params() + 2 * 7168**2 + 3 * 7168
+    assert any(c["op"] == "alltoall" for c in out["collectives"])
+    text = runner.invoke(app, ["run", str(scenario)])
+    assert "with 1 MTP module" in text.output
+
+
 @pytest.mark.parametrize(
     ("model", "message"),
     [("{hf_config: missing.json}", "job.model.hf_config"),
