@@ -660,6 +660,21 @@ class JobSpec(_Strict):
     )
     zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP full shard).")
     recompute: Recompute = Field(default="selective", description="Activation recomputation.")
+    recompute_method: Literal["uniform", "block"] = Field(
+        default="uniform",
+        description="With recompute: full, which layers re-run their forward (Megatron-Core's "
+        "--recompute-method): uniform, every layer, checkpointing the input of each group of "
+        "recompute_num_layers; block, only the first recompute_num_layers layers of each "
+        "model chunk, the rest keeping their activations.",
+    )
+    recompute_num_layers: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="With recompute: full, Megatron-Core's --recompute-num-layers: the group "
+        "size (uniform) or the recomputed layers a model chunk (block). Default: each layer "
+        "its own group (uniform 1).",
+    )
     mtp_layers: int = Field(
         default=0,
         ge=0,

@@ -223,6 +223,10 @@ class Job:
             "mtp_layers": self.model.mtp_layers,
             "recompute": self.spec.recompute,
             "recompute_modules": list(recompute_modules(self.spec)) or None,
+            "recompute_method": self.spec.recompute_method
+            if self.spec.recompute == "full"
+            else None,
+            "recompute_num_layers": self.spec.recompute_num_layers,
             "attention_kernel": (
                 None
                 if self.device is None
@@ -249,8 +253,36 @@ def recompute_modules(spec: JobSpec) -> tuple[str, ...]:
     return tuple(spec.recompute_modules or ("core_attn",))
 
 
+def recomputed_layers(spec: JobSpec) -> int | None:
+    """How many layers of each model chunk a full recomputation re-runs: ``recompute_num_layers``
+    with ``recompute_method: block`` (Megatron-Core's ``--recompute-method block``); None for
+    every layer (``uniform``, and every other recompute setting)."""
+    if spec.recompute == "full" and spec.recompute_method == "block":
+        return spec.recompute_num_layers
+    return None
+
+
 def _recompute_module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
-    """``job.recompute_modules`` that the recompute setting or the model cannot use."""
+    """``job.recompute_modules`` (and ``recompute_method``/``recompute_num_layers``) that the
+    recompute setting or the model cannot use."""
+    errors = []
+    if spec.recompute != "full" and (
+        spec.recompute_num_layers is not None or spec.recompute_method != "uniform"
+    ):
+        errors.append(
+            f"job.recompute_method: {spec.recompute_method} with recompute_num_layers "
+            f"{spec.recompute_num_layers} given with recompute {spec.recompute}; they choose "
+            "which layers a full recomputation re-runs: set recompute: full or leave them out"
+        )
+    elif spec.recompute_method == "block" and spec.recompute_num_layers is None:
+        errors.append(
+            "job.recompute_num_layers: missing; recompute_method block recomputes that many "
+            "layers of each model chunk (Megatron-Core's --recompute-num-layers)"
+        )
+    return errors + _module_errors(spec, model)
+
+
+def _module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
     modules = spec.recompute_modules
     if modules is None:
         return []

@@ -445,6 +445,9 @@ def _stage_activation_bytes(
     flash_attention: bool = False,
     fp8: bool = False,
     recompute_modules: tuple[str, ...] = ("core_attn",),
+    recompute_num_layers: int | None = None,
+    recompute_method: str = "uniform",
+    chunks: int = 1,
 ) -> float:
     """Activations of the first or last pipeline stage (Korthikanti et al. §4.2.3, §4.3).
 
@@ -457,22 +460,42 @@ def _stage_activation_bytes(
     last stage (``model.mtp_layers``) keeps a layer's worth, its projection's ``2h`` input and
     those output-layer tensors again. Without sequence parallelism the
     ``s·b·h`` terms are not divided by ``t``.
+
+    A full recomputation (Megatron-Core's ``--recompute-method``, ``--recompute-num-layers``)
+    keeps one layer input a group of ``recompute_num_layers`` layers (``uniform``; default one
+    a layer), or recomputes only the first ``recompute_num_layers`` layers of each of the
+    stage's ``chunks`` model chunks (``block``; the first chunk's first layers are a MoE
+    model's dense ones) while the others keep everything.
     """
-    stage_layers = 0.0  # one micro-batch's activations of the stage's layers
-    for kind, n in _stage_layer_kinds(model, pp=pp, first=first):
-        stage_layers += n * activation_bytes_per_layer(
+
+    def per_layer(kind: ModelSpec, how: str) -> float:
+        return activation_bytes_per_layer(
             seq_len=seq_len,
             micro_batch=micro_batch,
             hidden=model.hidden,
             n_heads=model.n_heads,
             tp=tp,
             sequence_parallel=sequence_parallel,
-            recompute=recompute,
+            recompute=how,
             flash_attention=flash_attention,
             layer=LayerShape.of(kind),
             fp8=fp8,
             recompute_modules=recompute_modules,
         )
+
+    stage_layers = 0.0  # one micro-batch's activations of the stage's layers
+    kinds = _stage_layer_kinds(model, pp=pp, first=first)
+    block = recompute_num_layers if recompute == "full" and recompute_method == "block" else None
+    if block is None:
+        group = (recompute_num_layers or 1) if recompute == "full" else 1
+        for kind, n in kinds:
+            stage_layers += n * per_layer(kind, recompute) / group
+    else:  # the first layers of each chunk recompute, the dense ones first
+        left = min(sum(n for _, n in kinds), block * chunks)
+        for kind, n in kinds:
+            redo = min(n, left)
+            left -= redo
+            stage_layers += redo * per_layer(kind, "full") + (n - redo) * per_layer(kind, "none")
     sbh = float(seq_len) * micro_batch * model.hidden
     t_sp = tp if sequence_parallel else 1
     embedding = sbh / t_sp
@@ -542,6 +565,9 @@ def memory_per_gpu(
     expert_tp: int | None = None,
     quantized_weight_bytes: float = 0.0,
     recompute_modules: tuple[str, ...] = ("core_attn",),
+    recompute_num_layers: int | None = None,
+    recompute_method: str = "uniform",
+    virtual_stages: int = 1,
 ) -> MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage of a TP x PP x DP (x EP) job.
 
@@ -564,7 +590,8 @@ def memory_per_gpu(
       (:class:`LayerShape`; saved GEMM inputs in FP8 with ``fp8``) x layers x in-flight micro-batches
       (1F1B: ``inflight_microbatches`` defaults to ``pp`` on the first stage), plus embedding
       and output-layer terms (Korthikanti et al. §4.3); ``recompute_modules``: what a selective
-      recomputation re-runs.
+      recomputation re-runs; ``recompute_method`` and ``recompute_num_layers``: which layers a
+      full one re-runs, over ``virtual_stages`` model chunks a stage.
 
     The reported stage is whichever of the first and last stages needs more in total.
     ``MemoryModelError`` names the bad argument, its value and what is allowed.
@@ -577,6 +604,10 @@ def memory_per_gpu(
     whole("grad_bytes", grad_bytes, 1, error=MemoryModelError)
     number("quantized_weight_bytes", quantized_weight_bytes, 0, error=MemoryModelError)
     choice("recompute", recompute, RECOMPUTE_CHOICES, error=MemoryModelError)
+    choice("recompute_method", recompute_method, ("uniform", "block"), error=MemoryModelError)
+    if recompute_num_layers is not None:
+        whole("recompute_num_layers", recompute_num_layers, 1, error=MemoryModelError)
+    whole("virtual_stages", virtual_stages, 1, error=MemoryModelError)
     # Mixed precision keeps fp32 master weights, and an fp32 copy of 16-bit gradients to step
     # on (:data:`MAIN_GRAD_BYTES`); fp32 weights are their own master (Megatron's 16 = 8 + 8/d).
     mixed = master_weights and param_bytes < 4
@@ -620,6 +651,9 @@ def memory_per_gpu(
             flash_attention=flash_attention,
             fp8=fp8,
             recompute_modules=recompute_modules,
+            recompute_num_layers=recompute_num_layers,
+            recompute_method=recompute_method,
+            chunks=virtual_stages,
         )
         total = weights + grads + optim + acts
         candidate = MemoryBreakdown(weights, grads, optim, acts, total)

@@ -547,6 +547,9 @@ def simulate(
         sequence_parallel=spec.sequence_parallel,
         recompute=spec.recompute,
         recompute_modules=recompute_modules(spec),
+        recompute_num_layers=spec.recompute_num_layers,
+        recompute_method=spec.recompute_method,
+        virtual_stages=job.virtual_stages,
         inflight_microbatches=inflight_micro_batches(job),
         flash_attention=spec.attention != "unfused",
         # NVFP4 saves its GEMM inputs in under a byte (9/16 a copy): counted as FP8's byte

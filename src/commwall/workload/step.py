@@ -59,6 +59,7 @@ replica (all replicas behave alike on an ideal fabric):
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import math
@@ -80,7 +81,7 @@ from commwall.collectives.schedule import (
 )
 from commwall.workload.compute import LayerWork, layer_work
 from commwall.workload.contention import PAIRED_STREAM, UB_STREAM
-from commwall.workload.job import Job, recompute_modules
+from commwall.workload.job import Job, recompute_modules, recomputed_layers
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
 
@@ -395,19 +396,80 @@ def _beside_backward(job: Job, u: UnitTimes, seconds: dict[str, float]) -> UnitT
     return replace(u, beside_backward=tuple(behind))
 
 
+@dataclass(frozen=True)
+class LayerPlan:
+    """Each kind of layer a job runs and which kind each layer is.
+
+    A kind is a layer model (:attr:`~commwall.workload.models.ModelSpec.layer_kinds`: the dense
+    layers of a MoE model, the rest) under one recompute setting: with ``recompute_method:
+    block`` the first ``recompute_num_layers`` layers of each model chunk recompute fully and
+    the others not at all (Megatron-Core's ``--recompute-method block``), so each layer model
+    comes twice, recomputed then not."""
+
+    units: tuple[UnitTimes, ...]
+    moe: tuple[bool, ...]
+    #: the attention block's gathered input over a hidden state (below 1 for MLA's latents)
+    latent_share: tuple[float, ...]
+    #: whether the kind's backward first re-runs its whole forward (full recomputation)
+    redo: tuple[bool, ...]
+    #: the kind of each layer, then of each multi-token-prediction module's layer
+    index: tuple[int, ...]
+
+
+def layer_plan(job: Job) -> LayerPlan:
+    """:class:`LayerPlan` of ``job``."""
+    model, spec = job.model, job.spec
+    kinds = model.layer_kinds
+    variants = [job]
+    block = recomputed_layers(spec)
+    if block is not None:  # the layers past the block keep their activations
+        plain = spec.model_copy(
+            update={
+                "recompute": "none",
+                "recompute_method": "uniform",
+                "recompute_num_layers": None,
+            }
+        )
+        variants.append(replace(job, spec=plain))
+    units: list[UnitTimes] = []
+    for variant in variants:
+        units += layer_units(variant)
+    n = len(kinds)
+    index = []
+    for layer in range(model.n_layers):
+        k = 0 if layer < model.dense_layers else n - 1
+        if block is not None:
+            stage, chunk = job.layer_owner(layer)
+            if layer - job.chunk_layers(stage, chunk).start >= block:
+                k += n
+        index.append(k)
+    # Megatron-Core recomputes MTP layers uniformly, and skips them under block (its
+    # MultiTokenPredictionBlock: "recompute_method == 'block' is not supported for MTP yet")
+    index += [n - 1 + (n if block is not None else 0)] * model.mtp_layers
+    return LayerPlan(
+        units=tuple(units),
+        moe=tuple(m.is_moe for _ in variants for m, _ in kinds),
+        latent_share=tuple(m.tp_input_width / m.hidden for _ in variants for m, _ in kinds),
+        redo=tuple(v.spec.recompute == "full" for v in variants for _ in kinds),
+        index=tuple(index),
+    )
+
+
 def micro_batch_times(job: Job) -> tuple[float, float]:
     """Forward and backward compute seconds of one micro-batch on one stage, the stages'
-    average: all layers and the loss unit over ``pp`` stages (:func:`layer_units`)."""
-    return _stage_average(job, layer_units(job))
+    average: all layers and the loss unit over ``pp`` stages (:func:`layer_plan`)."""
+    return _stage_average(job, layer_plan(job))
 
 
-def _stage_average(job: Job, units: tuple[UnitTimes, ...]) -> tuple[float, float]:
-    counts = [n for _, n in job.model.layer_kinds]
-    u, mtp = units[-1], job.model.mtp_layers
-    forward = sum(n * k.layer_forward for n, k in zip(counts, units, strict=True))
-    backward = sum(n * k.layer_backward for n, k in zip(counts, units, strict=True))
-    forward += u.head_forward + u.embed_forward + mtp * (u.layer_forward + u.mtp_forward)
-    backward += u.head_backward + u.embed_backward + mtp * (u.layer_backward + u.mtp_backward)
+def _stage_average(job: Job, plan: LayerPlan) -> tuple[float, float]:
+    n_layers, mtp = job.model.n_layers, job.model.mtp_layers
+    counts = collections.Counter(plan.index[:n_layers])  # layers of each kind
+    forward = sum(n * plan.units[k].layer_forward for k, n in sorted(counts.items()))
+    backward = sum(n * plan.units[k].layer_backward for k, n in sorted(counts.items()))
+    u = plan.units[len(job.model.layer_kinds) - 1]
+    m = plan.units[plan.index[-1]] if mtp else u  # the MTP modules' layers
+    forward += u.head_forward + u.embed_forward + mtp * (m.layer_forward + u.mtp_forward)
+    backward += u.head_backward + u.embed_backward + mtp * (m.layer_backward + u.mtp_backward)
     return forward / job.pp, backward / job.pp
 
 
@@ -680,12 +742,12 @@ class _Builder:
         # Each kind of layer (the dense ones of a MoE model, the rest: ModelSpec.layer_kinds)
         # has its own times and collectives, indexed by kind (kind_of); the loss unit and the
         # embedding are alike in each.
-        self.layer_units = layer_units(job)
-        self.units = self.layer_units[-1]
-        self.layer_moe = tuple(m.is_moe for m, _ in job.model.layer_kinds)
-        # the attention block's gathered input over a hidden state (below 1 for MLA's latents)
-        self.latent_share = tuple(m.tp_input_width / m.hidden for m, _ in job.model.layer_kinds)
-        self.t_f, self.t_b = _stage_average(job, self.layer_units)
+        plan = self.plan = layer_plan(job)
+        self.layer_units = plan.units
+        self.units = plan.units[len(job.model.layer_kinds) - 1]
+        self.layer_moe = plan.moe
+        self.latent_share = plan.latent_share
+        self.t_f, self.t_b = _stage_average(job, plan)
         # the compute collective kernels beside it slow (workload.contention)
         self.sm_bound = self.units.sm_bound if self.spec.comm_sm_contention else None
         self.blocking: dict[int, tuple[int, ...]] = {}  # buckets the next compute must wait for
@@ -770,8 +832,9 @@ class _Builder:
         return f"{kind}{j}" if self.v == 1 else f"{kind}{j}c{chunk}"
 
     def kind_of(self, layer: int) -> int:
-        """Index of layer ``layer``'s kind in :attr:`layer_units` (the dense layers first)."""
-        return 0 if layer < self.job.model.dense_layers else len(self.layer_units) - 1
+        """Index of layer ``layer``'s kind in :attr:`layer_units` (:class:`LayerPlan`; from
+        ``n_layers`` on, the multi-token-prediction modules' layers)."""
+        return self.plan.index[layer]
 
     def chunk_order(self, stage: int, chunk: int, backward: bool) -> list[int]:
         """The layers of a chunk in the order a forward (``backward`` False) or a backward
@@ -836,7 +899,7 @@ class _Builder:
         moe = self.layer_moe[k]
         blocks = 1 if moe else 2
         ub = self.spec.tp_comm_overlap
-        redo = layers if backward and self.spec.recompute == "full" else 0
+        redo = layers if backward and self.plan.redo[k] else 0
         # selective recomputation of a whole block re-runs its collectives too: a dense MLP's
         # pair (mlp), a MoE block's experts' pair and all-to-alls (moe)
         modules = self.modules if backward else ()
@@ -951,7 +1014,7 @@ class _Builder:
         if not layers:
             return done, last
         if context:
-            last = self.context_exchange(stage, tag, layers, after, last)
+            last = self.context_exchange(stage, tag, layers, after, last, k)
         if not self.spec.tp_comm_overlap and not beside and (self.job.tp > 1 or self.job.ep > 1):
             blocked = self.blocking_comm(stage, tag, layers, (), k)  # none: a dense layer, TP 1
             last = blocked if blocked >= 0 else last
@@ -1068,9 +1131,7 @@ class _Builder:
                     f"s{stage} {tag} TP {label} (last split)", split, "tp", compute, (), layers
                 )
             last = self.add(f"s{stage} {tag} TP wait", ComputeTask(0.0), "tp", compute, (beside,))
-        redo = not forward and (
-            self.spec.recompute == "full" or {"mlp", "mla_up_proj"} & set(self.modules)
-        )
+        redo = not forward and (self.plan.redo[k] or {"mlp", "mla_up_proj"} & set(self.modules))
         if self.layer_moe[k] or redo:  # the experts' pair, all-to-alls, recomputed forward
             blocked = self.blocking_comm(stage, tag, layers, (), k)
             last = blocked if blocked >= 0 else last
@@ -1120,7 +1181,7 @@ class _Builder:
         return last
 
     def context_exchange(
-        self, stage: int, tag: str, layers: int, after: tuple[int, ...], last: int
+        self, stage: int, tag: str, layers: int, after: tuple[int, ...], last: int, k: int
     ) -> int:
         """Context parallelism's exchange for ``layers`` layers (``job.cp_comm``, Megatron-Core's
         ``--cp-comm-type``, Transformer Engine's ``context_parallel.py`` @d0067d0): the index of
@@ -1147,8 +1208,9 @@ class _Builder:
           the ``cp / cp_a2a`` groups, beside the compute, on K and V of ``1/cp_a2a`` of the heads
           (``2·b·s·kv_dim/(t·cp_a2a)`` elements).
 
-        With recomputation (``selective`` checkpoints the attention core, ``full`` the layer)
-        the backward first re-runs the forward, its exchange included.
+        With recomputation (``selective`` with ``core_attn`` checkpoints the attention core,
+        ``full`` the layer: every layer, or under ``recompute_method: block`` the first of each
+        chunk) the backward first re-runs the forward, its exchange included.
         """
         job = self.job
         spec = job.spec
@@ -1178,7 +1240,8 @@ class _Builder:
         calls = forward
         if tag.startswith("B"):
             redo = [(op, n, f"{label} (recompute)", x) for op, n, label, x in forward]
-            calls = (redo if spec.recompute != "none" else []) + backward
+            again = self.plan.redo[k] or "core_attn" in self.modules
+            calls = (redo if again else []) + backward
         group = {"a2a": self.groups.cp, "a2a+p2p": self.groups.cpa}.get(spec.cp_comm)
         ring = self.groups.cpr if spec.cp_comm == "a2a+p2p" else self.groups.cp
         side: tuple[int, ...] = ()

@@ -1573,3 +1573,53 @@ def test_zero3_gathers_a_multi_token_prediction_module_as_a_layer() -> None:
     assert len(gathers(mtp, 0)) == len(gathers(plain, 0))
     root = lambda plan: _phases(plan, r"^s1 F0 FSDP root all-gather")[0].task.nbytes  # noqa: E731
     assert root(mtp) == root(plain)
+
+
+def test_block_recomputation_reruns_the_first_layers_of_each_chunk() -> None:
+    """Megatron-Core's --recompute-method block --recompute-num-layers 5: the first 5 layers of
+    each model chunk re-run their forward, the other 27 keep their activations."""
+    base = {"model": "llama3-8b", "tp": 1, "pp": 2, "global_batch": 64, "virtual_stages": 2}
+    job, cluster = resolved({**base, "recompute": "full", "recompute_method": "block",
+                             "recompute_num_layers": 5})  # fmt: skip
+    full_job, _ = resolved({**base, "recompute": "full"})
+    none_job, _ = resolved({**base, "recompute": "none"})
+    plan = step_module.layer_plan(job)
+    assert plan.redo == (True, False)
+    # each chunk of 8 layers: its first 5 recompute
+    assert [plan.index[i] for i in range(16)] == ([0] * 5 + [1] * 3) * 2
+    full = step_module.unit_times(full_job).layer_backward
+    none = step_module.unit_times(none_job).layer_backward
+    _, t_b = micro_batch_times(job)
+    u = step_module.unit_times(job)
+    assert t_b == pytest.approx((20 * full + 12 * none + u.head_backward + u.embed_backward) / 2)
+    phases = build_step(job, cluster).schedule.phases
+    assert [p.task.seconds for p in phases if p.name == "s0 B0c1 compute"] == pytest.approx(
+        [3 * none, 5 * full]
+    )
+    r = simulate(scenario({**base, "recompute": "full", "recompute_method": "block",
+                           "recompute_num_layers": 5}))  # fmt: skip
+    lo = simulate(scenario({**base, "recompute": "none"}))
+    hi = simulate(scenario({**base, "recompute": "full"}))
+    assert lo.step_time < r.step_time < hi.step_time
+    assert hi.memory.activations < r.memory.activations < lo.memory.activations
+
+
+def test_uniform_groups_keep_one_input_per_group() -> None:
+    base = {"model": "llama3-8b", "tp": 1, "pp": 1, "global_batch": 64, "recompute": "full"}
+    one, four = run(base), run({**base, "recompute_num_layers": 4})
+    assert four.step_time == one.step_time  # every layer still re-runs its forward
+    layers = one.memory.activations - four.memory.activations
+    sbh = 2048 * 1 * 4096  # seq_len x micro-batch x hidden
+    assert layers == pytest.approx(1 * 32 * 2 * sbh * (1 - 1 / 4))  # one micro-batch in flight
+
+
+@pytest.mark.parametrize(
+    ("job", "message"),
+    [({"recompute": "selective", "recompute_num_layers": 4},
+      "job.recompute_method: uniform with recompute_num_layers 4 given with recompute selective"),
+     ({"recompute": "full", "recompute_method": "block"},
+      "job.recompute_num_layers: missing; recompute_method block")],
+)  # fmt: skip
+def test_recompute_layers_a_job_cannot_use_are_named(job: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        resolved(job)
