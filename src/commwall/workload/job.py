@@ -279,10 +279,18 @@ def _recompute_module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
             "job.recompute_num_layers: missing; recompute_method block recomputes that many "
             "layers of each model chunk (Megatron-Core's --recompute-num-layers)"
         )
+    per_rank = max(1, model.n_layers // spec.pp)
+    if spec.recompute_num_layers is not None and spec.recompute_num_layers > per_rank:
+        errors.append(
+            f"job.recompute_num_layers: {spec.recompute_num_layers} exceeds the {per_rank} "
+            f"layers of a pipeline stage ({model.name}'s {model.n_layers} over pp {spec.pp}); "
+            f"allowed: 1 to {per_rank}, as Megatron-Core checks"
+        )
     return errors + _module_errors(spec, model)
 
 
 def _module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
+    """``job.recompute_modules`` that selective recomputation or the model cannot use."""
     modules = spec.recompute_modules
     if modules is None:
         return []

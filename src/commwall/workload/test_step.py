@@ -1618,7 +1618,9 @@ def test_uniform_groups_keep_one_input_per_group() -> None:
     [({"recompute": "selective", "recompute_num_layers": 4},
       "job.recompute_method: uniform with recompute_num_layers 4 given with recompute selective"),
      ({"recompute": "full", "recompute_method": "block"},
-      "job.recompute_num_layers: missing; recompute_method block")],
+      "job.recompute_num_layers: missing; recompute_method block"),
+     ({"recompute": "full", "pp": 4, "recompute_num_layers": 9},
+      "job.recompute_num_layers: 9 exceeds the 8 layers of a pipeline stage")],
 )  # fmt: skip
 def test_recompute_layers_a_job_cannot_use_are_named(job: dict[str, Any], message: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(message)):
