@@ -121,9 +121,14 @@ RecomputeModule = Literal[
 
 
 def _as_tuple(value: Any) -> Any:
-    """A YAML list as the tuple a frozen (hashable) spec keeps; anything else as given."""
+    """A YAML list, or text naming the items as Megatron-Core's command line does (spaces or
+    commas: ``"mla_up_proj moe_act"``, which a sweep axis can hold), as the tuple a frozen
+    (hashable) spec keeps; anything else as given."""
     if isinstance(value, str):
-        raise ValueError(f"a list is needed, e.g. [{value}]")
+        items = [x for x in value.replace(",", " ").split() if x]
+        if not items:
+            raise ValueError("names no item; give a list, e.g. [mla_up_proj, moe_act]")
+        return tuple(items)
     return tuple(value) if isinstance(value, list) else value
 
 
@@ -690,7 +695,8 @@ class JobSpec(_Strict):
         "(Megatron-Core's recompute_modules): core_attn (the attention core), moe_act (the "
         "experts' activation), layernorm (the two norms), mla_up_proj (MLA's up projections "
         "and rotary), mlp (a dense layer's MLP), moe (the whole MoE block with its "
-        "all-to-alls), shared_experts. Default: core_attn, as Megatron-Core's.",
+        "all-to-alls), shared_experts; a list, or text as on Megatron's command line "
+        "('mla_up_proj moe_act'). Default: core_attn, as Megatron-Core's.",
     )
     sequence_parallel: bool = Field(
         default=True, description="Megatron sequence parallelism with TP."

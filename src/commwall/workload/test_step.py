@@ -1529,6 +1529,12 @@ def test_default_recompute_modules_are_the_attention_core() -> None:
     named = run({"global_batch": 64, "recompute_modules": ["core_attn"]})
     assert named.step_time == plain.step_time
     assert named.memory == plain.memory
+    # text as on Megatron's command line (what a sweep axis can hold) reads as the list
+    a, _ = resolved({"model": MINI_DSV3, "recompute_modules": "mla_up_proj, moe_act"})
+    b, _ = resolved({"model": MINI_DSV3, "recompute_modules": ["mla_up_proj", "moe_act"]})
+    assert a.spec.recompute_modules == b.spec.recompute_modules == ("mla_up_proj", "moe_act")
+    with pytest.raises(ScenarioError, match="names no item"):
+        resolved({"recompute_modules": " , "})
 
 
 def test_a_multi_token_prediction_module_runs_with_the_loss() -> None:
