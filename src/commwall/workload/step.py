@@ -743,10 +743,7 @@ class _Builder:
         # has its own times and collectives, indexed by kind (kind_of); the loss unit and the
         # embedding are alike in each.
         plan = self.plan = layer_plan(job)
-        self.layer_units = plan.units
         self.units = plan.units[len(job.model.layer_kinds) - 1]
-        self.layer_moe = plan.moe
-        self.latent_share = plan.latent_share
         self.t_f, self.t_b = _stage_average(job, plan)
         # the compute collective kernels beside it slow (workload.contention)
         self.sm_bound = self.units.sm_bound if self.spec.comm_sm_contention else None
@@ -832,7 +829,7 @@ class _Builder:
         return f"{kind}{j}" if self.v == 1 else f"{kind}{j}c{chunk}"
 
     def kind_of(self, layer: int) -> int:
-        """Index of layer ``layer``'s kind in :attr:`layer_units` (:class:`LayerPlan`; from
+        """Index of layer ``layer``'s kind in ``plan.units`` (:class:`LayerPlan`; from
         ``n_layers`` on, the multi-token-prediction modules' layers)."""
         return self.plan.index[layer]
 
@@ -896,7 +893,7 @@ class _Builder:
 
     def _blocking_calls(self, backward: bool, layers: int, k: int) -> tuple[_Blocking, ...]:
         job = self.job
-        moe = self.layer_moe[k]
+        moe = self.plan.moe[k]
         blocks = 1 if moe else 2
         ub = self.spec.tp_comm_overlap
         redo = layers if backward and self.plan.redo[k] else 0
@@ -954,7 +951,7 @@ class _Builder:
                 if calls:
                     nbytes = low if op is Op.ALL_GATHER and kind == "TP" else self.tp_bytes
                     out.append((kind, label, CollectiveTask(op, nbytes, group), "tp", calls))
-        share = self.latent_share[k]
+        share = self.plan.latent_share[k]
         for op, label, calls in latent_ops if job.tp > 1 else ():
             nbytes = share * (low if op is Op.ALL_GATHER else self.tp_bytes)
             task = CollectiveTask(op, nbytes, self.groups.tp)
@@ -977,7 +974,7 @@ class _Builder:
         attention, or where the calls run beside their GEMMs (:meth:`backward_beside`,
         :meth:`overlapped_tp`). Megatron-Core's ``MLASelfAttention`` gathers the two latents
         and the rotary key in three calls: counted as one of their summed size."""
-        if self.latent_share[k] == 1.0:
+        if self.plan.latent_share[k] == 1.0:
             return []
         ub, beside = self.spec.tp_comm_overlap, backward and self.nccl_beside
         if not self.sp:
@@ -1036,7 +1033,7 @@ class _Builder:
         a collective shows only where it outlasts its GEMM. NCCL's channels slow the GEMM
         beside them (:mod:`commwall.workload.contention`)."""
         compute, side = f"s{stage}.compute", f"s{stage}{PAIRED_STREAM}"
-        pairs = self.layer_units[k].beside_backward  # (dgrad, wgrad), each column-parallel GEMM
+        pairs = self.plan.units[k].beside_backward  # (dgrad, wgrad), each column-parallel GEMM
         blocks = list(zip(pairs[::2], pairs[1::2], strict=True))
         rest = max(0.0, seconds - layers * sum(pairs))
         if not self.sp:  # nothing to gather: the data gradients run with the rest
@@ -1055,7 +1052,7 @@ class _Builder:
             if self.sp
             else ((Op.ALL_REDUCE, "all-reduce beside wgrad", self.tp_bytes),)
         )
-        share = self.latent_share[k]  # the attention block's column input: MLA's latents
+        share = self.plan.latent_share[k]  # the attention block's column input: MLA's latents
         # Each layer's GEMMs (its dgrad and wgrad with sequence parallelism, else its wgrad) in
         # one phase, its collectives one after the other on the side stream from the phase's
         # start: with equal all-gather and reduce-scatter bytes what shows is the same as for
@@ -1092,7 +1089,7 @@ class _Builder:
         """
         compute, side = f"s{stage}.compute", f"s{stage}{UB_STREAM}"
         forward = tag.startswith("F")
-        units = self.layer_units[k]
+        units = self.plan.units[k]
         pairs = units.beside_forward if forward else units.beside_backward
         rest = max(0.0, seconds - layers * sum(pairs))
         done = last = self.add(
@@ -1114,7 +1111,7 @@ class _Builder:
             op, label, exposed = blocks[i % 2]
             nbytes = self.tp_bytes * (gather_bytes if op is Op.ALL_GATHER else 1.0)
             if i == column:
-                nbytes *= self.latent_share[k]
+                nbytes *= self.plan.latent_share[k]
             done = self.add(
                 f"s{stage} {tag} compute beside TP {label}",
                 ComputeTask(layers * gemm),
@@ -1132,7 +1129,7 @@ class _Builder:
                 )
             last = self.add(f"s{stage} {tag} TP wait", ComputeTask(0.0), "tp", compute, (beside,))
         redo = not forward and (self.plan.redo[k] or {"mlp", "mla_up_proj"} & set(self.modules))
-        if self.layer_moe[k] or redo:  # the experts' pair, all-to-alls, recomputed forward
+        if self.plan.moe[k] or redo:  # the experts' pair, all-to-alls, recomputed forward
             blocked = self.blocking_comm(stage, tag, layers, (), k)
             last = blocked if blocked >= 0 else last
         return done, last
@@ -1140,7 +1137,7 @@ class _Builder:
     def layer_seconds(self, kind: str, k: int) -> float:
         """Forward (``F``) or backward (``B``) seconds of one layer of kind ``k`` of one
         micro-batch."""
-        u = self.layer_units[k]
+        u = self.plan.units[k]
         return u.layer_forward if kind == "F" else u.layer_backward
 
     def outer_seconds(self, kind: str, stage: int, chunk: int) -> float:
@@ -1686,7 +1683,7 @@ class _Builder:
             starts.append(clock)
             whole = outer.get(layer)
             if whole is None:
-                whole = self.layer_units[self.kind_of(layer)].layer_forward
+                whole = self.plan.units[self.kind_of(layer)].layer_forward
             if layer_bytes[layer] > 0:
                 clock += whole * nbytes / layer_bytes[layer]
         return _split_experts(job, tensors, starts)
