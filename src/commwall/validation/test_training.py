@@ -138,6 +138,16 @@ def test_a_cheap_subset_is_predicted_closer_than_the_flat_constant() -> None:
     assert {_group_key(c, "role") for c in compared} == {"dev"}
     # and group by job scale (GPUs), in order of scale, as well as by model size
     assert {_group_key(c, "scale") for c in compared} == {"1-8 GPUs"}
+    assert {_group_key(c, "layers") for c in compared} == {"dense"}
+    moe = {r.id: r for r in load_training_runs()}
+    kinds = {
+        _group_key(SimpleNamespace(run=moe[i]), "layers")  # type: ignore[arg-type]
+        for i in (
+            "mbridge2604-b200-mxfp8-qwen3-30b-a3b-8gpu",
+            "mbridge2608-gb200-mxfp8-qwen3-30b-a3b-8gpu",
+        )
+    }
+    assert kinds == {"MoE", "MoE, EP overlapped"}
     report = training_report(runs)
     assert list(report["by_scale"]) == ["1-8 GPUs"]
     assert report["by_scale"]["1-8 GPUs"]["model"]["n"] == 4

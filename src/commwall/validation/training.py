@@ -333,6 +333,7 @@ def training_report(runs: tuple[TrainingRun, ...] | None = None) -> dict[str, An
         "by_precision": group("precision"),
         "by_source": group("source"),
         "by_size": group("size"),
+        "by_layers": group("layers"),
         "by_scale": group("scale"),
         "runs": [
             {
@@ -369,6 +370,10 @@ def _group_key(c: TrainingComparison, key: str) -> str:
         return run.source_key
     if key == "scale":
         return next(label for most, label in SCALES if run.n_gpus <= most)
+    if key == "layers":  # dense or mixture-of-experts, and the MoE runs' EP overlap
+        if not run.spec.is_moe:
+            return "dense"
+        return "MoE, EP overlapped" if run.job.get("moe_a2a_overlap") else "MoE"
     params = run.spec.total_params()
     return "< 20B" if params < 20e9 else ("20-200B" if params < 200e9 else ">= 200B")
 
@@ -385,7 +390,15 @@ SCALES: Final = (
 
 #: The summary groups of :func:`training_report`, in the order the reports print them: dev runs
 #: (seen while the compute model was built) apart from held-out ones first.
-TRAINING_GROUPS: Final = ("by_role", "by_gpu", "by_precision", "by_size", "by_scale", "by_source")
+TRAINING_GROUPS: Final = (
+    "by_role",
+    "by_gpu",
+    "by_precision",
+    "by_size",
+    "by_layers",
+    "by_scale",
+    "by_source",
+)
 
 
 def training_markdown(data: dict[str, Any]) -> str:

@@ -208,6 +208,11 @@ class Job:
             "dp": self.dp,
             "ep": self.ep,
             "expert_tp": self.expert_tp,
+            "moe_a2a_overlap": (
+                ("sync-free" if self.spec.moe_sync_free else "host-synchronised")
+                if self.spec.moe_a2a_overlap
+                else None
+            ),
             "global_batch": self.spec.global_batch,
             "micro_batch": self.spec.micro_batch,
             "micro_batches": self.micro_batches,
@@ -312,6 +317,43 @@ def _module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
         for name, (present, what) in has.items()
         if name in modules and not present
     ]
+
+
+def _a2a_overlap_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
+    """What ``job.moe_a2a_overlap`` cannot run with: Megatron-Core's checks of
+    ``overlap_moe_expert_parallel_comm`` (``transformer_config.py`` @d98e8a6: expert
+    parallelism, an interleaved schedule when pipelined, no full recomputation and no ``moe``
+    recompute module, at most one multi-token-prediction layer), and ZeRO-3, whose
+    layer-by-layer passes commwall does not pair."""
+    errors = []
+    if not model.is_moe or spec.ep == 1:
+        what = f"{model.name} is dense" if not model.is_moe else "ep is 1"
+        errors.append(
+            f"job.moe_a2a_overlap: overlaps the expert-parallel all-to-alls, so it needs a "
+            f"mixture-of-experts model with ep > 1 ({what})"
+        )
+    if spec.pp > 1 and spec.virtual_stages == 1:
+        errors.append(
+            f"job.moe_a2a_overlap: with pp {spec.pp} needs an interleaved schedule "
+            "(virtual_stages > 1), as Megatron-Core asserts"
+        )
+    if spec.recompute == "full" or "moe" in recompute_modules(spec):
+        given = "recompute full" if spec.recompute == "full" else "recompute_modules with moe"
+        errors.append(
+            f"job.moe_a2a_overlap: cannot run with {given} (Megatron-Core asserts); allowed: "
+            "recompute none, or selective without the moe module"
+        )
+    if spec.mtp_layers > 1:
+        errors.append(
+            f"job.moe_a2a_overlap: allows at most one multi-token-prediction layer "
+            f"(Megatron-Core asserts); mtp_layers is {spec.mtp_layers}"
+        )
+    if spec.zero_stage == 3:
+        errors.append(
+            "job.moe_a2a_overlap: with zero_stage 3 is not modelled (commwall builds ZeRO-3 "
+            "passes layer by layer); allowed: zero_stage 0, 1 or 2"
+        )
+    return errors
 
 
 def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
@@ -419,6 +461,13 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"job.tp_comm_overlap: needs tensor parallelism with sequence parallelism (as "
             f"Megatron-Core asserts); tp is {spec.tp}, sequence_parallel is "
             f"{str(spec.sequence_parallel).lower()}"
+        )
+    if spec.moe_a2a_overlap:
+        errors += _a2a_overlap_errors(spec, model)
+    elif spec.moe_sync_free:
+        errors.append(
+            "job.moe_sync_free: true is only read with moe_a2a_overlap (it sets how much of "
+            "the overlapped all-to-alls hides); set moe_a2a_overlap: true or leave it out"
         )
     etp = spec.expert_tp or spec.tp
     if spec.ep > 1:

@@ -110,6 +110,17 @@ OPTIMIZER_STREAM_SHARE: Final = 0.68
 #: reduce-scatter splits its GEMM in 4 and the last split's reduce-scatter is left exposed.
 UB_COMM_SMS: Final = 16
 UB_PIPELINE_SPLITS: Final = 4
+#: Share of the expert-parallel all-to-alls that ``job.moe_a2a_overlap`` hides beside the
+#: compute when each MoE layer still synchronises the host on its token counts (Megatron-Core's
+#: dropless dispatch; ``job.moe_sync_free`` false). Measured with Nsight on Qwen3-30B-A3B, 16
+#: H100, EP 16, HybridEP, PP 1: "Communication time hidden by compute 0.11% → 36.55%", the step
+#: 24.71 → 20.99 s (Megatron-Bridge ``skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md``,
+#: added in 7ded17dae, #5094). The same shape with NCCL's all-to-all and no CUDA graphs went
+#: 41.25 → 31.31 s (``docs/training/communication-overlap.md`` there): 9.9 s, about the same
+#: share of the ~27 s its all-to-alls take beside the ~14.5 s of compute the first A/B implies.
+#: The rest stays on the compute stream. An ideal interleaving of the two passes would hide
+#: ~97 % at that shape; the share is the measured one.
+EP_OVERLAP_SYNCED: Final = 0.3655
 
 _V = TypeVar("_V")
 
@@ -727,6 +738,25 @@ def ops_1f1b(stage: int, pp: int, m: int, v: int = 1) -> list[tuple[str, int, in
     return order + [("B", *step(k, False)) for k in range(total - warmup, total)]
 
 
+def paired_passes(order: list[tuple[str, int, int]]) -> frozenset[tuple[str, int, int]]:
+    """The passes of one stage's ``order`` (:func:`ops_1f1b`) that Megatron-Core's
+    ``combined_1f1b`` runs two at a time (``job.moe_a2a_overlap``): each backward of the steady
+    state with the forward right after it. A forward after a forward (the warm-up's, and the
+    first of the steady state: the combined schedule's one extra warm-up forward) and a
+    backward before a backward (the cool-down's, and the last of the steady state) run alone.
+    With one stage the first forward and the last backward run alone (``schedules.py``
+    @d98e8a6, ``combined_1f1b_schedule_for_no_pipelining`` and the interleaved one).
+
+    >>> sorted(paired_passes(ops_1f1b(0, 1, 3)))
+    [('B', 0, 0), ('B', 0, 1), ('F', 0, 1), ('F', 0, 2)]
+    """
+    paired: set[tuple[str, int, int]] = set()
+    for before, after in itertools.pairwise(order):
+        if before[0] == "B" and after[0] == "F":
+            paired.update((before, after))
+    return frozenset(paired)
+
+
 #: A collective on the compute stream: (kind, label, task, category, calls per chunk).
 _Blocking = tuple[str, str, CollectiveTask, str, int]
 
@@ -752,6 +782,12 @@ class _Builder:
         self.nccl_beside = backward_tp_overlap(job)  # job.tp_backward_overlap in effect
         self.modules = recompute_modules(self.spec)  # what a selective recomputation re-runs
         self._blocking_memo: dict[tuple[bool, int, int], tuple[_Blocking, ...]] = {}
+        # the last phase on each stage's compute stream; whether the pass being built runs
+        # its all-to-alls beside the compute (job.moe_a2a_overlap, a steady-state pass)
+        self.compute_tail: dict[int, int] = {}
+        self.ep_beside = 0.0
+        self.paired: list[frozenset[tuple[str, int, int]]] = [frozenset()] * job.pp
+        self.ep_share = 0.0
         act = job.activation_bytes
         self.tp_bytes = act
         self.p2p_bytes = act / job.tp if self.sp else act
@@ -806,7 +842,10 @@ class _Builder:
                     task, group=self.placed(task.group, stage)
                 )
             task = placed
-        return self.schedule.add(Phase(name, task, category, stream, after, repeat))
+        index = self.schedule.add(Phase(name, task, category, stream, after, repeat))
+        if stream.endswith(".compute"):
+            self.compute_tail[int(stream[1:].split(".")[0])] = index
+        return index
 
     def placed(self, group: Group, stage: int) -> Group:
         """``group`` with the GPUs of every copy on pipeline stage ``stage`` (``tp-cp-dp-pp``
@@ -878,6 +917,10 @@ class _Builder:
         stream, last = f"s{stage}.compute", -1
         backward = tag.startswith("B")
         for kind, label, task, category, calls in self.blocking_calls(backward, layers, k):
+            if kind == "EP" and self.ep_beside:  # partly or wholly beside (compute_with_tp)
+                calls -= self.ep_calls_beside(calls)
+                if not calls:
+                    continue
             last = self.add(f"s{stage} {tag} {kind} {label}", task, category, stream, after, calls)
             after = ()
         return last
@@ -1000,6 +1043,8 @@ class _Builder:
         the phase that ends the compute and of the last phase on the compute stream."""
         compute = f"s{stage}.compute"
         beside = self.nccl_beside and tag.startswith("B") and layers > 0
+        tail = self.compute_tail.get(stage)
+        start = (*after, tail) if tail is not None else after  # this compute starts after
         if self.spec.tp_comm_overlap and layers:
             done, last = self.overlapped_tp(stage, tag, seconds, layers, after, k)
         elif beside:
@@ -1012,10 +1057,46 @@ class _Builder:
             return done, last
         if context:
             last = self.context_exchange(stage, tag, layers, after, last, k)
+        if self.ep_beside and self.plan.moe[k]:
+            self.all_to_alls_beside(stage, tag, layers, start, k)
         if not self.spec.tp_comm_overlap and not beside and (self.job.tp > 1 or self.job.ep > 1):
             blocked = self.blocking_comm(stage, tag, layers, (), k)  # none: a dense layer, TP 1
             last = blocked if blocked >= 0 else last
         return done, last
+
+    def all_to_alls_beside(
+        self, stage: int, tag: str, layers: int, start: tuple[int, ...], k: int
+    ) -> None:
+        """The dispatch and combine all-to-alls of ``layers`` MoE layers on the stage's
+        ``.ep`` side stream from the start of their compute, the stage's next pass waiting for
+        them (``job.moe_a2a_overlap``: Megatron-Core's ``combined_1f1b`` runs one micro-batch's
+        forward and another's backward together, each layer's all-to-alls on a communication
+        stream beside the other's attention and experts, ``model_chunk_schedule_plan.py``
+        @d98e8a6). Priced beside the pass's own compute: a pass ends when the longer of its
+        compute and its all-to-alls does, which the two passes' interleaving reaches within a
+        few percent (per layer the dispatch waits for the router and the experts for the
+        dispatch, docs/compute-model.md); their SMs slow the compute beside them
+        (:mod:`commwall.workload.contention`)."""
+        side: tuple[int, ...] = ()
+        backward = tag.startswith("B")
+        for kind, label, task, category, calls in self.blocking_calls(backward, layers, k):
+            calls = self.ep_calls_beside(calls) if kind == "EP" else 0
+            if not calls:
+                continue
+            side = (
+                self.add(
+                    f"s{stage} {tag} EP {label} (overlapped)", task, category,
+                    f"s{stage}.ep", side or start, calls,
+                ),
+            )  # fmt: skip
+        if side:
+            self.blocking[stage] = (*self.blocking.get(stage, ()), *side)
+
+    def ep_calls_beside(self, calls: int) -> int:
+        """How many of a pass's ``calls`` all-to-alls run beside its compute: all of them
+        sync-free, else the measured share (:data:`EP_OVERLAP_SYNCED`), rounded; whole calls,
+        so that each keeps its own size and price."""
+        return calls if self.ep_beside >= 1.0 else round(calls * self.ep_beside)
 
     def backward_beside(
         self, stage: int, tag: str, seconds: float, layers: int, after: tuple[int, ...], k: int
@@ -1424,7 +1505,9 @@ class _Builder:
         if self.spec.zero_stage == 3:
             last = self.fsdp_layers(stage, chunk, tag, "F", after)
         else:
+            self.ep_beside = self.ep_share if ("F", chunk, j) in self.paired[stage] else 0.0
             last = self.chunk_work(stage, chunk, tag, "F", after)
+            self.ep_beside = 0.0
         self.p2p("F", stage, chunk, j, last)
 
     def backward(self, stage: int, chunk: int, j: int) -> None:
@@ -1432,6 +1515,7 @@ class _Builder:
         after = (self.sent[need],) if need else ()
         tag = self.tag("B", chunk, j)
         final = j == self.job.micro_batches - 1
+        self.ep_beside = self.ep_share if ("B", chunk, j) in self.paired[stage] else 0.0
         if self.spec.zero_stage == 3:
             last = self.fsdp_layers(stage, chunk, tag, "B", after)
         elif final:
@@ -1443,8 +1527,9 @@ class _Builder:
                 # (ZeRO-2; Rajbhandari et al. SC'20 §5.2), under the next micro-batch — or,
                 # without overlap, before it.
                 buckets = self.dp_buckets(stage, chunk, {-1: last}, f"{tag} ")
-                if not self.grad_overlap:
-                    self.blocking[stage] = buckets
+                if not self.grad_overlap:  # (beside what else the next pass waits for)
+                    self.blocking[stage] = (*self.blocking.get(stage, ()), *buckets)
+        self.ep_beside = 0.0
         if final and chunk == 0:
             self.marks[stage].last_backward_end = last
         self.p2p("B", stage, chunk, j, last)
@@ -1574,6 +1659,9 @@ class _Builder:
         queues = [ops_1f1b(s, pp, m, self.v) for s in range(pp)]
         if forward_only:
             queues = [[op for op in q if op[0] == "F"] for q in queues]
+        if self.spec.moe_a2a_overlap:
+            self.paired = [paired_passes(q) for q in queues]
+            self.ep_share = 1.0 if self.spec.moe_sync_free else EP_OVERLAP_SYNCED
         cursor = [0] * pp
         remaining = sum(len(q) for q in queues)
         while remaining:

@@ -115,6 +115,76 @@ def test_moe_breakdown_sums_and_counts_ep() -> None:
     assert a2a[0].nbytes == 2048 * job.model.top_k * job.model.hidden * HALF_BYTES
 
 
+MOE = {"model": "mixtral-8x7b", "tp": 1, "ep": 8, "global_batch": 64}
+
+
+def a2a_bytes(report: StepReport, beside: bool) -> float:
+    """All-to-all bytes (all repeats) on the stages' ``.ep`` side streams, or elsewhere."""
+    return sum(
+        p.nbytes * p.repeat
+        for p in report.result.phases
+        if p.op == "alltoall" and p.stream.endswith(".ep") == beside
+    )
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2])
+def test_a2a_overlap_pairs_the_steady_state_passes(stage: int) -> None:
+    """Megatron-Core's combined 1F1B runs each steady-state backward with the next forward;
+    the warm-up forwards and one more, the cool-down backwards and one more run alone."""
+    pp, m, v = 3, 6, 2
+    order = step_module.ops_1f1b(stage, pp, m, v)
+    paired = step_module.paired_passes(order)
+    warmup = 2 * (pp - stage - 1) + (v - 1) * pp
+    forwards = [op for op in order if op[0] == "F"]
+    backwards = [op for op in order if op[0] == "B"]
+    assert paired.isdisjoint(forwards[: warmup + 1])
+    assert paired >= set(forwards[warmup + 1 :])
+    alone = len(backwards) - warmup - 1
+    assert paired.isdisjoint(backwards[alone:]) and paired >= set(backwards[:alone])
+
+
+def test_a2a_overlap_moves_the_all_to_alls_beside_the_compute() -> None:
+    """The same all-to-alls: with the overlap the paired passes' run on the ``.ep`` stream
+    (all of them sync-free, the measured share of each otherwise) and the step shortens."""
+    base = run(MOE)
+    synced = run({**MOE, "moe_a2a_overlap": True})
+    free = run({**MOE, "moe_a2a_overlap": True, "moe_sync_free": True})
+    job, _ = resolved(MOE)
+    total = a2a_bytes(base, beside=False)
+    assert a2a_bytes(base, beside=True) == 0.0
+    for report in (synced, free):
+        assert a2a_bytes(report, True) + a2a_bytes(report, False) == pytest.approx(total)
+        assert sum(report.breakdown.values()) == pytest.approx(report.step_time, rel=1e-12)
+    # one stage: the first forward and the last backward of 2m passes run alone
+    m = job.micro_batches
+    paired_share = (2 * m - 2) / (2 * m)
+    assert a2a_bytes(free, True) == pytest.approx(total * paired_share)
+    calls = 2 * job.layers_per_stage  # dispatch and combine a layer, one way: whole calls
+    share = round(calls * step_module.EP_OVERLAP_SYNCED) / calls
+    assert a2a_bytes(synced, True) == pytest.approx(total * paired_share * share)
+    assert free.step_time < synced.step_time < base.step_time
+    modes = [r.job["moe_a2a_overlap"] for r in (base, synced, free)]
+    assert modes == [None, "host-synchronised", "sync-free"]
+    assert free.breakdown["ep"] < synced.breakdown["ep"] < base.breakdown["ep"]
+
+
+def test_a2a_overlap_errors_name_what_megatron_core_rejects() -> None:
+    cases = {
+        "dense": ({"model": "llama3-8b", "moe_a2a_overlap": True}, "dense"),
+        "ep1": ({**MOE, "ep": 1, "moe_a2a_overlap": True}, "ep is 1"),
+        "pp": ({**MOE, "pp": 2, "moe_a2a_overlap": True}, "virtual_stages > 1"),
+        "full": ({**MOE, "recompute": "full", "moe_a2a_overlap": True}, "recompute full"),
+        "zero3": ({**MOE, "zero_stage": 3, "moe_a2a_overlap": True}, "zero_stage 3"),
+        "free": ({**MOE, "moe_sync_free": True}, "only read with moe_a2a_overlap"),
+    }
+    for job, words in cases.values():
+        with pytest.raises(ScenarioError, match=re.escape(words)):
+            resolved(job)
+    with pytest.raises(ScenarioError, match="moe module"):
+        resolved({**MOE, "recompute": "selective", "recompute_modules": ["moe"],
+                  "moe_a2a_overlap": True})  # fmt: skip
+
+
 def test_expert_parallelism_spans_dp_times_cp_with_context_parallelism() -> None:
     """With CP, EP subdivides the dp × cp ranks (Megatron-Core's expert grid over the same
     GPUs): cp = 2, dp = 4 allows ep = 8; each rank routes its s/cp tokens (the all-to-all
