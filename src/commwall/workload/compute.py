@@ -74,6 +74,7 @@ __all__ = [
     "FP4_CEILING",
     "GEMM_CEILING",
     "HBM_SHARE",
+    "HEAD_DIM_64_SHARE",
     "KERNEL_LAUNCH",
     "NON_TN_FP8",
     "PER_TENSOR_FP8",
@@ -87,6 +88,7 @@ __all__ = [
     "cached_weight_bytes",
     "device_for",
     "gemm_seconds",
+    "head_dim_efficiency",
     "layer_work",
     "wave_efficiency",
 ]
@@ -396,6 +398,37 @@ SMS: Final[dict[str, int]] = {
 #: output thinner than 128 (its lower per-SM rate is not modelled, so it would otherwise win).
 _TILES: Final = ((256, 128), (128, 256), (128, 128))
 _THIN_TILE: Final = (64, 64)
+
+
+#: Causal forward attention at 4K tokens on GB200 with head dim 64: cuDNN 977 TFLOP/s
+#: (Dao-AILab/flash-attention#2605's benchmark table, batch 8), against cuDNN's 1,378 at head
+#: dim 128 and that length in :data:`ATTENTION` (GB200, cuDNN 9.17); FlashAttention-4 in the same
+#: table: 1,011 at 64 against 1,431 at 128, the same 0.71. A check on a kernel it was not taken
+#: from: cudnn-frontend's GPT-OSS benchmark (head dim 64, b 2 × 128 heads, GB300) times the
+#: FP8 backward at 4K tokens at 1.486 ms (MXFP8: 1.844); over the whole causal triangle (see
+#: :func:`_attention`) at this share of the measured FP8 rate the model gives 1.65 ms.
+HEAD_DIM_64_SHARE: Final = 977.0 / 1378.0
+
+
+def head_dim_efficiency(head_dim: int) -> float:
+    """Share of the measured (head dim 128) attention rate a kernel with narrower heads keeps.
+
+    Each score costs the softmax the same work whatever the head dim (its exponentials, max
+    and sum: FlashAttention-2's non-matmul work, Dao 2023 §3.1), while QKᵀ and softmax·V scale
+    with it, so time per FLOP goes as ``1 + x·128/d`` over ``1 + x``; ``x`` follows from
+    :data:`HEAD_DIM_64_SHARE`. Head dims of 128 and more keep the measured rate (the rates
+    were measured at 128; wider heads are not credited).
+
+    >>> round(head_dim_efficiency(64), 3), round(head_dim_efficiency(96), 3)
+    (0.709, 0.88)
+    >>> head_dim_efficiency(128), head_dim_efficiency(192)
+    (1.0, 1.0)
+    """
+    if head_dim >= 128:
+        return 1.0
+    r = HEAD_DIM_64_SHARE
+    x = (1.0 - r) / (2.0 * r - 1.0)  # r = (1 + x) / (1 + 2x)
+    return (1.0 + x) / (1.0 + x * 128.0 / head_dim)
 
 
 def attention_share(family: str, seq_len: int) -> tuple[float, float]:
@@ -1119,7 +1152,18 @@ def _attention(
     scaling around it (``FusedAttnFunc``, ``attention/dot_product_attention/backends.py``
     @v2.8): forward, Q, K and V are concatenated (read 2, write 2 bytes an element) and cast
     together (an amax pass, then read 2, write 1); backward, the output gradient is cast
-    likewise (read 2 + 2, write 1). The output and dQ, dK, dV stay 16-bit."""
+    likewise (read 2 + 2, write 1). The output and dQ, dK, dV stay 16-bit.
+
+    cuDNN's FP8 kernel honours a sliding window forward but not backward, so an FP8 backward
+    is priced over the whole causal triangle of every layer. cudnn-frontend's SDPA training
+    benchmark with its GPT-OSS preset (head dim 64, window 128, b 2 × 128 heads;
+    ``benchmark/sdpa_benchmark_training/results/gpt_oss/gb300/gpt_oss_20260724_040706.csv``
+    @e99b0d0b, cuDNN 9.26, and the same shape with 9.22 on GB300 and 9.27 on GB200) times the
+    FP8 backward at 0.469, 1.486, 5.204, 19.408 and 74.901 ms from 2K to 32K tokens, four times
+    longer at each doubling — the causal square — where BF16's doubles (0.228 to 3.450 ms) and
+    every forward grows linearly; over the full triangle the 32K backward runs at 1,174 TFLOP/s,
+    a plausible FP8 rate. Transformer Engine keeps FP8 windowed attention on cuDNN from 9.21 on
+    Blackwell (``attention/dot_product_attention/utils.py`` @d0067d0)."""
     heads = model.n_heads // t
     d, d_v = model.qk_head_dim, model.v_head
     full = 2.0 * b * s * s * heads * (d + d_v) / cp  # QKᵀ and softmax·V over every score
@@ -1137,11 +1181,15 @@ def _attention(
             )
         block = s if ring == 1 else s // (2 * ring)
         family = attention_family(dev.name, kind, fp8=fp8, cudnn=cudnn)
-        share_f, share_b = attention_share(family, block)
+        narrow = head_dim_efficiency(d)  # the rates are head dim 128's
+        share_f, share_b = (x * narrow for x in attention_share(family, block))
         # the causal mask halves the scores; a window skips the blocks outside it too, at
         # the kernel's rate at this length (FlashAttention's window_size, Dao 2023)
         causal = full * model.attended_pairs(s) / (float(s) * s)
         grad = 2.5 * causal
+        if fp8 and windowed:
+            # cuDNN's FP8 backward computes the whole causal triangle of a windowed layer
+            grad = 2.5 * full / 2.0
         forward = causal / (dev.half_peak * share_f) + KERNEL_LAUNCH
         backward = grad / (dev.half_peak * share_b) + KERNEL_LAUNCH
         fwd = [Kernel("attention", "attention", causal, 0.0, forward)]

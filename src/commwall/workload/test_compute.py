@@ -21,15 +21,17 @@ from commwall.workload.compute import (
     NVFP4_GEMM_KERNELS,
     SUSTAINED_GEMM,
     Device,
+    Kernel,
     attention_family,
     attention_kernel,
     attention_share,
     device_for,
     gemm_seconds,
+    head_dim_efficiency,
     layer_work,
     wave_efficiency,
 )
-from commwall.workload.models import get_model
+from commwall.workload.models import ModelSpec, get_model
 
 H100 = device_for("h100-sxm", 989.4e12, 989.4e12, 3.35e12, "bf16")
 H100_FP8 = device_for("h100-sxm", 1978.9e12, 989.4e12, 3.35e12, "fp8")
@@ -632,6 +634,44 @@ def test_fp8_attention_runs_at_cudnn_s_measured_fp8_rates() -> None:
     dcast = {k.name: k for k in fp8.backward}["attention output grad fp8 cast"]
     assert dcast.nbytes == pytest.approx(5.0 * s * model.q_dim)
     assert set(ATTENTION_FP8) == {"b200", "gb200", "b300", "gb300"}
+
+
+def test_fp8_attention_backward_computes_the_whole_causal_triangle_of_a_window() -> None:
+    """cuDNN's FP8 backward ignores a sliding window (cudnn-frontend's GPT-OSS benchmark: its
+    time quadruples with each doubling of the sequence), its forward and BF16 keep it."""
+    s, window = 8192, 128
+    model = replace(get_model("llama3-8b"), sliding_window=window)
+    pairs = s * window - window**2 / 2  # each query past the first w sees w keys
+
+    def flops(fp8: bool) -> tuple[float, float]:
+        w = layer_work(model, GB200_FP8, micro_batch=1, seq_len=s, tp=1, fp8_attention=fp8)
+        fwd = {k.name: k for k in w.forward}["attention"]
+        bwd = {k.name: k for k in w.backward}["attention (grad)"]
+        return fwd.flops, bwd.flops
+
+    per_pair = 2.0 * model.n_heads * (model.qk_head_dim + model.v_head)  # QKᵀ and softmax·V
+    assert flops(False) == pytest.approx((per_pair * pairs, 2.5 * per_pair * pairs))
+    assert flops(True) == pytest.approx((per_pair * pairs, 2.5 * per_pair * s * s / 2))
+
+
+def test_narrow_heads_run_attention_at_the_measured_head_dim_64_share() -> None:
+    """Head dim 64 keeps cuDNN's measured 977 of 1,378 TFLOP/s (the softmax's per-score work
+    does not shrink with the head); 128 and wider keep the measured rate."""
+    s = 4096
+    wide = get_model("llama3-8b")  # 32 heads of 128
+    narrow = replace(wide, n_heads=64, n_kv_heads=16, head_size=64)  # the same 4,096 wide
+
+    def attention(model: ModelSpec) -> Kernel:
+        w = layer_work(model, GB200_FP8, micro_batch=1, seq_len=s, tp=1)
+        return {k.name: k for k in w.forward}["attention"]
+
+    a, b = attention(wide), attention(narrow)
+    assert a.flops == pytest.approx(b.flops)
+    launch = KERNEL_LAUNCH
+    ratio = (a.seconds - launch) / (b.seconds - launch)
+    assert ratio == pytest.approx(977 / 1378) == pytest.approx(head_dim_efficiency(64))
+    assert head_dim_efficiency(128) == head_dim_efficiency(256) == 1.0
+    assert 977 / 1378 < head_dim_efficiency(96) < 1.0
 
 
 def test_fp4_and_fp8_attention_are_job_fields_with_clear_errors() -> None:
