@@ -406,7 +406,8 @@ _THIN_TILE: Final = (64, 64)
 #: table: 1,011 at 64 against 1,431 at 128, the same 0.71. A check on a kernel it was not taken
 #: from: cudnn-frontend's GPT-OSS benchmark (head dim 64, b 2 × 128 heads, GB300) times the
 #: FP8 backward at 4K tokens at 1.486 ms (MXFP8: 1.844); over the whole causal triangle (see
-#: :func:`_attention`) at this share of the measured FP8 rate the model gives 1.65 ms.
+#: :func:`_attention`) at this share of the measured FP8 rate the model gives 1.65 ms. Measured on
+#: Blackwell only; every GPU and kernel family takes it (no other measurement found).
 HEAD_DIM_64_SHARE: Final = 977.0 / 1378.0
 
 
