@@ -168,6 +168,22 @@ def test_a2a_overlap_moves_the_all_to_alls_beside_the_compute() -> None:
     assert free.breakdown["ep"] < synced.breakdown["ep"] < base.breakdown["ep"]
 
 
+def test_a2a_overlap_in_an_interleaved_pipeline_pairs_each_stage_s_steady_state() -> None:
+    """With pp 2 × 2 chunks each stage moves the all-to-alls of its paired passes beside the
+    compute (sync-free: all of them), the warm-up and cool-down ones stay blocking."""
+    job = {**MOE, "pp": 2, "virtual_stages": 2, "global_batch": 128}
+    free = run({**job, "moe_a2a_overlap": True, "moe_sync_free": True})
+    resolved_job, _ = resolved(job)
+    for stage in range(2):
+        order = step_module.ops_1f1b(stage, 2, resolved_job.micro_batches, 2)
+        share = len(step_module.paired_passes(order)) / len(order)
+        phases = [p for p in free.result.phases if p.op == "alltoall"
+                  and p.stream.startswith(f"s{stage}.")]  # fmt: skip
+        beside = sum(p.nbytes * p.repeat for p in phases if p.stream.endswith(".ep"))
+        assert beside / sum(p.nbytes * p.repeat for p in phases) == pytest.approx(share)
+    assert free.step_time < run(job).step_time
+
+
 def test_a2a_overlap_errors_name_what_megatron_core_rejects() -> None:
     cases = {
         "dense": ({"model": "llama3-8b", "moe_a2a_overlap": True}, "dense"),
@@ -175,6 +191,7 @@ def test_a2a_overlap_errors_name_what_megatron_core_rejects() -> None:
         "pp": ({**MOE, "pp": 2, "moe_a2a_overlap": True}, "virtual_stages > 1"),
         "full": ({**MOE, "recompute": "full", "moe_a2a_overlap": True}, "recompute full"),
         "zero3": ({**MOE, "zero_stage": 3, "moe_a2a_overlap": True}, "zero_stage 3"),
+        "mtp": ({**MOE, "mtp_layers": 2, "moe_a2a_overlap": True}, "mtp_layers is 2"),
         "free": ({**MOE, "moe_sync_free": True}, "only read with moe_a2a_overlap"),
     }
     for job, words in cases.values():
