@@ -1043,8 +1043,10 @@ class _Builder:
         the phase that ends the compute and of the last phase on the compute stream."""
         compute = f"s{stage}.compute"
         beside = self.nccl_beside and tag.startswith("B") and layers > 0
-        tail = self.compute_tail.get(stage)
-        start = (*after, tail) if tail is not None else after  # this compute starts after
+        # where this compute starts (after ``after`` and the stream's last phase): the overlapped
+        # all-to-alls start there too
+        tail = self.compute_tail.get(stage) if self.ep_beside else None
+        start = (*after, tail) if tail is not None else after
         if self.spec.tp_comm_overlap and layers:
             done, last = self.overlapped_tp(stage, tag, seconds, layers, after, k)
         elif beside:
