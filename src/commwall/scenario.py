@@ -133,6 +133,12 @@ def _as_tuple(value: Any) -> Any:
 
 
 RecomputeModules = Annotated[tuple[RecomputeModule, ...], BeforeValidator(_as_tuple)]
+#: Megatron-Core's ``--moe-layer-freq`` as a list: one 1 (MoE) or 0 (dense) per layer.
+MoeLayerPattern = Annotated[
+    tuple[Annotated[int, Field(ge=0, le=1)], ...],
+    BeforeValidator(_as_tuple),
+    Field(min_length=1, max_length=100_000),
+]
 CpuVendor = Literal["intel", "amd", "other"]
 ScaleUp = Literal["nvlink", "pcie"]
 Policy = Literal["nccl", "all"]
@@ -464,6 +470,27 @@ class ModelDef(_Strict):
         le=100_000,
         description="First layers of a MoE model with one dense MLP of ffn_hidden "
         "(DeepSeek-V3: 3, first_k_dense_replace).",
+    )
+    moe_layer_freq: int | MoeLayerPattern | None = Field(
+        default=None,
+        description="Which layers of a MoE model hold experts, as Megatron-Core's "
+        "--moe-layer-freq: N, every N-th layer from the first (layers 0, N, 2N, ...), or one 1 "
+        "(MoE) or 0 (dense MLP of ffn_hidden) per layer (Llama 4 Maverick: [0, 1] repeated). "
+        "Default: every layer past dense_layers.",
+    )
+    attention_chunk: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="Chunked attention: each query attends causally within its chunk of this "
+        "many tokens (Llama 4: 8192, attention_chunk_size). Default: the whole causal context.",
+    )
+    attention_chunk_layers: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="How many layers attend in chunks (Llama 4: three of every four). "
+        "Default: all.",
     )
     q_lora_rank: int | None = Field(
         default=None,

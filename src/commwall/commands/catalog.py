@@ -57,7 +57,11 @@ def catalog(
                     f"hidden {m.hidden}"
                     + (f", {m.n_experts} experts top-{m.top_k}" if m.n_experts > 1 else "")
                     + (" + a shared expert" if m.is_moe and m.shared_ffn_hidden else "")
-                    + (f" after {m.dense_layers} dense layers" if m.dense_layers else "")
+                    + (
+                        f", {m.n_layers - m.moe_layer_count} of its layers dense"
+                        if m.has_dense_layers
+                        else ""
+                    )
                     + (f", MLA (latents {m.q_lora_rank}/{m.kv_lora_rank})" if m.mla else "")
                     + (
                         f", {m.sliding_window}-token window"
@@ -67,6 +71,16 @@ def catalog(
                             else ""
                         )
                         if m.sliding_window
+                        else ""
+                    )
+                    + (
+                        f", attention in {m.attention_chunk:,}-token chunks"
+                        + (
+                            f" on {m.attention_chunk_layers} layers"
+                            if m.attention_chunk_layers
+                            else ""
+                        )
+                        if m.attention_chunk
                         else ""
                     ),
                 )

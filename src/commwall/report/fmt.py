@@ -116,8 +116,8 @@ def held_bytes(job: dict[str, Any]) -> str:
 
 def sharding_and_kernel(job: dict[str, Any]) -> str:
     """The end of a job's one-line summary: its ZeRO stage and, on the kernel compute model,
-    the attention kernel it is priced with and the sliding window it runs over where that is
-    shorter than the sequence (``job`` is a result's ``job`` section)."""
+    the attention kernel it is priced with and the sliding window or the chunks it runs over
+    where they are shorter than the sequence (``job`` is a result's ``job`` section)."""
     kernel = job.get("attention_kernel")
     if kernel and job.get("fp8_attention"):
         kernel += " in FP8"
@@ -125,6 +125,12 @@ def sharding_and_kernel(job: dict[str, Any]) -> str:
     if kernel and isinstance(window, int) and isinstance(seq, int) and window < seq:
         kernel += f" over a {window:,}-token window"
         some = job.get("sliding_window_layers")
+        if isinstance(some, int):
+            kernel += f" on {some} layers"
+    chunk = job.get("attention_chunk")
+    if kernel and isinstance(chunk, int) and isinstance(seq, int) and chunk < seq:
+        kernel += f" in {chunk:,}-token chunks"
+        some = job.get("attention_chunk_layers")
         if isinstance(some, int):
             kernel += f" on {some} layers"
     return f", ZeRO-{job.get('zero_stage')}" + (f", {kernel}" if kernel else "")

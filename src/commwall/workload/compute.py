@@ -1180,6 +1180,14 @@ def _attention(
                 "attention over a split sequence is not modelled; use cp_comm a2a (whole "
                 "sequences per rank) or cp 1"
             )
+        chunk = model.attention_chunk
+        chunked = chunk is not None and chunk < s
+        if chunked and ring > 1:
+            raise WorkloadError(
+                f"model.attention_chunk: {chunk} at seq_len {s} with the sequence split over "
+                f"{ring} context-parallel ranks (cp {cp}): chunked attention over a split "
+                "sequence is not modelled; use cp_comm a2a (whole sequences per rank) or cp 1"
+            )
         block = s if ring == 1 else s // (2 * ring)
         family = attention_family(dev.name, kind, fp8=fp8, cudnn=cudnn)
         narrow = head_dim_efficiency(d)  # the rates are head dim 128's
@@ -1193,6 +1201,23 @@ def _attention(
             grad = 2.5 * full / 2.0
         forward = causal / (dev.half_peak * share_f) + KERNEL_LAUNCH
         backward = grad / (dev.half_peak * share_b) + KERNEL_LAUNCH
+        if chunked and chunk is not None:
+            # the chunked layers run causal attention over sequences of ``chunk`` tokens, at
+            # the kernel's rate at that length; the others over the whole sequence
+            part = (model.attention_chunk_layers or model.n_layers) / model.n_layers
+            cf, cb = (x * narrow for x in attention_share(family, chunk))
+            whole = full / 2.0
+            inside = causal - (1.0 - part) * whole  # the chunked layers' share of the mean
+            forward = (
+                inside / (dev.half_peak * cf)
+                + (1.0 - part) * whole / (dev.half_peak * share_f)
+                + KERNEL_LAUNCH
+            )
+            backward = (
+                2.5 * inside / (dev.half_peak * cb)
+                + 2.5 * (1.0 - part) * whole / (dev.half_peak * share_b)
+                + KERNEL_LAUNCH
+            )
         fwd = [Kernel("attention", "attention", causal, 0.0, forward)]
         bwd = [Kernel("attention (grad)", "attention", grad, 0.0, backward)]
         if fp8:

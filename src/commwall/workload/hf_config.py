@@ -41,7 +41,8 @@ kimi_k2        ``n_shared_experts``, ``num_experts_per_tok``, ``first_k_dense_re
                first layers), multi-head latent attention (``q_lora_rank``, null: queries from
                the hidden state; ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``,
                ``v_head_dim``), ``vocab_size``, ``max_position_embeddings``,
-               ``tie_word_embeddings`` (false); ``moe_layer_freq`` must be 1. Not counted: the
+               ``tie_word_embeddings`` (false); ``moe_layer_freq`` (layer ``i`` past the dense
+               ones holds experts when ``i % moe_layer_freq == 0``). Not counted: the
                router's expert-bias buffer and the multi-token-prediction module
                (``num_nextn_predict_layers``, which ``transformers`` does not load; a job
                trains it with ``job.mtp_layers``)
@@ -49,13 +50,25 @@ glm4_moe       as deepseek_v3 for the experts and dense layers, with grouped-que
                ``num_key_value_heads``, ``head_dim``, biases on q, k and v
                (``attention_bias``), per-head query and key norms (``use_qk_norm``);
                ``partial_rotary_factor`` rotates part of each head: priced on the whole head
+llama4,        ``text_config`` (``llama4``) or the top level (``llama4_text``): as llama with
+llama4_text    ``head_dim``, ``num_local_experts`` experts of ``intermediate_size`` routed
+               ``num_experts_per_tok`` and a shared expert of that width on the ``moe_layers``
+               (default every ``interleave_moe_layer_step``-th), a dense MLP of
+               ``intermediate_size_mlp`` on the others, chunked attention
+               (``attention_chunk_size``) on the rotary layers (``layer_types`` or
+               ``no_rope_layers``), ``use_qk_norm`` (:func:`_llama4`)
 =============  ==================================================================================
+
+Qwen2-MoE and Qwen3-MoE read ``decoder_sparse_step`` and ``mlp_only_layers`` as their
+``transformers`` decoder layers do: a dense MLP of ``intermediate_size`` on the layers they
+leave without experts (:func:`_qwen_moe_layers`).
 
 Anything that changes the layer's shape in a way the model cannot represent is refused with the
 key, its value and why — never silently approximated: multi-head latent attention or dense first
 layers in a family that does not define them (``q_lora_rank``, ``kv_lora_rank``,
-``first_k_dense_replace``), MoE on only some layers (``mlp_only_layers``,
-``decoder_sparse_step`` or ``moe_layer_freq`` ≠ 1), Llama's ``attention_bias``/``mlp_bias``,
+``first_k_dense_replace``), ``mlp_only_layers`` or ``decoder_sparse_step`` outside the Qwen
+MoE families, ``moe_layer_freq`` outside the DeepSeek-style ones, Llama's
+``attention_bias``/``mlp_bias``,
 biases on MLA's projections. A sliding window (:func:`_window` says which keys switch it
 on) is read as ``sliding_window`` and, where only some layers use it (``layer_types`` mixing
 both, Qwen's ``max_window_layers`` inside the stack, GPT-OSS), ``sliding_window_layers``; each
@@ -102,7 +115,10 @@ _GPT_ROTARY: Final = {"gpt_neox": False, "starcoder2": True}
 #: DeepSeek-style mixture-of-experts families: dense first layers (``first_k_dense_replace``),
 #: routed experts with shared ones; multi-head latent attention in all but GLM-4.5's.
 _DEEPSEEK_LIKE: Final = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe")
-SUPPORTED: Final = (*_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", *_DEEPSEEK_LIKE, "gpt2")
+#: Llama 4: the text model's keys, at the top level (``llama4_text``) or under
+#: ``text_config`` (``llama4``, the multimodal checkpoints' config.json).
+_LLAMA4: Final = ("llama4", "llama4_text")
+SUPPORTED: Final = (*_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", *_DEEPSEEK_LIKE, *_LLAMA4, "gpt2")
 #: ``max_seq_len`` of an inline model that does not give one (rotary positions: no table).
 NO_CONTEXT_LIMIT: Final = 100_000_000
 #: Largest config.json read, bytes (real ones are a few kB).
@@ -117,7 +133,8 @@ _REFUSED: Final = {
     "model types only",
     "first_k_dense_replace": "dense layers among MoE layers are read for the DeepSeek-style "
     "model types only",
-    "moe_layer_freq": "MoE on only some layers is not modelled",
+    "moe_layer_freq": "read for the DeepSeek-style model types only (inline, job.model."
+    "moe_layer_freq is Megatron-Core's --moe-layer-freq)",
 }
 
 
@@ -152,9 +169,32 @@ def model_from_def(d: ModelDef) -> ModelSpec:
             "max_seq_len rows"
         )
     head_dim = arch.pop("head_dim", None)
+    freq = arch.pop("moe_layer_freq", None)
+    if freq is not None:
+        arch["moe_layer_pattern"] = _megatron_moe_pattern(freq, int(arch["n_layers"]))
     arch.setdefault("n_kv_heads", arch["n_heads"])
     arch.setdefault("max_seq_len", NO_CONTEXT_LIMIT)
     return _checked(d.name, source="inline in the scenario", head_size=head_dim, **arch)
+
+
+def _megatron_moe_pattern(freq: int | tuple[int, ...], n_layers: int) -> tuple[int, ...]:
+    """``job.model.moe_layer_freq`` as a pattern of 1s (MoE) and 0s (dense), one per layer:
+    Megatron-Core's ``--moe-layer-freq`` (``moe_layer_pattern`` in
+    ``megatron/core/models/gpt/gpt_layer_specs.py`` @d98e8a6: an integer N makes layer ``i``
+    MoE when ``i % N == 0``; a list gives each layer's)."""
+    if isinstance(freq, int):
+        if freq < 1:
+            raise ModelDefinitionError(
+                f"job.model.moe_layer_freq: {freq} is invalid: an integer N >= 1 (every N-th "
+                "layer from the first holds experts) or one 0 or 1 per layer"
+            )
+        return tuple(1 if i % freq == 0 else 0 for i in range(n_layers))
+    if len(freq) != n_layers:
+        raise ModelDefinitionError(
+            f"job.model.moe_layer_freq: a list of {len(freq)} entries for n_layers {n_layers}; "
+            "give one 0 (dense) or 1 (MoE) per layer"
+        )
+    return tuple(freq)
 
 
 def load_hf_config(path: Path) -> ModelSpec:
@@ -214,6 +254,8 @@ def model_from_hf_config(
         )
     if kind in _DEEPSEEK_LIKE:
         return _deepseek(data, kind, name, source)
+    if kind in _LLAMA4:
+        return _llama4(data, kind, name, source)
     for key, why in _REFUSED.items():
         value = data.get(key)
         if isinstance(value, bool) or not (value is None or isinstance(value, int)):
@@ -232,15 +274,16 @@ def model_from_hf_config(
     for key in ("attention_bias", "mlp_bias"):
         if get.flag(key, False) and kind != "qwen2":
             raise ModelDefinitionError(f"{key}: true: biases on these projections are not modelled")
-    if data.get("mlp_only_layers"):
+    sparse = kind in ("qwen2_moe", "qwen3_moe")
+    if data.get("mlp_only_layers") and not sparse:
         raise ModelDefinitionError(
-            f"mlp_only_layers: {data['mlp_only_layers']!r}: dense layers among MoE layers are "
-            "not modelled"
+            f"mlp_only_layers: {data['mlp_only_layers']!r}: read for the qwen2_moe and "
+            "qwen3_moe model types only"
         )
-    if get.optional("decoder_sparse_step", 1) != 1:
+    if get.optional("decoder_sparse_step", 1) != 1 and not sparse:
         raise ModelDefinitionError(
-            f"decoder_sparse_step: {data['decoder_sparse_step']}: MoE on only some layers is "
-            "not modelled"
+            f"decoder_sparse_step: {data['decoder_sparse_step']}: read for the qwen2_moe and "
+            "qwen3_moe model types only"
         )
     fields: dict[str, Any] = {
         **get.shape(),
@@ -260,7 +303,149 @@ def model_from_hf_config(
         fields["top_k"] = get.positive("num_experts_per_tok")
         fields["expert_ffn_hidden"] = get.positive("moe_intermediate_size")
         fields["shared_ffn_hidden"] = get.optional("shared_expert_intermediate_size", 0)
+        fields["moe_layer_pattern"] = _qwen_moe_layers(data, get, fields["n_layers"])
     return _checked(name, source=source, **fields)
+
+
+def _qwen_moe_layers(
+    data: Mapping[str, Any], get: _Reader, n_layers: int
+) -> tuple[int, ...] | None:
+    """Which Qwen2-MoE / Qwen3-MoE layers hold experts (``Qwen2MoeDecoderLayer``: layer ``i``
+    unless it is in ``mlp_only_layers``, when ``(i + 1) % decoder_sparse_step == 0``; the
+    others a dense MLP of ``intermediate_size``), as a pattern; ``None`` when all do."""
+    step = get.optional("decoder_sparse_step", 1)
+    if step < 1:
+        raise ModelDefinitionError(
+            f"decoder_sparse_step: {step}: must be an integer >= 1 (every step-th layer holds "
+            "experts)"
+        )
+    only = data.get("mlp_only_layers") or []
+    if not isinstance(only, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in only
+    ):
+        raise ModelDefinitionError(
+            f"mlp_only_layers: {_shown(only)}: must be a list of layer indices from 0 to "
+            f"{n_layers - 1} (num_hidden_layers {n_layers})"
+        )
+    dense = set(only)
+    pattern = tuple(int(i not in dense and (i + 1) % step == 0) for i in range(n_layers))
+    return None if all(pattern) else pattern
+
+
+def _llama4(data: Mapping[str, Any], kind: str, name: str, source: str) -> ModelSpec:
+    """Llama 4 (``Llama4TextConfig``, ``transformers`` ``models/llama4``): grouped-query
+    attention with ``head_dim``, ``num_local_experts`` experts of width ``intermediate_size``
+    routed ``num_experts_per_tok`` and a shared expert of the same width on the MoE layers
+    (``moe_layers``; default every ``interleave_moe_layer_step``-th, from layer
+    ``step − 1``), a dense MLP of ``intermediate_size_mlp`` on the others; chunked attention
+    (``attention_chunk_size``) on the layers ``layer_types`` calls ``chunked_attention`` —
+    without it, the rotary ones (``no_rope_layers`` 1; default all but every
+    ``no_rope_layer_interval``-th, 4). ``use_qk_norm``'s L2 norm of the rotary layers' queries
+    and keys is priced as a per-head norm on every layer (``qk_norm: head``, whose weights,
+    2·``head_dim`` a layer, Llama 4 does not have). Not priced: the attention temperature
+    tuning of the global layers (a scale of the queries)."""
+    text = data
+    if kind == "llama4":
+        text = data.get("text_config")  # type: ignore[assignment]
+        if not isinstance(text, dict):
+            raise ModelDefinitionError(
+                f"text_config: {_shown(text)}: a llama4 config.json holds the text model's keys "
+                "in a text_config object"
+            )
+    get = _Reader(text)
+    if get.flag("attention_bias", False):
+        raise ModelDefinitionError(
+            "attention_bias: true: biases on these projections are not modelled"
+        )
+    shape = get.shape()
+    n_layers = shape["n_layers"]
+    dense_width = get.positive("intermediate_size_mlp")
+    moe_layers = text.get("moe_layers")
+    if moe_layers is None:
+        step = get.optional("interleave_moe_layer_step", 1)
+        if step < 1:
+            raise ModelDefinitionError(
+                f"interleave_moe_layer_step: {step}: must be an integer >= 1"
+            )
+        moe_layers = list(range(step - 1, n_layers, step))
+    if not isinstance(moe_layers, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in moe_layers
+    ):
+        raise ModelDefinitionError(
+            f"moe_layers: {_shown(moe_layers)}: must be a list of layer indices from 0 to "
+            f"{n_layers - 1} (num_hidden_layers {n_layers})"
+        )
+    experts = set(moe_layers)
+    pattern = tuple(int(i in experts) for i in range(n_layers))
+    if not any(pattern):
+        raise ModelDefinitionError(
+            f"moe_layers: {_shown(moe_layers)}: no layer holds experts; a dense Llama is "
+            "model_type llama"
+        )
+    chunk = text.get("attention_chunk_size", 8192)
+    chunked = _llama4_chunked_layers(text, get, n_layers) if chunk is not None else 0
+    return _checked(
+        name,
+        source=source,
+        n_layers=n_layers,
+        hidden=shape["hidden"],
+        ffn_hidden=dense_width,
+        n_heads=shape["n_heads"],
+        n_kv_heads=shape["n_kv_heads"],
+        vocab=shape["vocab"],
+        head_size=get.optional("head_dim", None),
+        max_seq_len=get.positive("max_position_embeddings"),
+        gated_mlp=True,
+        tied_embeddings=get.flag("tie_word_embeddings", False),
+        n_experts=get.positive("num_local_experts"),
+        top_k=get.positive("num_experts_per_tok"),
+        expert_ffn_hidden=shape["ffn_hidden"],
+        shared_ffn_hidden=shape["ffn_hidden"],
+        moe_layer_pattern=None if all(pattern) else pattern,
+        qk_norm="head" if get.flag("use_qk_norm", True) else "none",
+        attention_chunk=get.positive("attention_chunk_size") if chunked else None,
+        attention_chunk_layers=chunked if 0 < chunked < n_layers else None,
+    )
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a config would spell it, cut to one short line for an error message."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def _llama4_chunked_layers(text: Mapping[str, Any], get: _Reader, n_layers: int) -> int:
+    """How many Llama 4 layers attend in chunks (:func:`_llama4`)."""
+    types = text.get("layer_types")
+    if types is not None:
+        if (
+            not isinstance(types, list)
+            or len(types) != n_layers
+            or not set(types) <= {"chunked_attention", "full_attention"}
+        ):
+            raise ModelDefinitionError(
+                f"layer_types: {_shown(types)}: must list {n_layers} (num_hidden_layers) of "
+                "'chunked_attention' and 'full_attention'"
+            )
+        return types.count("chunked_attention")
+    rope = text.get("no_rope_layers")
+    if rope is None or rope == []:
+        interval = get.optional("no_rope_layer_interval", 4)
+        if interval < 1:
+            raise ModelDefinitionError(
+                f"no_rope_layer_interval: {interval}: must be an integer >= 1"
+            )
+        return sum((i + 1) % interval != 0 for i in range(n_layers))
+    if (
+        not isinstance(rope, list)
+        or len(rope) != n_layers
+        or any(isinstance(v, bool) or v not in (0, 1) for v in rope)
+    ):
+        raise ModelDefinitionError(
+            f"no_rope_layers: {_shown(rope)}: must list one 1 (rotary, chunked) or 0 (global) "
+            f"per layer, {n_layers} (num_hidden_layers)"
+        )
+    return sum(rope)
 
 
 #: ``model_type`` values whose ``sliding_window`` applies whenever it is set (``transformers``
@@ -376,10 +561,10 @@ def _deepseek(data: Mapping[str, Any], kind: str, name: str, source: str) -> Mod
     ``v_head_dim``) except in ``glm4_moe``, which has grouped-query attention with biases on
     q, k and v (``attention_bias``) and, with ``use_qk_norm``, per-head query and key norms."""
     get = _Reader(data)
-    if get.optional("moe_layer_freq", 1) != 1:
+    freq = get.optional("moe_layer_freq", 1)
+    if freq < 1:
         raise ModelDefinitionError(
-            f"moe_layer_freq: {data['moe_layer_freq']}: MoE on every n-th layer only is not "
-            "modelled (1: every layer after the first_k_dense_replace dense ones)"
+            f"moe_layer_freq: {freq}: must be an integer >= 1 (every n-th layer holds experts)"
         )
     shape = get.shape()
     expert = get.positive("moe_intermediate_size")
@@ -394,6 +579,10 @@ def _deepseek(data: Mapping[str, Any], kind: str, name: str, source: str) -> Mod
         "shared_ffn_hidden": get.optional("n_shared_experts", 0) * expert,
         "dense_layers": get.optional("first_k_dense_replace", 0),
     }
+    if freq > 1:
+        # DeepSeek's reference decoder layer: experts where layer_idx >= first_k_dense_replace
+        # and layer_idx % moe_layer_freq == 0 (modeling_deepseek.py, as vLLM and SGLang port it)
+        fields["moe_layer_pattern"] = tuple(int(i % freq == 0) for i in range(shape["n_layers"]))
     if kind == "glm4_moe":
         fields["head_size"] = get.optional("head_dim", None)
         fields["qkv_bias"] = get.flag("attention_bias", False)

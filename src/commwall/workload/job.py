@@ -225,6 +225,8 @@ class Job:
             "attention": self.spec.attention,
             "sliding_window": self.model.sliding_window,
             "sliding_window_layers": self.model.sliding_window_layers,
+            "attention_chunk": self.model.attention_chunk,
+            "attention_chunk_layers": self.model.attention_chunk_layers,
             "mtp_layers": self.model.mtp_layers,
             "recompute": self.spec.recompute,
             "recompute_modules": list(recompute_modules(self.spec)) or None,
@@ -310,7 +312,7 @@ def _module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
         "moe_act": (model.is_moe, "mixture-of-experts layers"),
         "moe": (model.is_moe, "mixture-of-experts layers"),
         "shared_experts": (model.shared_ffn_hidden > 0 and model.is_moe, "shared experts"),
-        "mlp": (not model.is_moe or model.dense_layers > 0, "dense layers"),
+        "mlp": (not model.is_moe or model.has_dense_layers, "dense layers"),
     }
     return [
         f"job.recompute_modules: {name} needs {what}, which {model.name} does not have"

@@ -156,7 +156,8 @@ def _stage_params(
     learned position table are replicated. K/V projections are split over ``min(tp, n_kv_heads)``
     (replicated beyond that). A stage holds ``ceil(L / pp)`` layers (the worst stage when ``pp``
     does not divide ``L``): the first stage the first layers, the last stage the last ones, so a
-    model's :attr:`~ModelSpec.dense_layers` fall on the first. The first stage holds the token
+    model's :attr:`~ModelSpec.dense_layers` fall on the first, and each stage counts the dense
+    and MoE layers its span holds (:meth:`~ModelSpec.is_moe_layer`). The first stage holds the token
     (and position) embedding, the last the final norm and LM head; with a tied head and
     ``pp > 1`` the last stage keeps its own copy of the table (Megatron
     ``share_embeddings_and_output_weights``).
@@ -201,8 +202,12 @@ def _stage_layer_kinds(model: ModelSpec, *, pp: int, first: bool) -> list[tuple[
     mtp = model.mtp_layers if pp == 1 or not first else 0
     if len(kinds) == 1:
         return [(kinds[0][0], len(span) + mtp)]
-    dense = len(range(span.start, min(span.stop, model.dense_layers)))
-    return [(kinds[0][0], dense), (kinds[1][0], len(span) - dense + mtp)]
+    dense = sum(not model.is_moe_layer(i) for i in span)
+    mtp_kind = model.kind_index(n_layers - 1)  # the modules' layers are like the last
+    return [
+        (kinds[0][0], dense + (mtp if mtp_kind == 0 else 0)),
+        (kinds[1][0], len(span) - dense + (mtp if mtp_kind == 1 else 0)),
+    ]
 
 
 def _layer_split(

@@ -99,6 +99,16 @@ class ModelSpec:
     mixture-of-experts model dense, each with one MLP of width ``ffn_hidden`` (DeepSeek-AI
     2024, "DeepSeek-V3 Technical Report", §4.2: "we substitute all FFNs except for the first
     three layers with MoE layers"); :meth:`layer_kind` gives each layer's model.
+    ``moe_layer_pattern`` (Megatron-Core's ``--moe-layer-freq`` as a list: one 1 or 0 per layer)
+    makes the layers it marks 0 dense too, wherever they are: Llama 4 Maverick alternates dense
+    and MoE layers (Hugging Face ``interleave_moe_layer_step`` 2: layers 1, 3, 5, … are MoE),
+    Qwen2-MoE's ``decoder_sparse_step`` and ``mlp_only_layers`` do the same. A layer is MoE when
+    it is past the ``dense_layers`` and its pattern entry is 1 (:meth:`is_moe_layer`).
+    ``attention_chunk`` (Llama 4's ``attention_chunk_size``) splits the sequence into chunks of
+    that many tokens and lets each query attend causally within its own chunk only, on
+    ``attention_chunk_layers`` of the layers (``None``: all; Llama 4 chunks its rotary layers and
+    attends globally on every fourth, Meta 2025, "The Llama 4 herd", its "iRoPE" architecture);
+    like a window it changes the attention core's work, not the parameters (:meth:`attended_pairs`).
     Multi-head latent attention (MLA; DeepSeek-AI 2024, "DeepSeek-V2", §2.1) is on when
     ``kv_lora_rank`` is set: the keys and values come up from one ``kv_lora_rank``-wide latent
     per token (plus a ``qk_rope_head_dim``-wide rotary key shared by the heads), the queries from
@@ -139,6 +149,9 @@ class ModelSpec:
     sliding_window_layers: int | None = None
     qk_norm: QkNorm = "none"
     dense_layers: int = 0
+    moe_layer_pattern: tuple[int, ...] | None = None
+    attention_chunk: int | None = None
+    attention_chunk_layers: int | None = None
     q_lora_rank: int | None = None
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int = 0
@@ -167,6 +180,8 @@ class ModelSpec:
             "expert_ffn_hidden",
             "sliding_window",
             "sliding_window_layers",
+            "attention_chunk",
+            "attention_chunk_layers",
             "q_lora_rank",
             "kv_lora_rank",
             "v_head_dim",
@@ -184,6 +199,18 @@ class ModelSpec:
                 f"{self.name}: sliding_window_layers={windowed} is invalid: needs a "
                 f"sliding_window and at most n_layers={self.n_layers} layers"
             )
+        chunked = self.attention_chunk_layers
+        if chunked is not None and (self.attention_chunk is None or chunked > self.n_layers):
+            raise ModelDefinitionError(
+                f"{self.name}: attention_chunk_layers={chunked} is invalid: needs an "
+                f"attention_chunk and at most n_layers={self.n_layers} layers"
+            )
+        if self.attention_chunk is not None and self.sliding_window is not None:
+            raise ModelDefinitionError(
+                f"{self.name}: attention_chunk={self.attention_chunk} is invalid with "
+                f"sliding_window={self.sliding_window}: a layer's attention is either windowed "
+                "or chunked; give one of them"
+            )
         for field_name in ("shared_ffn_hidden", "dense_layers", "qk_rope_head_dim", "mtp_layers"):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -196,6 +223,7 @@ class ModelSpec:
                 f"mixture-of-experts model (n_experts > 1) and fewer than n_layers="
                 f"{self.n_layers} layers"
             )
+        self._check_moe_layer_pattern()
         if self.kv_lora_rank is None:
             for field_name in ("q_lora_rank", "v_head_dim", "qk_rope_head_dim"):
                 if getattr(self, field_name):
@@ -237,6 +265,32 @@ class ModelSpec:
             raise ModelDefinitionError(
                 f"{self.name}: norm={self.norm!r} is invalid: allowed values are "
                 "'rmsnorm', 'layernorm'"
+            )
+
+    def _check_moe_layer_pattern(self) -> None:
+        pattern = self.moe_layer_pattern
+        if pattern is None:
+            return
+        if (
+            not isinstance(pattern, tuple)
+            or len(pattern) != self.n_layers
+            or any(isinstance(v, bool) or v not in (0, 1) for v in pattern)
+        ):
+            shown = pattern if len(repr(pattern)) <= 80 else f"{repr(pattern)[:77]}..."
+            raise ModelDefinitionError(
+                f"{self.name}: moe_layer_pattern={shown!r} is invalid: must be one 0 (dense) or "
+                f"1 (mixture of experts) per layer, n_layers={self.n_layers} of them"
+            )
+        if not self.is_moe:
+            raise ModelDefinitionError(
+                f"{self.name}: moe_layer_pattern is invalid: needs a mixture-of-experts model "
+                "(n_experts > 1)"
+            )
+        if self.moe_layer_count == 0:
+            raise ModelDefinitionError(
+                f"{self.name}: moe_layer_pattern is invalid: it leaves no mixture-of-experts "
+                f"layer past the {self.dense_layers} dense_layers; set n_experts to 1 for a "
+                "dense model"
             )
 
     # ---------------------------------------------------------------- derived sizes
@@ -302,38 +356,66 @@ class ModelSpec:
         q = self.q_lora_rank if self.q_lora_rank is not None else self.hidden
         return q + (self.kv_lora_rank or 0) + self.qk_rope_head_dim
 
+    def is_moe_layer(self, layer: int) -> bool:
+        """True when layer ``layer`` (0-based) holds experts: a MoE model's layers past the
+        ``dense_layers`` that ``moe_layer_pattern`` (when given) marks 1."""
+        if not self.is_moe or layer < self.dense_layers:
+            return False
+        return self.moe_layer_pattern is None or self.moe_layer_pattern[layer] == 1
+
+    @property
+    def moe_layer_count(self) -> int:
+        """Layers that hold experts (:meth:`is_moe_layer`; 0 for a dense model)."""
+        return sum(self.is_moe_layer(i) for i in range(self.n_layers))
+
+    @property
+    def has_dense_layers(self) -> bool:
+        """True for a mixture-of-experts model with dense layers among its layers."""
+        return self.is_moe and self.moe_layer_count < self.n_layers
+
     def layer_kind(self, layer: int) -> ModelSpec:
         """The model whose every layer is like layer ``layer`` of this one: the dense model
-        (one MLP of ``ffn_hidden``, no experts) for the first ``dense_layers``, else this model
-        without dense layers; neither has multi-token-prediction modules. Both keep
-        ``n_layers``, so their per-layer figures are layer ``layer``'s."""
-        if layer < self.dense_layers:
+        (one MLP of ``ffn_hidden``, no experts) for a layer without experts
+        (:meth:`is_moe_layer`: the first ``dense_layers``, the 0s of ``moe_layer_pattern``),
+        else this model with every layer a MoE one; neither has multi-token-prediction modules.
+        Both keep ``n_layers``, so their per-layer figures are layer ``layer``'s."""
+        if self.is_moe and not self.is_moe_layer(layer):
             return replace(
                 self, n_experts=1, top_k=1, expert_ffn_hidden=None, shared_ffn_hidden=0,
-                dense_layers=0, published_active_params=None, mtp_layers=0,
+                dense_layers=0, moe_layer_pattern=None, published_active_params=None,
+                mtp_layers=0,
             )  # fmt: skip
-        if self.dense_layers or self.mtp_layers:
-            return replace(self, dense_layers=0, mtp_layers=0)
+        if self.dense_layers or self.mtp_layers or self.moe_layer_pattern is not None:
+            return replace(self, dense_layers=0, mtp_layers=0, moe_layer_pattern=None)
         return self
 
     @property
     def layer_kinds(self) -> tuple[tuple[ModelSpec, int], ...]:
-        """(layer model, how many layers) of each kind of layer, first layers first: the
-        dense layers, then the others (:meth:`layer_kind`); one entry without ``dense_layers``.
-        The multi-token-prediction modules' layers are not counted here."""
-        if not self.dense_layers:
+        """(layer model, how many layers) of each kind of layer: the dense layers, then the MoE
+        ones (:meth:`layer_kind`); one entry unless a MoE model has dense layers. The
+        multi-token-prediction modules' layers are not counted here."""
+        if not self.has_dense_layers:
             return ((self.layer_kind(0), self.n_layers),)
+        moe = self.moe_layer_count
+        first_moe = next(i for i in range(self.n_layers) if self.is_moe_layer(i))
+        first_dense = next(i for i in range(self.n_layers) if not self.is_moe_layer(i))
         return (
-            (self.layer_kind(0), self.dense_layers),
-            (self.layer_kind(self.n_layers - 1), self.n_layers - self.dense_layers),
+            (self.layer_kind(first_dense), self.n_layers - moe),
+            (self.layer_kind(first_moe), moe),
         )
+
+    def kind_index(self, layer: int) -> int:
+        """Index in :attr:`layer_kinds` of layer ``layer``'s kind."""
+        return 1 if self.has_dense_layers and self.is_moe_layer(layer) else 0
 
     def attended_pairs(self, seq_len: int) -> float:
         """(query, key) pairs a layer's causal attention over ``seq_len`` tokens computes, in
         the continuous count FlashAttention's block skipping approaches: ``s²/2`` for a full
         causal mask, and with a window ``w < s`` the integral of ``min(i, w)`` over the
-        queries, ``s·w − w²/2`` (each query past the first ``w`` sees ``w`` keys). Where only
-        ``sliding_window_layers`` of the layers have the window, the mean over the layers:
+        queries, ``s·w − w²/2`` (each query past the first ``w`` sees ``w`` keys); chunks of
+        ``c < s`` tokens hold ``c²/2`` each (and the last, shorter one ``r²/2``). Where only
+        ``sliding_window_layers`` (``attention_chunk_layers``) of the layers have the window
+        (the chunks), the mean over the layers:
         every layer is priced alike (a pipeline stage holding more windowed layers than its
         share runs faster than this says, by at most half a layer's difference per layer it
         holds over that share).
@@ -347,9 +429,19 @@ class ModelSpec:
         >>> half = replace(m, sliding_window=2048, sliding_window_layers=16)
         >>> half.attended_pairs(8192) / m.attended_pairs(8192)
         0.71875
+        >>> quarter = replace(m, attention_chunk=2048, attention_chunk_layers=24)
+        >>> quarter.attended_pairs(8192) / m.attended_pairs(8192)  # 3/4 · 1/4 + 1/4
+        0.4375
         """
         s, w = float(seq_len), self.sliding_window
         full = s * s / 2.0
+        c = self.attention_chunk
+        if c is not None and c < seq_len:
+            # causal attention inside each chunk: whole chunks of c, then the rest
+            whole, rest = divmod(seq_len, c)
+            chunked = whole * c * c / 2.0 + rest * rest / 2.0
+            share = (self.attention_chunk_layers or self.n_layers) / self.n_layers
+            return share * chunked + (1.0 - share) * full
         if w is None or w >= s:
             return full
         windowed = self.sliding_window_layers or self.n_layers
@@ -450,9 +542,9 @@ class ModelSpec:
 
     def layer_params(self) -> int:
         """Parameters of one transformer layer: attention, all experts, router and two norms
-        (a MoE layer where the model has :attr:`dense_layers`: :meth:`dense_layer_params`)."""
-        if self.dense_layers:
-            return self.layer_kind(self.n_layers - 1).layer_params()
+        (a MoE layer where the model has dense layers: :meth:`dense_layer_params`)."""
+        if self.has_dense_layers:
+            return self.layer_kinds[1][0].layer_params()
         return (
             self.attention_params_per_layer()
             + self.n_experts * self.mlp_params_per_layer()
@@ -462,8 +554,8 @@ class ModelSpec:
         )
 
     def dense_layer_params(self) -> int:
-        """Parameters of one of the first :attr:`dense_layers` layers (0 without them)."""
-        return self.layer_kind(0).layer_params() if self.dense_layers else 0
+        """Parameters of one dense layer of a MoE model (0 without them)."""
+        return self.layer_kinds[0][0].layer_params() if self.has_dense_layers else 0
 
     def layers_params(self) -> int:
         """Parameters of all ``n_layers`` layers, the dense ones and the others."""
@@ -507,7 +599,8 @@ class ModelSpec:
         Embeddings are included, which is how Mistral AI counts Mixtral-8x7B's 12.9B "active".
         """
         unused = (self.n_experts - self.top_k) * self.mlp_params_per_layer()
-        moe_layers = self.n_layers - self.dense_layers + self.mtp_layers
+        last_moe = self.is_moe_layer(self.n_layers - 1)
+        moe_layers = self.moe_layer_count + (self.mtp_layers if last_moe else 0)
         return self.total_params() - moe_layers * unused
 
     def matmul_params_per_token(self) -> int:
@@ -522,7 +615,7 @@ class ModelSpec:
         layers = 0
         kinds = list(self.layer_kinds)
         if self.mtp_layers:  # each module: a layer like the last, its projection, the head
-            kinds.append((kinds[-1][0], self.mtp_layers))
+            kinds.append((self.layer_kind(self.n_layers - 1), self.mtp_layers))
             layers += self.mtp_layers * (2 * self.hidden * self.hidden + self.vocab * self.hidden)
         for kind, n in kinds:
             shared = kind._mlp_weights(kind.shared_ffn_hidden) if kind.is_moe else 0
@@ -674,7 +767,7 @@ class ModelSpec:
             out += self._linear(f"{p}.self_attn.v_proj", h, self.kv_dim, qkv)
             out += self._linear(f"{p}.self_attn.o_proj", self.q_dim, h)
             out += self._qk_norm_tensors(f"{p}.self_attn")
-        if self.is_moe and i >= self.dense_layers:
+        if self.is_moe_layer(i):
             out.append((f"{p}.block_sparse_moe.gate.weight", self.router_params_per_layer()))
             for e in range(self.n_experts):
                 out += self._mlp_tensors(f"{p}.block_sparse_moe.experts.{e}", "mixtral")
@@ -727,7 +820,7 @@ class ModelSpec:
             out += self._linear(f"{p}.attn.c_proj", self.q_dim, h)
             out += self._qk_norm_tensors(f"{p}.attn")
         out += self._norm_tensors(f"{p}.ln_2")
-        if self.is_moe and i >= self.dense_layers:
+        if self.is_moe_layer(i):
             out.append((f"{p}.mlp.router.weight", self.router_params_per_layer()))
             for e in range(self.n_experts):
                 out += self._mlp_tensors(f"{p}.mlp.experts.{e}", "gpt")
@@ -1117,6 +1210,40 @@ _ZOO: dict[str, ModelSpec] = {
                 "deepseek-ai/DeepSeek-V3 config.json (intermediate_size 18432, vocab 129280, "
                 "untied); the multi-token-prediction module (num_nextn_predict_layers 1) is "
                 "not counted"
+            ),
+        ),
+        ModelSpec(
+            name="llama4-maverick",
+            n_layers=48,
+            hidden=5120,
+            ffn_hidden=16384,
+            n_heads=40,
+            n_kv_heads=8,
+            head_size=128,
+            vocab=202048,
+            max_seq_len=1048576,
+            gated_mlp=True,
+            tied_embeddings=False,
+            n_experts=128,
+            top_k=1,
+            expert_ffn_hidden=8192,
+            shared_ffn_hidden=8192,
+            moe_layer_pattern=tuple(i % 2 for i in range(48)),
+            attention_chunk=8192,
+            attention_chunk_layers=36,
+            published_params=400e9,
+            published_active_params=17e9,
+            source=(
+                "Meta 2025, 'The Llama 4 herd' and the meta-llama/Llama-4-Maverick-17B-128E "
+                "model card: 17B active of 400B total (the card's count includes the ~0.9B "
+                "vision encoder, not counted here), 128 routed experts, top-1, and a shared "
+                "expert; the config.json's text_config (as NVIDIA TensorRT-LLM's Llama 4 test "
+                "copies it): 48 layers, hidden 5120, 40 heads of 128 with 8 KV heads, experts "
+                "and the shared expert of width 8192 on every other layer "
+                "(interleave_moe_layer_step 2: layers 1, 3, ...), a dense MLP of 16384 "
+                "(intermediate_size_mlp) on the others, vocab 202048, untied, "
+                "use_qk_norm false; chunked attention (attention_chunk_size 8192) on the "
+                "rotary layers, all but every fourth (transformers' no_rope_layer_interval 4)"
             ),
         ),
         ModelSpec(

@@ -236,8 +236,8 @@ class UnitTimes:
 def unit_times(job: Job) -> UnitTimes:
     """:class:`UnitTimes` of ``job``, priced kernel by kernel (:mod:`commwall.workload.compute`),
     or with the flat ``compute_efficiency`` when the job sets one; all times ``compute_scale``.
-    A model with :attr:`~commwall.workload.models.ModelSpec.dense_layers`: its MoE layers'
-    (:func:`layer_units` has both kinds)."""
+    A MoE model with dense layers among its layers: its MoE layers' (:func:`layer_units` has
+    both kinds)."""
     return layer_units(job)[-1]
 
 
@@ -448,7 +448,7 @@ def layer_plan(job: Job) -> LayerPlan:
     n = len(kinds)
     index = []
     for layer in range(model.n_layers):
-        k = 0 if layer < model.dense_layers else n - 1
+        k = model.kind_index(layer)
         if block is not None:
             stage, chunk = job.layer_owner(layer)
             if layer - job.chunk_layers(stage, chunk).start >= block:
@@ -456,7 +456,8 @@ def layer_plan(job: Job) -> LayerPlan:
         index.append(k)
     # Megatron-Core recomputes MTP layers uniformly, and skips them under block (its
     # MultiTokenPredictionBlock: "recompute_method == 'block' is not supported for MTP yet")
-    index += [n - 1 + (n if block is not None else 0)] * model.mtp_layers
+    last = model.kind_index(model.n_layers - 1)  # the modules' layers are like the last
+    index += [last + (n if block is not None else 0)] * model.mtp_layers
     return LayerPlan(
         units=tuple(units),
         moe=tuple(m.is_moe for _ in variants for m, _ in kinds),

@@ -134,6 +134,41 @@ def test_a_window_over_a_split_sequence_is_refused_and_ulysses_keeps_it() -> Non
     )
 
 
+def test_chunked_attention_keeps_each_chunk_s_causal_pairs_at_the_chunk_s_rate() -> None:
+    """Chunks of c < s tokens keep (s/c)·c²/2 of the s²/2 causal pairs (Llama 4's 8192 at
+    32k: a quarter), each run at the kernel's rate at length c; a chunk the sequence fits in
+    is full causal attention, and chunks over a split sequence are refused."""
+    model = get_model("llama3-8b")
+    kw = {"micro_batch": 1, "seq_len": 32768, "tp": 1, "recompute": "none"}
+
+    def attention(m: ModelSpec) -> tuple[float, float, float]:
+        work = layer_work(m, H100, **kw)  # type: ignore[arg-type]
+        (f,) = [k for k in work.forward if k.kind == "attention"]
+        (b,) = [k for k in work.backward if k.kind == "attention"]
+        return f.flops, f.seconds - KERNEL_LAUNCH, b.seconds - KERNEL_LAUNCH
+
+    full = attention(model)
+    flops, forward, backward = attention(replace(model, attention_chunk=8192))
+    assert flops / full[0] == pytest.approx(0.25)
+    share_f, share_b = attention_share("cudnn-h100", 8192)
+    causal = full[0] / 4
+    assert forward == pytest.approx(causal / (989.4e12 * share_f))
+    assert backward == pytest.approx(2.5 * causal / (989.4e12 * share_b))
+    # three of four layers chunked: each layer priced at the mean, its parts at their rates
+    flops, forward, _ = attention(replace(model, attention_chunk=8192, attention_chunk_layers=24))
+    assert flops / full[0] == pytest.approx(0.75 * 0.25 + 0.25)
+    assert forward == pytest.approx(0.75 * causal / (989.4e12 * share_f) + 0.25 * full[1])
+    assert attention(replace(model, attention_chunk=32768)) == full
+    with pytest.raises(WorkloadError, match="attention_chunk: 8192 at seq_len 32768"):
+        layer_work(replace(model, attention_chunk=8192), H100, **kw, context_parallel=2)  # type: ignore[arg-type]
+    for bad, message in (
+        ({"attention_chunk_layers": 8}, "attention_chunk_layers=8 is invalid"),
+        ({"attention_chunk": 64, "sliding_window": 64}, "either windowed or chunked"),
+    ):
+        with pytest.raises(CommwallError, match=message):
+            replace(model, **bad)  # type: ignore[arg-type]
+
+
 def test_query_and_key_norms_read_and_write_q_and_k() -> None:
     """Qwen3's per-head and OLMo 2's whole-projection q/k norms move the same bytes: a read
     and a write of q and k per token, forward (backward twice that), in two kernels."""

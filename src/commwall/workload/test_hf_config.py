@@ -77,6 +77,31 @@ GPT2: dict[str, Any] = {
 }  # fmt: skip
 
 
+#: meta-llama/Llama-4-Maverick-17B-128E config.json's text_config, as NVIDIA TensorRT-LLM's
+#: Llama 4 test copies it (LLAMA_4_MAVERICK_TWO_LAYER_CONFIG) with its 48 layers and without
+#: the test's no_rope_layer_interval override; 17B active of 400B on Meta's model card.
+MAVERICK_TEXT: dict[str, Any] = {
+    "attention_bias": False, "attention_chunk_size": 8192, "head_dim": 128,
+    "hidden_act": "silu", "hidden_size": 5120, "interleave_moe_layer_step": 2,
+    "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+    "max_position_embeddings": 1048576, "model_type": "llama4_text", "num_attention_heads": 40,
+    "num_experts_per_tok": 1, "num_hidden_layers": 48, "num_key_value_heads": 8,
+    "num_local_experts": 128, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "rope_theta": 500000.0, "use_qk_norm": False, "vocab_size": 202048,
+}  # fmt: skip
+MAVERICK: dict[str, Any] = {
+    "architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+    "text_config": MAVERICK_TEXT, "vision_config": {"model_type": "llama4_vision_model"},
+}  # fmt: skip
+#: Scout: Maverick's text model with 16 experts on every layer and q/k norms
+#: (meta-llama/Llama-4-Scout-17B-16E); 17B active of 109B on the card.
+SCOUT: dict[str, Any] = {
+    **MAVERICK,
+    "text_config": {**MAVERICK_TEXT, "interleave_moe_layer_step": 1, "num_local_experts": 16,
+                    "use_qk_norm": True, "max_position_embeddings": 10485760},
+}  # fmt: skip
+
+
 def test_a_llama3_config_is_the_zoo_model() -> None:
     spec = model_from_hf_config(LLAMA3_8B, name="x")
     zoo = get_model("llama3-8b")
@@ -332,6 +357,19 @@ def test_kimi_k2_is_deepseek_v3_s_architecture_at_a_trillion() -> None:
     assert (spec.dense_layers, spec.n_experts, spec.n_heads) == (1, 384, 64)
 
 
+def test_deepseek_moe_layer_freq_keeps_experts_on_every_n_th_layer_past_the_dense_ones() -> None:
+    """DeepSeek's reference decoder layer holds experts where layer_idx >= first_k_dense_replace
+    and layer_idx % moe_layer_freq == 0: with 3 dense layers and a frequency of 2, layers 4, 6,
+    8, ... of 61 (29 of them)."""
+    spec = model_from_hf_config({**DEEPSEEK_V3, "moe_layer_freq": 2})
+    assert [spec.is_moe_layer(i) for i in range(7)] == [False] * 4 + [True, False, True]
+    assert spec.moe_layer_count == 29
+    (dense, n_dense), (_, n_moe) = spec.layer_kinds
+    assert (n_dense, n_moe) == (32, 29) and dense.ffn_hidden == 18432
+    with pytest.raises(ModelDefinitionError, match="moe_layer_freq: 2: read for the DeepSeek"):
+        model_from_hf_config({**MIXTRAL, "moe_layer_freq": 2})
+
+
 def test_deepseek_v2_lite_has_no_query_latent() -> None:
     """DeepSeek-V2-Lite (15.7B on its model card): queries straight from the hidden state."""
     lite = {**DEEPSEEK_V3, "model_type": "deepseek_v2", "num_hidden_layers": 27,
@@ -347,7 +385,7 @@ def test_deepseek_v2_lite_has_no_query_latent() -> None:
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"moe_layer_freq": 2}, "moe_layer_freq: 2: MoE on every n-th layer only"),
+    [({"moe_layer_freq": 0}, "moe_layer_freq: 0: must be an integer >= 1"),
      ({"attention_bias": True}, "attention_bias: true: biases on MLA"),
      ({"kv_lora_rank": None}, "kv_lora_rank: missing"),
      ({"num_key_value_heads": 16}, "n_kv_heads=16 is invalid with kv_lora_rank"),
@@ -422,6 +460,132 @@ def test_the_name_comes_from_the_config_and_is_safe_to_print(tmp_path: Path) -> 
     )
 
 
+def test_llama4_maverick_is_the_zoo_model_with_its_interleaved_layers() -> None:
+    spec = model_from_hf_config(MAVERICK, name="llama4-maverick")
+    zoo = get_model("llama4-maverick")
+    assert spec.total_params() == zoo.total_params()
+    assert spec.moe_layer_pattern == zoo.moe_layer_pattern == tuple(i % 2 for i in range(48))
+    assert (spec.attention_chunk, spec.attention_chunk_layers) == (8192, 36)
+    assert spec.training_flops_per_token(8192) == zoo.training_flops_per_token(8192)
+    # the card's 400B total counts the ~0.9B vision encoder too
+    assert spec.total_params() == pytest.approx(400e9, rel=0.01)
+    assert spec.active_params_per_token() == pytest.approx(17e9, rel=0.02)
+    # the text model's keys at the top level read the same
+    assert model_from_hf_config(MAVERICK_TEXT, name="llama4-maverick") == spec
+
+
+def test_llama4_scout_has_experts_on_every_layer_and_chunks_three_of_four() -> None:
+    spec = model_from_hf_config(SCOUT)
+    assert spec.moe_layer_pattern is None and spec.moe_layer_count == 48
+    assert spec.qk_norm == "head" and spec.attention_chunk_layers == 36
+    # 109B on the card with the vision encoder (34 layers of width 1408: ~0.9B)
+    assert spec.total_params() == pytest.approx(109e9 - 0.9e9, rel=0.01)
+    assert spec.active_params_per_token() == pytest.approx(17e9, rel=0.02)
+    # at 8k every chunk is the whole sequence; at 32k three layers of four keep a quarter
+    assert spec.attended_pairs(8192) == 8192**2 / 2
+    assert spec.attended_pairs(32768) / (32768**2 / 2) == pytest.approx(0.75 / 4 + 0.25)
+
+
+def test_a_llama4_config_runs_from_the_cli_with_its_chunks_past_8k(tmp_path: Path) -> None:
+    """A 4-layer Maverick-shaped config.json: experts on layers 1 and 3, chunks of 8192 on the
+    three rotary layers; at 16k the chunks halve those layers' attention and the run says so."""
+    small = {**MAVERICK, "text_config": {
+        **MAVERICK_TEXT, "num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "intermediate_size": 512, "intermediate_size_mlp": 2048,
+        "num_local_experts": 16, "vocab_size": 32000}}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(small))
+    steps = {}
+    for s in (8192, 16384):
+        scenario = tmp_path / f"l4-{s}.yaml"
+        scenario.write_text(
+            "cluster: {preset: dgx-h100, nodes: 1}\n"
+            f"job: {{model: {{hf_config: config.json}}, tp: 1, dp: 8, ep: 8, global_batch: 8, "
+            f"seq_len: {s}}}\n"
+        )
+        result = runner.invoke(app, ["run", str(scenario), "--json"])
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.stdout)
+        assert (out["job"]["attention_chunk"], out["job"]["attention_chunk_layers"]) == (8192, 3)
+        steps[s] = out["step_time_s"]
+    text = runner.invoke(app, ["run", str(tmp_path / "l4-16384.yaml")], env={"COLUMNS": "200"})
+    assert "cuDNN fused attention in 8,192-token chunks on 3 layers" in " ".join(
+        text.stdout.split()
+    )
+    text = runner.invoke(app, ["run", str(tmp_path / "l4-8192.yaml")], env={"COLUMNS": "200"})
+    assert "chunks" not in text.stdout
+    assert steps[16384] < 2.5 * steps[8192]  # attention grows less than fourfold
+
+
+@pytest.mark.parametrize(
+    ("change", "expect"),
+    [({"moe_layers": [0, 47]}, (2, 8192, 36)),
+     ({"no_rope_layers": [1, 0] * 24}, (24, 8192, 24)),
+     ({"layer_types": ["full_attention"] * 48}, (24, None, None)),
+     ({"attention_chunk_size": None}, (24, None, None))],
+)  # fmt: skip
+def test_llama4_reads_the_moe_and_chunked_layers_it_names(
+    change: dict[str, Any], expect: tuple[int, int | None, int | None]
+) -> None:
+    spec = model_from_hf_config({**MAVERICK_TEXT, **change})
+    assert (spec.moe_layer_count, spec.attention_chunk, spec.attention_chunk_layers) == expect
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"text_config": None}, "text_config: None: a llama4 config.json holds"),
+     ({"text_config": {**MAVERICK_TEXT, "moe_layers": [48]}}, "moe_layers: \\[48\\]"),
+     ({"text_config": {**MAVERICK_TEXT, "moe_layers": []}}, "no layer holds experts"),
+     ({"text_config": {**MAVERICK_TEXT, "interleave_moe_layer_step": 0}},
+      "interleave_moe_layer_step: 0"),
+     ({"text_config": {**MAVERICK_TEXT, "no_rope_layers": [2] * 48}}, "no_rope_layers"),
+     ({"text_config": {**MAVERICK_TEXT, "layer_types": ["sliding_attention"] * 48}},
+      "layer_types"),
+     ({"text_config": {**MAVERICK_TEXT, "attention_bias": True}}, "attention_bias: true"),
+     ({"text_config": {**MAVERICK_TEXT, "intermediate_size_mlp": None}},
+      "intermediate_size_mlp: missing")],
+)  # fmt: skip
+def test_llama4_configs_that_cannot_be_used_are_named(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ModelDefinitionError, match=message):
+        model_from_hf_config({**MAVERICK, **change})
+
+
+def test_qwen_moe_sparse_steps_and_mlp_only_layers_make_dense_layers() -> None:
+    """Qwen2-MoE layer i holds experts unless it is in mlp_only_layers, when
+    (i + 1) % decoder_sparse_step == 0; the others a dense MLP of intermediate_size."""
+    every = model_from_hf_config(QWEN_MOE)
+    assert every.moe_layer_pattern is None
+    spec = model_from_hf_config({**QWEN_MOE, "decoder_sparse_step": 2, "mlp_only_layers": [3]})
+    assert [spec.is_moe_layer(i) for i in range(6)] == [False, True, False, False, False, True]
+    assert spec.moe_layer_count == 11
+    (dense, n_dense), (moe, _) = spec.layer_kinds
+    assert n_dense == 13 and dense.ffn_hidden == 5632 and not dense.is_moe
+    assert spec.total_params() == every.total_params() - 13 * (
+        moe.layer_params() - dense.layer_params()
+    )
+    for change, message in (
+        ({"decoder_sparse_step": 0}, "decoder_sparse_step: 0: must be an integer >= 1"),
+        ({"mlp_only_layers": [24]}, "mlp_only_layers: \\[24\\]: must be a list"),
+        ({"mlp_only_layers": list(range(24))}, "leaves no mixture-of-experts layer"),
+    ):
+        with pytest.raises(ModelDefinitionError, match=message):
+            model_from_hf_config({**QWEN_MOE, **change})
+    with pytest.raises(ModelDefinitionError, match="read for the qwen2_moe and qwen3_moe"):
+        model_from_hf_config({**MIXTRAL, "decoder_sparse_step": 2})
+
+
+def test_an_inline_model_takes_megatron_s_moe_layer_freq() -> None:
+    base = {"n_layers": 4, "hidden": 256, "ffn_hidden": 1024, "n_heads": 4, "vocab": 1000,
+            "n_experts": 8, "top_k": 2}  # fmt: skip
+    every_other = model_from_def(ModelDef(**base, moe_layer_freq=2))  # type: ignore[arg-type]
+    assert every_other.moe_layer_pattern == (1, 0, 1, 0)  # i % 2 == 0, as Megatron-Core
+    listed = model_from_def(ModelDef(**base, moe_layer_freq=[0, 1, 1, 1]))  # type: ignore[arg-type]
+    assert listed.moe_layer_count == 3
+    with pytest.raises(ModelDefinitionError, match="moe_layer_freq: a list of 3 entries"):
+        model_from_def(ModelDef(**base, moe_layer_freq=[0, 1, 1]))  # type: ignore[arg-type]
+    with pytest.raises(ModelDefinitionError, match="moe_layer_freq: 0 is invalid"):
+        model_from_def(ModelDef(**base, moe_layer_freq=0))  # type: ignore[arg-type]
+
+
 def test_inline_definition_needs_the_sizes_and_not_both_forms() -> None:
     spec = model_from_def(
         ModelDef(name="mine", n_layers=2, hidden=256, ffn_hidden=1024, n_heads=4, vocab=1000)
@@ -485,7 +649,11 @@ def test_a_deepseek_config_trains_with_its_mtp_module_from_the_cli(tmp_path: Pat
      ("{n_layers: 2, hidden: 250, ffn_hidden: 8, n_heads: 3, vocab: 9}", "divisible"),
      ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, bogus: 1}", "bogus"),
      ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, sliding_window: 0}",
-      "job.model.sliding_window")],
+      "job.model.sliding_window"),
+     ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, n_experts: 4, "
+      "moe_layer_freq: [1, 2]}", "job.model.moe_layer_freq"),
+     ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, moe_layer_freq: 1}",
+      "moe_layer_pattern is invalid: needs a mixture-of-experts model")],
 )  # fmt: skip
 def test_bad_models_in_a_scenario_are_one_line(tmp_path: Path, model: str, message: str) -> None:
     scenario = tmp_path / "job.yaml"

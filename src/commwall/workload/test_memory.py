@@ -379,6 +379,23 @@ def test_transformer_engine_s_weight_copies_by_recipe_and_gpu() -> None:
 
 
 # ---------------------------------------------------------------- dense layers, MLA, recompute
+def test_interleaved_stages_count_the_dense_and_moe_layers_they_hold() -> None:
+    """Llama 4 Maverick over 4 stages of 12 layers: each holds 6 dense and 6 MoE layers; over
+    16 stages of 3 the first holds layers 0-2 (two dense, one MoE), the last 45-47 (one
+    dense, two MoE)."""
+    m = get_model("llama4-maverick")
+    assert memory.params_per_gpu(m) == m.total_params()
+    dense, moe = m.dense_layer_params(), m.layer_params()
+    table = m.vocab * m.hidden
+    for first, held in ((True, table), (False, table + m.hidden)):
+        stage = memory._stage_params(m, tp=1, pp=4, ep=1, first=first)
+        assert stage.dense + stage.expert == 6 * dense + 6 * moe + held
+    first = memory._stage_params(m, tp=1, pp=16, ep=1, first=True)
+    last = memory._stage_params(m, tp=1, pp=16, ep=1, first=False)
+    assert first.dense + first.expert == 2 * dense + moe + table
+    assert last.dense + last.expert == dense + 2 * moe + table + m.hidden
+
+
 def test_deepseek_v3_stages_hold_their_own_kinds_of_layer() -> None:
     """The first stage holds the 3 dense layers (Megatron's layout puts them first), the last
     only MoE layers; MLA's down projections and latent norms are whole on every TP rank."""

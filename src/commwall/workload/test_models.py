@@ -289,6 +289,43 @@ def test_layer_kinds_are_the_dense_then_the_moe_model() -> None:
     assert get_model("mixtral-8x7b").layer_kinds == ((get_model("mixtral-8x7b"), 32),)
 
 
+def test_interleaved_moe_layers_are_their_own_kind_wherever_they_are() -> None:
+    """Llama 4 Maverick alternates dense layers (an MLP of 16384) and MoE ones (128 experts of
+    8192, top-1, a shared expert of 8192), from a dense first layer: 24 of each."""
+    m = get_model("llama4-maverick")
+    assert [m.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    (dense, n_dense), (moe, n_moe) = m.layer_kinds
+    assert (n_dense, n_moe) == (24, 24) and m.moe_layer_count == 24 and m.has_dense_layers
+    assert not dense.is_moe and dense.ffn_hidden == 16384 and dense.moe_layer_pattern is None
+    assert moe.is_moe and moe.moe_layer_pattern is None and moe.expert_ffn == 8192
+    assert [m.kind_index(i) for i in range(4)] == [0, 1, 0, 1]
+    attention = 5120 * (5120 + 2 * 1024) + 5120 * 5120
+    assert dense.layer_params() == attention + 3 * 5120 * 16384 + 2 * 5120
+    assert moe.layer_params() == attention + 129 * 3 * 5120 * 8192 + 5120 * 128 + 2 * 5120
+    assert m.layers_params() == 24 * dense.layer_params() + 24 * moe.layer_params()
+    assert sum(n for _, n in m.gradient_tensors()) == m.total_params()
+    # top-1 of 128 plus the shared expert on the MoE layers: 17B active
+    assert m.active_params_per_token() == pytest.approx(17e9, rel=0.02)
+    assert not get_model("mixtral-8x7b").has_dense_layers
+
+
+def test_the_moe_layer_pattern_is_checked() -> None:
+    m = get_model("mixtral-8x7b")
+    for pattern, message in (
+        ((1, 0), "one 0 \\(dense\\) or 1"),
+        ((2,) * 32, "one 0 \\(dense\\) or 1"),
+        ((0,) * 32, "leaves no mixture-of-experts layer"),
+    ):
+        with pytest.raises(CommwallError, match=f"moe_layer_pattern.*{message}"):
+            dataclasses.replace(m, moe_layer_pattern=pattern)
+    with pytest.raises(CommwallError, match="needs a mixture-of-experts model"):
+        dataclasses.replace(get_model("llama3-8b"), moe_layer_pattern=(1,) * 32)
+    # a pattern and first dense layers together: MoE past the dense ones where marked 1
+    both = dataclasses.replace(m, dense_layers=2, moe_layer_pattern=(1, 1, 0, 1) * 8)
+    assert [both.is_moe_layer(i) for i in range(6)] == [False, False, False, True, True, True]
+    assert both.moe_layer_count == 32 - 2 - 8  # the first two, and the 0s at 2, 6, ..., 30
+
+
 def test_unknown_model_error_names_close_matches_and_all_names() -> None:
     with pytest.raises(UnknownModelError) as info:
         get_model("llama3-70")

@@ -1549,6 +1549,30 @@ def test_dense_layers_have_their_own_times_and_no_all_to_all() -> None:
     assert calls == 4 * 6 * job.micro_batches
 
 
+#: A small Llama 4 Maverick-shaped model: dense and MoE layers in turn (16 experts, top-1,
+#: a shared expert), chunked attention on 6 of its 8 layers.
+MINI_L4 = {"name": "mini-l4", "n_layers": 8, "hidden": 1024, "ffn_hidden": 4096,
+           "n_heads": 8, "n_kv_heads": 2, "vocab": 1024, "n_experts": 16, "top_k": 1,
+           "expert_ffn_hidden": 512, "shared_ffn_hidden": 512, "moe_layer_freq": [0, 1] * 4,
+           "attention_chunk": 1024, "attention_chunk_layers": 6}  # fmt: skip
+
+
+def test_interleaved_layers_alternate_runs_and_only_moe_ones_move_tokens() -> None:
+    job, cluster = resolved({"model": MINI_L4, "tp": 1, "ep": 8, "global_batch": 64})
+    dense, moe = step_module.layer_units(job)
+    t_f, _ = micro_batch_times(job)
+    assert t_f == pytest.approx(4 * dense.layer_forward + 4 * moe.layer_forward
+                                + moe.head_forward + moe.embed_forward)  # fmt: skip
+    plan = build_step(job, cluster)
+    names = [p.name for p in _phases(plan, r"^s0 F0 ")]
+    assert names == ["s0 F0 compute", "s0 F0 compute", "s0 F0 EP all-to-all"] * 4
+    assert all(p.repeat == 2 for p in _phases(plan, r"^s0 F0 EP all-to-all"))
+    r = simulate(scenario({"model": MINI_L4, "tp": 1, "ep": 8, "global_batch": 64}))
+    calls = sum(c.calls for c in r.collectives if c.op == "alltoall")
+    assert calls == 4 * 4 * job.micro_batches  # dispatch and combine, each way, 4 MoE layers
+    assert (r.job["attention_chunk"], r.job["attention_chunk_layers"]) == (1024, 6)
+
+
 def test_a_backward_runs_the_moe_layers_before_the_dense_ones() -> None:
     job, cluster = resolved({"model": MINI_DSV3, "tp": 1, "ep": 8, "global_batch": 64})
     plan = build_step(job, cluster)
