@@ -464,6 +464,10 @@ class ModelDef(_Strict):
         default="none",
         description="Query and key norms: per head (Qwen3) or over the projections (OLMo 2).",
     )
+    sandwich_norm: bool = Field(
+        default=False,
+        description="Norms after the attention and the MLP too, four a layer (Gemma 2 and 3).",
+    )
     dense_layers: int = Field(
         default=0,
         ge=0,

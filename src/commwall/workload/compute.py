@@ -1079,7 +1079,8 @@ def _elementwise_bytes(
     embedding on q and k (read + write) unless positions are a learned table (GPT-2/3),
     for layers with biases (GPT-2/3, GPT-NeoX, StarCoder2) bias + dropout before each
     residual (a read and a 1-byte mask), and the query and key norms where the model has them
-    (Qwen3, OLMo 2: a read and a write of q and k, one kernel each). With MLA the rotary
+    (Qwen3, OLMo 2: a read and a write of q and k, one kernel each), and with ``sandwich_norm``
+    (Gemma 2/3) two more norms, of the attention and MLP outputs. With MLA the rotary
     kernel writes each head's whole query and key (Megatron-Core's fused MLA rotary, which also
     joins the shared rotary key to every head: a read and a write of q and k), and the two
     latents' norms read and write ``q_lora_rank + kv_lora_rank`` per token (on the sequence
@@ -1099,6 +1100,9 @@ def _elementwise_bytes(
         launches += 2 if model.q_lora_rank else 1
     if model.qk_norm != "none":
         per_token += 2 * (model.q_dim + model.kv_dim) / t
+        launches += 2
+    if model.sandwich_norm:  # Gemma's norms of the attention and MLP outputs
+        per_token += 2 * 2 * hs
         launches += 2
     return per_token, launches
 

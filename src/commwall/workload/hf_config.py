@@ -57,6 +57,11 @@ llama4_text    ``head_dim``, ``num_local_experts`` experts of ``intermediate_siz
                ``intermediate_size_mlp`` on the others, chunked attention
                (``attention_chunk_size``) on the rotary layers (``layer_types`` or
                ``no_rope_layers``), ``use_qk_norm`` (:func:`_llama4`)
+gemma2,        as llama with ``head_dim``, a GeGLU MLP, four norms a layer (``sandwich_norm``),
+gemma3_text,   a tied head, a ``sliding_window`` on the local layers (``layer_types``; by
+gemma3         default Gemma 2's even layers, five of six in Gemma 3), per-head q/k norms in
+               Gemma 3; ``gemma3``: the ``text_config``, with ``Gemma3TextConfig``'s defaults
+               for the keys it leaves out (:func:`_gemma`)
 =============  ==================================================================================
 
 Qwen2-MoE and Qwen3-MoE read ``decoder_sparse_step`` and ``mlp_only_layers`` as their
@@ -118,7 +123,21 @@ _DEEPSEEK_LIKE: Final = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe")
 #: Llama 4: the text model's keys, at the top level (``llama4_text``) or under
 #: ``text_config`` (``llama4``, the multimodal checkpoints' config.json).
 _LLAMA4: Final = ("llama4", "llama4_text")
-SUPPORTED: Final = (*_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", *_DEEPSEEK_LIKE, *_LLAMA4, "gpt2")
+#: Gemma 2 and 3: norms after the attention and the MLP too, local and global layers; Gemma 3's
+#: text model at the top level (``gemma3_text``) or under ``text_config`` (``gemma3``).
+_GEMMA: Final = ("gemma2", "gemma3_text", "gemma3")
+#: ``Gemma3TextConfig``'s defaults (``transformers`` ``models/gemma3``), which the multimodal
+#: checkpoints' ``text_config`` leaves out (google/gemma-3-4b-pt's names neither its heads nor
+#: its vocabulary).
+GEMMA3_TEXT_DEFAULTS: Final = {
+    "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+    "head_dim": 256, "max_position_embeddings": 131072, "sliding_window": 4096,
+    "sliding_window_pattern": 6, "tie_word_embeddings": True,
+}  # fmt: skip
+SUPPORTED: Final = (
+    *_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", *_DEEPSEEK_LIKE, *_LLAMA4, *_GEMMA, "gpt2"
+)  # fmt: skip
 #: ``max_seq_len`` of an inline model that does not give one (rotary positions: no table).
 NO_CONTEXT_LIMIT: Final = 100_000_000
 #: Largest config.json read, bytes (real ones are a few kB).
@@ -256,6 +275,8 @@ def model_from_hf_config(
         return _deepseek(data, kind, name, source)
     if kind in _LLAMA4:
         return _llama4(data, kind, name, source)
+    if kind in _GEMMA:
+        return _gemma(data, kind, name, source)
     for key, why in _REFUSED.items():
         value = data.get(key)
         if isinstance(value, bool) or not (value is None or isinstance(value, int)):
@@ -405,6 +426,63 @@ def _llama4(data: Mapping[str, Any], kind: str, name: str, source: str) -> Model
         qk_norm="head" if get.flag("use_qk_norm", True) else "none",
         attention_chunk=get.positive("attention_chunk_size") if chunked else None,
         attention_chunk_layers=chunked if 0 < chunked < n_layers else None,
+    )
+
+
+def _gemma(data: Mapping[str, Any], kind: str, name: str, source: str) -> ModelSpec:
+    """Gemma 2 (``Gemma2Config``) and Gemma 3 (``Gemma3TextConfig``, ``transformers``
+    ``models/gemma2``, ``models/gemma3``): grouped-query attention with ``head_dim``, a GeGLU
+    MLP, four RMSNorms a layer (before and after the attention and the MLP: ``sandwich_norm``),
+    a tied head by default, and a ``sliding_window`` on the local layers: those ``layer_types``
+    calls ``sliding_attention`` or, without it, Gemma 2's even layers and all but every
+    ``sliding_window_pattern``-th (6) of Gemma 3's. Gemma 3 normalises q and k per head
+    (``qk_norm: head``); its ``text_config`` (``gemma3``) takes ``Gemma3TextConfig``'s defaults
+    for the keys it leaves out. Not priced: Gemma 2's logit soft-capping (a tanh of the
+    attention scores and of the logits), the embedding's scale by √hidden and
+    ``query_pre_attn_scalar`` (scales)."""
+    text = data
+    if kind == "gemma3":
+        text = data.get("text_config")  # type: ignore[assignment]
+        if not isinstance(text, dict):
+            raise ModelDefinitionError(
+                f"text_config: {_shown(text)}: a gemma3 config.json holds the text model's keys "
+                "in a text_config object"
+            )
+    if kind != "gemma2":
+        text = {**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in text.items() if v is not None}}
+    get = _Reader(text)
+    if get.flag("attention_bias", False):
+        raise ModelDefinitionError(
+            "attention_bias: true: biases on these projections are not modelled"
+        )
+    shape = get.shape()
+    n_layers = shape["n_layers"]
+    windows = {"sliding_window": 4096, **text}
+    if windows.get("layer_types") is None:
+        if kind == "gemma2":
+            local = [i % 2 == 0 for i in range(n_layers)]
+        else:
+            every = get.optional("sliding_window_pattern", 6)
+            if every < 1:
+                raise ModelDefinitionError(
+                    f"sliding_window_pattern: {every}: must be an integer >= 1 (every n-th "
+                    "layer attends globally)"
+                )
+            local = [(i + 1) % every != 0 for i in range(n_layers)]
+        windows["layer_types"] = [
+            "sliding_attention" if x else "full_attention" for x in local
+        ]  # fmt: skip
+    return _checked(
+        name,
+        source=source,
+        **shape,
+        head_size=get.optional("head_dim", 256),
+        max_seq_len=get.positive("max_position_embeddings"),
+        gated_mlp=True,
+        tied_embeddings=get.flag("tie_word_embeddings", True),
+        qk_norm="none" if kind == "gemma2" else "head",
+        sandwich_norm=True,
+        **_window(windows, _Reader(windows), kind),
     )
 
 

@@ -227,7 +227,7 @@ def _layer_split(
         kv_bias = model.linear_bias or model.qkv_bias
         kv = 2 * h * model.kv_dim + (2 * model.kv_dim if kv_bias else 0)
         attn = (model.attention_params_per_layer() - kv) / tp + kv / kv_split
-    replicated = 2 * model.norm_params() + model.router_params_per_layer()
+    replicated = model.norms_per_layer * model.norm_params() + model.router_params_per_layer()
     if model.is_moe:
         dense_layer = attn + replicated + model.shared_mlp_params_per_layer() / tp
         # experts over ep, each expert's GEMMs over the expert TP (tp unless folded)
@@ -293,8 +293,8 @@ def activation_bytes_per_layer(
 
     With ``layer`` (:class:`LayerShape`) the same accounting is done tensor by tensor for the
     model's own layer instead of the GPT constants (bytes per token, 16-bit): not split by TP
-    without sequence parallelism — the two norm inputs ``4h``, the QKV and MLP inputs ``2h``
-    each and, with dropout (GPT-style layers), two residual masks ``2h``; split by TP — Q and K
+    without sequence parallelism — the two norm inputs ``4h`` (four, ``8h``, with Gemma's norms
+    after the attention and the MLP too), the QKV and MLP inputs ``2h`` each and, with dropout (GPT-style layers), two residual masks ``2h``; split by TP — Q and K
     ``2q + 2kv``, V ``2kv``, the attention output ``2q``, the MLP activation's input
     ``2·(2 if gated else 1)·f`` and the second MLP GEMM's input ``2f``; attention scores
     ``5as`` unfused with dropout, ``2as`` without. A MoE layer keeps its routed tokens' copies
@@ -349,6 +349,8 @@ class LayerShape:
     shared_ffn_hidden: int = 0
     #: query and key norms (Qwen3, OLMo 2): their inputs are saved for the backward too
     qk_norm: bool = False
+    #: norms after the attention and the MLP too (Gemma 2/3): two more norm inputs saved
+    sandwich_norm: bool = False
     #: MLA (:attr:`ModelSpec.mla`): the widths of the keys, values and attention output when
     #: they differ from ``kv_dim``, ``kv_dim`` and ``q_dim`` (0: as those), and the latents
     #: every TP rank saves whole: each down projection's output (the latent norm's input) and
@@ -372,6 +374,7 @@ class LayerShape:
             expert_ffn_hidden=model.expert_ffn if moe else 0,
             shared_ffn_hidden=model.shared_ffn_hidden,
             qk_norm=model.qk_norm != "none",
+            sandwich_norm=model.sandwich_norm,
             k_dim=model.k_dim if model.mla else 0,
             v_dim=model.v_dim if model.mla else 0,
             o_dim=model.o_dim if model.mla else 0,
@@ -395,6 +398,8 @@ class LayerShape:
         of each token and every expert's MLP tensors. Each block keeps its input."""
         h, act = float(hidden), 2.0 * (2.0 if self.gated_mlp else 1.0) + 2.0
         unsplit = 4 * h + 2 * h + 2 * h + (2 * h if self.dropout else 0.0) + 2.0 * self.latent
+        if self.sandwich_norm:
+            unsplit += 4 * h  # the inputs of the norms after the attention and the MLP
         k, v = self.k_dim or self.kv_dim, self.v_dim or self.kv_dim
         split = 2.0 * self.q_dim + 2 * k + 2 * v + 2 * (self.o_dim or self.q_dim)
         split += act * (self.ffn_hidden + self.shared_ffn_hidden)

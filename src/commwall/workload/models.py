@@ -92,6 +92,10 @@ class ModelSpec:
     & gpt-oss-20b Model Card", its architecture section); ``sliding_window`` ``None``: causal
     attention over the whole sequence. It changes the attention core's work, not the
     parameters (:meth:`attended_pairs`).
+    ``sandwich_norm`` adds a norm after the attention and after the MLP, before each residual
+    add, to the two before them (Gemma 2 and 3: "post-norm and pre-norm with RMSNorm", Gemma
+    Team 2024, "Gemma 2: Improving Open Language Models at a Practical Size", §2): four norms a
+    layer (:attr:`norms_per_layer`).
     ``qk_norm`` normalises the queries and keys before attention (:data:`QkNorm`: Qwen3 per
     head, OLMo 2 over the projections; Dehghani et al. 2023, "Scaling Vision Transformers to 22
     Billion Parameters", its "QK normalization").
@@ -148,6 +152,7 @@ class ModelSpec:
     sliding_window: int | None = None
     sliding_window_layers: int | None = None
     qk_norm: QkNorm = "none"
+    sandwich_norm: bool = False
     dense_layers: int = 0
     moe_layer_pattern: tuple[int, ...] | None = None
     attention_chunk: int | None = None
@@ -449,6 +454,12 @@ class ModelSpec:
         return share * (s * w - w * w / 2.0) + (1.0 - share) * full
 
     @property
+    def norms_per_layer(self) -> int:
+        """Norms in one layer: before the attention and before the MLP, and with
+        ``sandwich_norm`` after each as well."""
+        return 4 if self.sandwich_norm else 2
+
+    @property
     def is_moe(self) -> bool:
         """True when each layer has more than one expert MLP."""
         return self.n_experts > 1
@@ -550,7 +561,7 @@ class ModelSpec:
             + self.n_experts * self.mlp_params_per_layer()
             + self.shared_mlp_params_per_layer()
             + self.router_params_per_layer()
-            + 2 * self.norm_params()
+            + self.norms_per_layer * self.norm_params()
         )
 
     def dense_layer_params(self) -> int:
@@ -778,6 +789,9 @@ class ModelSpec:
             out += self._mlp_tensors(f"{p}.mlp", "llama", self.ffn_hidden)
         out += self._norm_tensors(f"{p}.input_layernorm")
         out += self._norm_tensors(f"{p}.post_attention_layernorm")
+        if self.sandwich_norm:  # Gemma 2/3's norms before and after the MLP
+            out += self._norm_tensors(f"{p}.pre_feedforward_layernorm")
+            out += self._norm_tensors(f"{p}.post_feedforward_layernorm")
         return out
 
     def _mtp_tensors(self, prefix: str) -> list[tuple[str, int]]:
@@ -820,6 +834,8 @@ class ModelSpec:
             out += self._linear(f"{p}.attn.c_proj", self.q_dim, h)
             out += self._qk_norm_tensors(f"{p}.attn")
         out += self._norm_tensors(f"{p}.ln_2")
+        if self.sandwich_norm:  # a norm after the attention and after the MLP
+            out += self._norm_tensors(f"{p}.ln_attn_out") + self._norm_tensors(f"{p}.ln_mlp_out")
         if self.is_moe_layer(i):
             out.append((f"{p}.mlp.router.weight", self.router_params_per_layer()))
             for e in range(self.n_experts):

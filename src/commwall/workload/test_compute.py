@@ -188,6 +188,24 @@ def test_query_and_key_norms_read_and_write_q_and_k() -> None:
         assert f - base[0] == pytest.approx(extra) and b - base[1] == pytest.approx(2 * extra)
 
 
+def test_gemma_s_norms_after_the_attention_and_mlp_read_and_write_the_hidden_state() -> None:
+    """Two more norms a layer (Gemma 2/3's sandwich): a read and a write of the hidden state
+    each, forward (backward twice that); with sequence parallelism on each rank's shard."""
+    model = get_model("llama3-8b")
+
+    def norms(m: ModelSpec, tp: int, sp: bool) -> tuple[float, float]:
+        work = layer_work(m, H100, micro_batch=1, seq_len=4096, tp=tp, sequence_parallel=sp)
+        (f,) = [k for k in work.forward if k.name.startswith("norms")]
+        (b,) = [k for k in work.backward if k.name.startswith("norms")]
+        return f.nbytes, b.nbytes
+
+    for tp, sp in ((1, False), (2, True)):
+        base = norms(model, tp, sp)
+        f, b = norms(replace(model, sandwich_norm=True), tp, sp)
+        extra = 2 * 2 * 4096 * 4096 / tp * 2  # two norms x (read + write) x bf16
+        assert f - base[0] == pytest.approx(extra) and b - base[1] == pytest.approx(2 * extra)
+
+
 def test_gemm_flops_are_the_models_matmul_flops() -> None:
     for name, t in (("llama3-70b", 8), ("mixtral-8x7b", 1), ("gpt3-175b", 8)):
         model = get_model(name)

@@ -549,6 +549,65 @@ def test_llama4_configs_that_cannot_be_used_are_named(change: dict[str, Any], me
         model_from_hf_config({**MAVERICK, **change})
 
 
+#: google/gemma-2-2b config.json (Gemma Team 2024, "Gemma 2", Table 2: 2,024,517,888
+#: non-embedding parameters; 9B: 8,324,201,984).
+GEMMA2_2B: dict[str, Any] = {
+    "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 2304,
+    "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000,
+    "max_position_embeddings": 8192, "sliding_window": 4096, "attn_logit_softcapping": 50.0,
+    "final_logit_softcapping": 30.0, "query_pre_attn_scalar": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+}  # fmt: skip
+#: google/gemma-3-4b-pt config.json: its text_config names neither the heads nor the vocabulary
+#: (Gemma3TextConfig's defaults: 8 heads, 4 KV heads of 256, 262,208 entries); Gemma Team 2025,
+#: "Gemma 3 Technical Report", Table 1: 3,209M non-embedding parameters (1B: 302M + 698M).
+GEMMA3_4B: dict[str, Any] = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240,
+                    "model_type": "gemma3_text", "num_hidden_layers": 34,
+                    "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "vision_config": {"model_type": "siglip_vision_model"},
+}  # fmt: skip
+
+
+def test_gemma2_counts_its_four_norms_a_layer_to_the_published_parameter() -> None:
+    spec = model_from_hf_config(GEMMA2_2B)
+    assert spec.sandwich_norm and spec.norms_per_layer == 4 and spec.tied_embeddings
+    embedding = spec.vocab * spec.hidden
+    assert spec.total_params() - embedding == 2_024_517_888
+    nine = model_from_hf_config({**GEMMA2_2B, "hidden_size": 3584, "intermediate_size": 14336,
+                                 "num_hidden_layers": 42, "num_attention_heads": 16,
+                                 "num_key_value_heads": 8})  # fmt: skip
+    assert nine.total_params() - nine.vocab * nine.hidden == 8_324_201_984
+    assert sum(n for _, n in spec.gradient_tensors()) == spec.total_params()
+    # the local layers: the even ones (13 of 26), 4,096 tokens
+    assert (spec.sliding_window, spec.sliding_window_layers) == (4096, 13)
+
+
+def test_gemma3_takes_its_class_defaults_and_windows_five_layers_of_six() -> None:
+    spec = model_from_hf_config(GEMMA3_4B)
+    assert (spec.n_heads, spec.n_kv_heads, spec.head_dim, spec.vocab) == (8, 4, 256, 262208)
+    assert spec.qk_norm == "head" and spec.sandwich_norm
+    assert (spec.sliding_window, spec.sliding_window_layers) == (1024, 34 - 5)
+    assert spec.total_params() - spec.vocab * spec.hidden == pytest.approx(3209e6, rel=0.001)
+    one = model_from_hf_config({
+        "model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912,
+        "num_hidden_layers": 26, "num_attention_heads": 4, "num_key_value_heads": 1,
+        "head_dim": 256, "vocab_size": 262144, "sliding_window": 512,
+        "max_position_embeddings": 32768})  # fmt: skip
+    assert one.vocab * one.hidden == pytest.approx(302e6, rel=0.002)
+    assert one.total_params() - one.vocab * one.hidden == pytest.approx(698e6, rel=0.001)
+    for change, message in (
+        ({"text_config": None}, "text_config: None: a gemma3 config.json holds"),
+        ({"text_config": {"sliding_window_pattern": 0}}, "sliding_window_pattern: 0"),
+        ({"text_config": {"attention_bias": True}}, "attention_bias: true"),
+    ):
+        with pytest.raises(ModelDefinitionError, match=message):
+            model_from_hf_config({**GEMMA3_4B, **change})
+
+
 def test_qwen_moe_sparse_steps_and_mlp_only_layers_make_dense_layers() -> None:
     """Qwen2-MoE layer i holds experts unless it is in mlp_only_layers, when
     (i + 1) % decoder_sparse_step == 0; the others a dense MLP of intermediate_size."""

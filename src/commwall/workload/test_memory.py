@@ -379,6 +379,20 @@ def test_transformer_engine_s_weight_copies_by_recipe_and_gpu() -> None:
 
 
 # ---------------------------------------------------------------- dense layers, MLA, recompute
+def test_gemma_s_extra_norms_keep_their_inputs_and_weights() -> None:
+    """Norms after the attention and the MLP (Gemma 2/3) save their two inputs, 2h bytes each
+    per token outside the TP split, and hold two more norm weights a layer (replicated)."""
+    m = get_model("llama3-8b")
+    g = dataclasses.replace(m, sandwich_norm=True)
+    base = LayerShape.of(m).per_hidden(4096)
+    unsplit, split = LayerShape.of(g).per_hidden(4096)
+    assert (unsplit - base[0], split - base[1]) == (4.0, 0.0)
+    plain = memory._stage_params(m, tp=2, pp=1, ep=1, first=True)
+    gemma = memory._stage_params(g, tp=2, pp=1, ep=1, first=True)
+    assert gemma.dense - plain.dense == 32 * 2 * 4096 and gemma.linear == plain.linear
+    assert g.total_params() - m.total_params() == 32 * 2 * 4096
+
+
 def test_interleaved_stages_count_the_dense_and_moe_layers_they_hold() -> None:
     """Llama 4 Maverick over 4 stages of 12 layers: each holds 6 dense and 6 MoE layers; over
     16 stages of 3 the first holds layers 0-2 (two dense, one MoE), the last 45-47 (one
