@@ -14,7 +14,10 @@ phi3, gemma    ``tie_word_embeddings`` (the class's default: false; gemma true);
 olmo2,         as llama (OLMo 2 puts its norms after attention and the MLP and normalises q and
 granite        k over the whole projections, ``qk_norm: projection``; Granite scales embeddings,
                residuals and logits by constants: no kernel changes)
-mixtral        as llama, plus ``num_local_experts``, ``num_experts_per_tok``
+mixtral,       as llama, plus ``num_local_experts``, ``num_experts_per_tok`` (``num_experts``
+olmoe,         in OLMoE, whose q and k are normalised over the projections as OLMo 2's), the
+granitemoe     experts' width ``intermediate_size``; ``granitemoeshared`` adds a shared expert
+               of ``shared_intermediate_size``
 qwen2_moe,     as qwen2/qwen3, plus ``num_experts``, ``num_experts_per_tok``,
 qwen3_moe      ``moe_intermediate_size``, ``shared_expert_intermediate_size`` (qwen2_moe)
 gpt2           ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default ``4·n_embd``),
@@ -110,10 +113,15 @@ _LLAMA_LIKE: Final = {
     "qwen3_moe": False,
     "olmo2": False,
     "granite": False,
+    "olmoe": False,
+    "granitemoe": False,
+    "granitemoeshared": False,
 }
 #: Families that normalise queries and keys (``Qwen3Attention``: per head;
 #: ``Olmo2Attention``: over the whole projections).
-_QK_NORM: Final = {"qwen3": "head", "qwen3_moe": "head", "olmo2": "projection"}
+_QK_NORM: Final = {
+    "qwen3": "head", "qwen3_moe": "head", "olmo2": "projection", "olmoe": "projection"
+}  # fmt: skip
 #: GPT-style families with LayerNorm, biases and a GELU MLP but rotary positions, with the
 #: tie default of their ``transformers`` class.
 _GPT_ROTARY: Final = {"gpt_neox": False, "starcoder2": True}
@@ -316,9 +324,14 @@ def model_from_hf_config(
         "qk_norm": _QK_NORM.get(kind, "none"),
         **_window(data, get, kind),
     }
-    if kind == "mixtral":
-        fields["n_experts"] = get.positive("num_local_experts")
+    if kind in ("mixtral", "olmoe", "granitemoe", "granitemoeshared"):
+        # intermediate_size is each expert's width (no dense layers in these families)
+        fields["n_experts"] = get.positive(
+            "num_experts" if kind == "olmoe" else "num_local_experts"
+        )
         fields["top_k"] = get.positive("num_experts_per_tok")
+        if kind == "granitemoeshared":
+            fields["shared_ffn_hidden"] = get.optional("shared_intermediate_size", 0)
     elif kind in ("qwen2_moe", "qwen3_moe"):
         fields["n_experts"] = get.positive("num_experts")
         fields["top_k"] = get.positive("num_experts_per_tok")

@@ -399,6 +399,43 @@ def test_deepseek_configs_that_cannot_be_used_are_named(
         model_from_hf_config({**DEEPSEEK_V3, **change})
 
 
+#: allenai/OLMoE-1B-7B-0924 config.json (Muennighoff et al. 2024, "OLMoE", Table 1: 6.9B
+#: total, 1.3B active, embeddings counted) and ibm-granite/granite-3.0-3b-a800m-base's (3.3B
+#: total; its name's 800M active leave the 75.5M-parameter tied embedding out).
+OLMOE: dict[str, Any] = {
+    "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_size": 2048,
+    "intermediate_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "num_hidden_layers": 16, "num_experts": 64, "num_experts_per_tok": 8,
+    "vocab_size": 50304, "max_position_embeddings": 4096, "tie_word_embeddings": False,
+}  # fmt: skip
+GRANITE_MOE: dict[str, Any] = {
+    "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
+    "hidden_size": 1536, "intermediate_size": 512, "num_attention_heads": 24,
+    "num_key_value_heads": 8, "num_hidden_layers": 32, "num_local_experts": 40,
+    "num_experts_per_tok": 8, "vocab_size": 49155, "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("config", "total", "active", "embedding"),
+    [(OLMOE, 6.9e9, 1.3e9, True), (GRANITE_MOE, 3.3e9, 0.8e9, False)],
+)
+def test_olmoe_and_granite_moe_match_their_published_sizes(
+    config: dict[str, Any], total: float, active: float, embedding: bool
+) -> None:
+    spec = model_from_hf_config(config)
+    assert spec.total_params() == pytest.approx(total, rel=0.01)
+    table = 0 if embedding else spec.vocab * spec.hidden
+    assert spec.active_params_per_token() - table == pytest.approx(active, rel=0.02)
+    assert spec.expert_ffn == config["intermediate_size"] and spec.moe_layer_pattern is None
+    assert spec.qk_norm == ("projection" if config["model_type"] == "olmoe" else "none")
+    shared = model_from_hf_config(
+        {**GRANITE_MOE, "model_type": "granitemoeshared", "shared_intermediate_size": 1024}
+    )
+    assert shared.shared_ffn_hidden == 1024
+
+
 def test_qwen_moe_activates_its_published_share() -> None:
     spec = model_from_hf_config(QWEN_MOE)
     # 2.7B activated per the model card (embeddings counted once, as Qwen counts them)
