@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from commwall.cli import app
 
 runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _flat(text: str) -> str:
@@ -76,6 +77,17 @@ def test_a_fabric_that_cannot_be_cabled_still_has_a_step_but_no_energy(tmp_path:
     assert data["energy"]["kwh_per_million_tokens"] is None and data["step_time_s"] > 0
     both = runner.invoke(app, ["compare", "--default", str(scenario)])
     assert both.exit_code == 0, both.output
+
+
+def test_run_names_the_host_synchronised_moe_miss_on_blackwell() -> None:
+    """A MoE step on GB300 whose dispatch waits on the host carries the regime's note (text
+    and JSON); the dense default does not."""
+    moe = EXAMPLES / "deepseek-v3-gb300-nvl72.yaml"
+    text = _flat(runner.invoke(app, ["run", str(moe)]).output)
+    assert "MoE runs on b200/b300/gb200/gb300 whose expert dispatch waits on the host" in text
+    data = json.loads(runner.invoke(app, ["run", str(moe), "--json"]).stdout)
+    assert "of 27 published MoE runs" in data["known_compute_bias"]
+    assert data["job"]["experts"] == 256
 
 
 def test_run_names_a_known_compute_bias_where_the_validation_found_one(

@@ -188,16 +188,26 @@ def _print_power(f: dict[str, Any]) -> None:
 
 
 def _bias_note(report: Any) -> str | None:
-    """What the validation knows of the kernel compute model on this GPU
-    (:mod:`commwall.validation.known_bias`), or None."""
-    from commwall.validation.known_bias import compute_bias_note
+    """What the validation knows of the kernel compute model on this GPU and for this kind of
+    job (:mod:`commwall.validation.known_bias`), or None."""
+    from commwall.validation.known_bias import compute_bias_note, moe_bias_note
 
     j = report.job
-    return compute_bias_note(
-        str(report.cluster.get("gpu")),
-        kernel_model=j.get("compute_model") == "kernels",
-        compute_scale=float(j.get("compute_scale", 1.0)),
-    )
+    gpu = str(report.cluster.get("gpu"))
+    kernel_model = j.get("compute_model") == "kernels"
+    scale = float(j.get("compute_scale", 1.0))
+    notes = [
+        compute_bias_note(gpu, kernel_model=kernel_model, compute_scale=scale),
+        moe_bias_note(
+            gpu,
+            moe=int(j.get("experts") or 1) > 1,
+            sync_free=j.get("moe_a2a_overlap") == "sync-free",
+            kernel_model=kernel_model,
+            compute_scale=scale,
+        ),
+    ]
+    found = [n for n in notes if n]
+    return "; ".join(found) if found else None
 
 
 def _print_report(report: Any) -> None:

@@ -207,6 +207,7 @@ class Job:
             "virtual_stages": self.virtual_stages,
             "dp": self.dp,
             "ep": self.ep,
+            "experts": self.model.n_experts,
             "expert_tp": self.expert_tp,
             "moe_a2a_overlap": (
                 ("sync-free" if self.spec.moe_sync_free else "host-synchronised")
