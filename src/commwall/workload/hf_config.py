@@ -353,15 +353,7 @@ def _qwen_moe_layers(
             f"decoder_sparse_step: {step}: must be an integer >= 1 (every step-th layer holds "
             "experts)"
         )
-    only = data.get("mlp_only_layers") or []
-    if not isinstance(only, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in only
-    ):
-        raise ModelDefinitionError(
-            f"mlp_only_layers: {_shown(only)}: must be a list of layer indices from 0 to "
-            f"{n_layers - 1} (num_hidden_layers {n_layers})"
-        )
-    dense = set(only)
+    dense = _layer_indices("mlp_only_layers", data.get("mlp_only_layers") or [], n_layers)
     pattern = tuple(int(i not in dense and (i + 1) % step == 0) for i in range(n_layers))
     return None if all(pattern) else pattern
 
@@ -378,14 +370,7 @@ def _llama4(data: Mapping[str, Any], kind: str, name: str, source: str) -> Model
     and keys is priced as a per-head norm on every layer (``qk_norm: head``, whose weights,
     2·``head_dim`` a layer, Llama 4 does not have). Not priced: the attention temperature
     tuning of the global layers (a scale of the queries)."""
-    text = data
-    if kind == "llama4":
-        text = data.get("text_config")  # type: ignore[assignment]
-        if not isinstance(text, dict):
-            raise ModelDefinitionError(
-                f"text_config: {_shown(text)}: a llama4 config.json holds the text model's keys "
-                "in a text_config object"
-            )
+    text = _text_config(data, kind) if kind == "llama4" else data
     get = _Reader(text)
     if get.flag("attention_bias", False):
         raise ModelDefinitionError(
@@ -402,14 +387,7 @@ def _llama4(data: Mapping[str, Any], kind: str, name: str, source: str) -> Model
                 f"interleave_moe_layer_step: {step}: must be an integer >= 1"
             )
         moe_layers = list(range(step - 1, n_layers, step))
-    if not isinstance(moe_layers, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in moe_layers
-    ):
-        raise ModelDefinitionError(
-            f"moe_layers: {_shown(moe_layers)}: must be a list of layer indices from 0 to "
-            f"{n_layers - 1} (num_hidden_layers {n_layers})"
-        )
-    experts = set(moe_layers)
+    experts = _layer_indices("moe_layers", moe_layers, n_layers)
     pattern = tuple(int(i in experts) for i in range(n_layers))
     if not any(pattern):
         raise ModelDefinitionError(
@@ -453,14 +431,7 @@ def _gemma(data: Mapping[str, Any], kind: str, name: str, source: str) -> ModelS
     for the keys it leaves out. Not priced: Gemma 2's logit soft-capping (a tanh of the
     attention scores and of the logits), the embedding's scale by √hidden and
     ``query_pre_attn_scalar`` (scales)."""
-    text = data
-    if kind == "gemma3":
-        text = data.get("text_config")  # type: ignore[assignment]
-        if not isinstance(text, dict):
-            raise ModelDefinitionError(
-                f"text_config: {_shown(text)}: a gemma3 config.json holds the text model's keys "
-                "in a text_config object"
-            )
+    text = _text_config(data, kind) if kind == "gemma3" else data
     if kind != "gemma2":
         text = {**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in text.items() if v is not None}}
     get = _Reader(text)
@@ -497,6 +468,30 @@ def _gemma(data: Mapping[str, Any], kind: str, name: str, source: str) -> ModelS
         sandwich_norm=True,
         **_window(windows, _Reader(windows), kind),
     )
+
+
+def _text_config(data: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+    """A multimodal checkpoint's ``text_config`` (Llama 4, Gemma 3): the text model's keys."""
+    text = data.get("text_config")
+    if not isinstance(text, dict):
+        raise ModelDefinitionError(
+            f"text_config: {_shown(text)}: a {kind} config.json holds the text model's keys in "
+            "a text_config object"
+        )
+    return text
+
+
+def _layer_indices(key: str, value: Any, n_layers: int) -> set[int]:
+    """``value``, a config's list of layer indices, as a set; one line naming ``key`` when
+    it is not a list of indices below ``n_layers``."""
+    if not isinstance(value, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in value
+    ):
+        raise ModelDefinitionError(
+            f"{key}: {_shown(value)}: must be a list of layer indices from 0 to "
+            f"{n_layers - 1} (num_hidden_layers {n_layers})"
+        )
+    return set(value)
 
 
 def _shown(value: Any) -> str:
