@@ -71,9 +71,10 @@ class KnownBias:
 COMPUTE_BIAS: Final[tuple[KnownBias, ...]] = ()
 
 
-#: MoE runs on Blackwell whose token dispatch synchronises with the host each layer (the
-#: dropless all-to-all or DeepEP/HybridEP without a capacity: no full-iteration CUDA graph can
-#: capture it) run slower than the kernel model says: 23 of the 27 in the table are faster in
+#: MoE runs on Blackwell not marked sync-free (``job.moe_sync_free`` not set: most dispatch
+#: their tokens through the dropless all-to-all, or DeepEP/HybridEP without a capacity, which
+#: waits on the host each layer and keeps full-iteration CUDA graphs out) run slower than the
+#: kernel model says: 23 of the 27 in the table are faster in
 #: the model, median -10 % (B200 -19 %, B300 -13 %, GB300 -11 %, GB200 -6 % on their own medians),
 #: where the 18 sync-free ones (GB200, GB300, B300) sit at a median of +1 %. The host's share —
 #: the launches of eager, per-expert kernels and the wait for each layer's token counts — has no

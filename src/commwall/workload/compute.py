@@ -1159,6 +1159,10 @@ def _attention(
     together (an amax pass, then read 2, write 1); backward, the output gradient is cast
     likewise (read 2 + 2, write 1). The output and dQ, dK, dV stay 16-bit.
 
+    Chunked attention (``model.attention_chunk`` shorter than the sequence: Llama 4) runs its
+    chunked layers' share at the kernel's rate at the chunk's length, as attention over
+    sequences of that length, and the others' at the sequence's.
+
     cuDNN's FP8 kernel honours a sliding window forward but not backward, so an FP8 backward
     is priced over the whole causal triangle of every layer. cudnn-frontend's SDPA training
     benchmark with its GPT-OSS preset (head dim 64, window 128, b 2 × 128 heads;

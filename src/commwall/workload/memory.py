@@ -157,8 +157,8 @@ def _stage_params(
     (replicated beyond that). A stage holds ``ceil(L / pp)`` layers (the worst stage when ``pp``
     does not divide ``L``): the first stage the first layers, the last stage the last ones, so a
     model's :attr:`~ModelSpec.dense_layers` fall on the first, and each stage counts the dense
-    and MoE layers its span holds (:meth:`~ModelSpec.is_moe_layer`). The first stage holds the token
-    (and position) embedding, the last the final norm and LM head; with a tied head and
+    and MoE layers its span holds (:meth:`~ModelSpec.is_moe_layer`). The first stage holds the
+    token (and position) embedding, the last the final norm and LM head; with a tied head and
     ``pp > 1`` the last stage keeps its own copy of the table (Megatron
     ``share_embeddings_and_output_weights``).
     """
@@ -294,7 +294,8 @@ def activation_bytes_per_layer(
     With ``layer`` (:class:`LayerShape`) the same accounting is done tensor by tensor for the
     model's own layer instead of the GPT constants (bytes per token, 16-bit): not split by TP
     without sequence parallelism — the two norm inputs ``4h`` (four, ``8h``, with Gemma's norms
-    after the attention and the MLP too), the QKV and MLP inputs ``2h`` each and, with dropout (GPT-style layers), two residual masks ``2h``; split by TP — Q and K
+    after the attention and the MLP too), the QKV and MLP inputs ``2h`` each and, with dropout
+    (GPT-style layers), two residual masks ``2h``; split by TP — Q and K
     ``2q + 2kv``, V ``2kv``, the attention output ``2q``, the MLP activation's input
     ``2·(2 if gated else 1)·f`` and the second MLP GEMM's input ``2f``; attention scores
     ``5as`` unfused with dropout, ``2as`` without. A MoE layer keeps its routed tokens' copies
