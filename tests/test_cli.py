@@ -80,11 +80,11 @@ def test_a_fabric_that_cannot_be_cabled_still_has_a_step_but_no_energy(tmp_path:
 
 
 def test_run_names_the_host_synchronised_moe_miss_on_blackwell() -> None:
-    """A MoE step on GB300 whose dispatch waits on the host carries the regime's note (text
-    and JSON); the dense default does not."""
+    """A MoE step on GB300 not marked sync-free carries the regime's note (text and JSON);
+    the dense default does not."""
     moe = EXAMPLES / "deepseek-v3-gb300-nvl72.yaml"
     text = _flat(runner.invoke(app, ["run", str(moe)]).output)
-    assert "MoE runs on b200/b300/gb200/gb300 whose expert dispatch waits on the host" in text
+    assert "MoE runs on b200/b300/gb200/gb300 not marked sync-free" in text
     data = json.loads(runner.invoke(app, ["run", str(moe), "--json"]).stdout)
     assert "of 27 published MoE runs" in data["known_compute_bias"]
     assert data["job"]["experts"] == 256

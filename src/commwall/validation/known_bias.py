@@ -42,8 +42,8 @@ class KnownBias:
     low: float  #: most negative error of those runs
     high: float  #: least negative (or most positive) error of those runs
     median: float  #: median error of all ``runs``
-    #: the runs it is about: ``"dense"`` (no experts) or ``"host-synced MoE"`` (experts whose
-    #: dispatch waits on the host: ``job.moe_sync_free`` not set)
+    #: the runs it is about: ``"dense"`` (no experts) or ``"host-synced MoE"`` (experts, not
+    #: marked sync-free: ``job.moe_sync_free`` not set)
     regime: str = "dense"
 
     def note(self, gpu: str) -> str:
@@ -51,8 +51,8 @@ class KnownBias:
         what = (
             f"dense {'/'.join(self.gpus)} runs"
             if self.regime == "dense"
-            else f"MoE runs on {'/'.join(self.gpus)} whose expert dispatch waits on the host "
-            "(job.moe_sync_free not set)"
+            else f"MoE runs on {'/'.join(self.gpus)} not marked sync-free (job.moe_sync_free "
+            "not set: most wait on the host for each layer's token counts)"
         )
         return (
             f"on {gpu} the kernel compute model has been {-self.high:.0%}–{-self.low:.0%} faster "
@@ -97,7 +97,7 @@ HOST_SYNCED_MOE_BIAS: Final[tuple[KnownBias, ...]] = (
 def moe_bias_note(
     gpu: str, *, moe: bool, sync_free: bool, kernel_model: bool, compute_scale: float
 ) -> str | None:
-    """What ``commwall run`` says under a MoE step on ``gpu`` whose dispatch waits on the host
+    """What ``commwall run`` says under a MoE step on ``gpu`` not marked sync-free
     (:data:`HOST_SYNCED_MOE_BIAS`), unless the job uses the flat model or a measured
     ``compute_scale``."""
     if not moe or sync_free or not kernel_model or compute_scale != 1.0:

@@ -64,7 +64,7 @@ def test_host_synchronised_moe_on_blackwell_carries_its_note() -> None:
         note = moe_bias_note(gpu, **args)  # type: ignore[arg-type]
         assert note is not None and f"on {gpu} " in note
         assert f"{bias.within} of {bias.runs} published MoE runs" in note
-        assert "waits on the host (job.moe_sync_free not set)" in note and "median -10%" in note
+        assert "not marked sync-free (job.moe_sync_free not set" in note and "median -10%" in note
     for change in ({"moe": False}, {"sync_free": True}, {"kernel_model": False},
                    {"compute_scale": 1.1}):  # fmt: skip
         assert moe_bias_note("gb200", **{**args, **change}) is None  # type: ignore[arg-type]
