@@ -143,6 +143,19 @@ GEMMA3_TEXT_DEFAULTS: Final = {
     "head_dim": 256, "max_position_embeddings": 131072, "sliding_window": 4096,
     "sliding_window_pattern": 6, "tie_word_embeddings": True,
 }  # fmt: skip
+#: Families whose layers the kernel model has no kernels for, and what those layers are.
+_UNMODELLED: Final = {
+    "mamba": "state-space (Mamba) layers are not modelled",
+    "mamba2": "state-space (Mamba-2) layers are not modelled",
+    "nemotron_h": "its Mamba-2 layers are not modelled",
+    "jamba": "its Mamba layers are not modelled",
+    "falcon_h1": "its Mamba-2 layers are not modelled",
+    "zamba2": "its Mamba-2 layers are not modelled",
+    "qwen3_next": "its Gated DeltaNet linear-attention layers are not modelled",
+    "rwkv": "RWKV's recurrent layers are not modelled",
+    "bert": "an encoder; commwall models decoder language models",
+    "t5": "an encoder-decoder; commwall models decoder language models",
+}
 SUPPORTED: Final = (
     *_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", *_DEEPSEEK_LIKE, *_LLAMA4, *_GEMMA, "gpt2"
 )  # fmt: skip
@@ -277,7 +290,9 @@ def model_from_hf_config(
     kind = data.get("model_type")
     if kind not in SUPPORTED:
         raise ModelDefinitionError(
-            f"model_type: {kind!r} is not supported; supported: {', '.join(SUPPORTED)}"
+            f"model_type: {kind!r} is not supported"
+            + (f" ({_UNMODELLED[kind]})" if isinstance(kind, str) and kind in _UNMODELLED else "")
+            + f"; supported: {', '.join(SUPPORTED)}"
         )
     if kind in _DEEPSEEK_LIKE:
         return _deepseek(data, kind, name, source)

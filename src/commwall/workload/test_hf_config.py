@@ -444,7 +444,9 @@ def test_qwen_moe_activates_its_published_share() -> None:
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"model_type": "falcon"}, "model_type: 'falcon' is not supported"),
+    [({"model_type": "falcon"}, "model_type: 'falcon' is not supported; supported: llama"),
+     ({"model_type": "qwen3_next"}, "'qwen3_next' is not supported (its Gated DeltaNet"),
+     ({"model_type": "nemotron_h"}, "'nemotron_h' is not supported (its Mamba-2 layers"),
      ({"first_k_dense_replace": 3}, "first_k_dense_replace: 3: dense layers among MoE layers"),
      ({"q_lora_rank": 1536}, "q_lora_rank: 1536: multi-head latent attention"),
      ({"q_lora_rank": False}, "q_lora_rank: False; allowed: an integer"),
