@@ -552,7 +552,8 @@ def test_a_llama4_config_runs_from_the_cli_with_its_chunks_past_8k(tmp_path: Pat
     )
     text = runner.invoke(app, ["run", str(tmp_path / "l4-8192.yaml")], env={"COLUMNS": "200"})
     assert "chunks" not in text.stdout
-    assert steps[16384] < 2.5 * steps[8192]  # attention grows less than fourfold
+    # twice the tokens: 2.02 times the step with the chunks, 2.41 with full attention
+    assert steps[16384] < 2.2 * steps[8192]
 
 
 @pytest.mark.parametrize(
