@@ -46,6 +46,11 @@ class KnownBias:
     #: marked sync-free: ``job.moe_sync_free`` not set)
     regime: str = "dense"
 
+    def in_regime(self, moe: bool, sync_free: bool) -> bool:
+        """Whether a job with experts (``moe``) or not, marked ``job.moe_sync_free`` or not, is
+        of this entry's regime (its GPU aside)."""
+        return not moe if self.regime == "dense" else moe and not sync_free
+
     def note(self, gpu: str) -> str:
         """One sentence for ``commwall run`` (``gpu`` as the cluster names it)."""
         what = (
@@ -100,9 +105,11 @@ def moe_bias_note(
     """What ``commwall run`` says under a MoE step on ``gpu`` not marked sync-free
     (:data:`HOST_SYNCED_MOE_BIAS`), unless the job uses the flat model or a measured
     ``compute_scale``."""
-    if not moe or sync_free or not kernel_model or compute_scale != 1.0:
+    if not kernel_model or compute_scale != 1.0:
         return None
-    bias = next((b for b in HOST_SYNCED_MOE_BIAS if gpu in b.gpus), None)
+    bias = next(
+        (b for b in HOST_SYNCED_MOE_BIAS if gpu in b.gpus and b.in_regime(moe, sync_free)), None
+    )
     return None if bias is None else bias.note(gpu)
 
 

@@ -386,12 +386,7 @@ def _llama4(data: Mapping[str, Any], kind: str, name: str, source: str) -> Model
     2·``head_dim`` a layer, Llama 4 does not have). Not priced: the attention temperature
     tuning of the global layers (a scale of the queries)."""
     text = _text_config(data, kind) if kind == "llama4" else data
-    get = _Reader(text)
-    if get.flag("attention_bias", False):
-        raise ModelDefinitionError(
-            "attention_bias: true: biases on these projections are not modelled"
-        )
-    shape = get.shape()
+    get, shape = _unbiased_shape(text)
     n_layers = shape["n_layers"]
     dense_width = get.positive("intermediate_size_mlp")
     moe_layers = text.get("moe_layers")
@@ -449,12 +444,7 @@ def _gemma(data: Mapping[str, Any], kind: str, name: str, source: str) -> ModelS
     text = _text_config(data, kind) if kind == "gemma3" else data
     if kind != "gemma2":
         text = {**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in text.items() if v is not None}}
-    get = _Reader(text)
-    if get.flag("attention_bias", False):
-        raise ModelDefinitionError(
-            "attention_bias: true: biases on these projections are not modelled"
-        )
-    shape = get.shape()
+    get, shape = _unbiased_shape(text)
     n_layers = shape["n_layers"]
     windows = {"sliding_window": 4096, **text}
     if windows.get("layer_types") is None:
@@ -483,6 +473,18 @@ def _gemma(data: Mapping[str, Any], kind: str, name: str, source: str) -> ModelS
         sandwich_norm=True,
         **_window(windows, _Reader(windows), kind),
     )
+
+
+def _unbiased_shape(text: Mapping[str, Any]) -> tuple[_Reader, dict[str, int]]:
+    """A reader of ``text`` and its sizes (:meth:`_Reader.shape`), for the families that
+    have no biases on their attention projections (Llama 4, Gemma 2/3): ``attention_bias``
+    true is refused."""
+    get = _Reader(text)
+    if get.flag("attention_bias", False):
+        raise ModelDefinitionError(
+            "attention_bias: true: biases on these projections are not modelled"
+        )
+    return get, get.shape()
 
 
 def _text_config(data: Mapping[str, Any], kind: str) -> Mapping[str, Any]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Literal
 
 from commwall.errors import CommwallError
@@ -368,9 +369,10 @@ class ModelSpec:
             return False
         return self.moe_layer_pattern is None or self.moe_layer_pattern[layer] == 1
 
-    @property
+    @cached_property
     def moe_layer_count(self) -> int:
-        """Layers that hold experts (:meth:`is_moe_layer`; 0 for a dense model)."""
+        """Layers that hold experts (:meth:`is_moe_layer`; 0 for a dense model). Computed once
+        per spec: :meth:`kind_index` asks for it of every layer a step plan places."""
         return sum(self.is_moe_layer(i) for i in range(self.n_layers))
 
     @property
