@@ -79,15 +79,24 @@ def test_a_fabric_that_cannot_be_cabled_still_has_a_step_but_no_energy(tmp_path:
     assert both.exit_code == 0, both.output
 
 
-def test_run_names_the_host_synchronised_moe_miss_on_blackwell() -> None:
-    """A MoE step on GB300 not marked sync-free carries the regime's note (text and JSON);
-    the dense default does not."""
+def test_run_quotes_the_published_runs_of_its_regime() -> None:
+    """Under a step, the model's error on the published runs of the job's regime (GPU family,
+    dense or MoE and whether its dispatch waits on the host, scale: text and JSON); a regime
+    that misses often asks for a measured step."""
     moe = EXAMPLES / "deepseek-v3-gb300-nvl72.yaml"
     text = _flat(runner.invoke(app, ["run", str(moe)]).output)
-    assert "MoE runs on b200/b300/gb200/gb300 not marked sync-free" in text
+    assert "accuracy on 11 published host-synced MoE GB200/GB300 runs of 65-512 GPUs" in text
+    assert "commwall calibrate step" in text
     data = json.loads(runner.invoke(app, ["run", str(moe), "--json"]).stdout)
-    assert "of 27 published MoE runs" in data["known_compute_bias"]
+    assert data["accuracy"]["layers"] == "MoE, host-synced" and data["accuracy"]["runs"] == 11
     assert data["job"]["experts"] == 256
+    dense = json.loads(runner.invoke(app, ["run", "--json"]).stdout)["accuracy"]
+    assert (dense["family"], dense["layers"], dense["scale"]) == (
+        "H100/H200",
+        "dense",
+        "513-4,096 GPUs",
+    )
+    assert "calibrate" not in dense["note"]
 
 
 def test_run_names_a_known_compute_bias_where_the_validation_found_one(
@@ -104,12 +113,12 @@ def test_run_names_a_known_compute_bias_where_the_validation_found_one(
         "cluster: {preset: gb200-nvl72, nodes: 18}\n"
         "job: {model: llama3-8b, tp: 1, global_batch: 72, seq_len: 2048}\n"
     )
-    assert "published dense" not in _flat(runner.invoke(app, ["run", str(scenario)]).output)
+    assert "compute model has been" not in _flat(runner.invoke(app, ["run", str(scenario)]).output)
     bias = known_bias.KnownBias(
         ("gb200",), ("gb200-nvl72",), runs=23, within=17, low=-0.2148, high=-0.1142, median=-0.154
     )
     monkeypatch.setattr(known_bias, "COMPUTE_BIAS", (bias,))
-    assert "published dense" not in _flat(runner.invoke(app, ["run"]).output)
+    assert "compute model has been" not in _flat(runner.invoke(app, ["run"]).output)
     gb200 = _flat(runner.invoke(app, ["run", str(scenario)]).output)
     assert "note on gb200 the kernel compute model has been 11%–21% faster than 17 of 23" in gb200
     assert "commwall calibrate step" in gb200
@@ -119,10 +128,10 @@ def test_run_names_a_known_compute_bias_where_the_validation_found_one(
     b200 = scenario.read_text().replace("gb200-nvl72, nodes: 18", "dgx-b200, nodes: 1")
     (tmp_path / "b200.yaml").write_text(b200.replace("72,", "8,"))
     b200_run = runner.invoke(app, ["run", str(tmp_path / "b200.yaml")])
-    assert "published dense" not in _flat(b200_run.output)
+    assert "compute model has been" not in _flat(b200_run.output)
     scaled = scenario.read_text().replace("seq_len: 2048}", "seq_len: 2048, compute_scale: 1.2}")
     scenario.write_text(scaled)
-    assert "published dense" not in _flat(runner.invoke(app, ["run", str(scenario)]).output)
+    assert "compute model has been" not in _flat(runner.invoke(app, ["run", str(scenario)]).output)
 
 
 def test_run_json_is_complete() -> None:

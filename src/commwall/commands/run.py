@@ -99,6 +99,7 @@ def run(
         if faults is not None:
             data["faults"] = faults.to_dict()
         data["known_compute_bias"] = _bias_note(report)
+        data["accuracy"] = _accuracy(report)
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     _print_report(report)
@@ -188,26 +189,41 @@ def _print_power(f: dict[str, Any]) -> None:
 
 
 def _bias_note(report: Any) -> str | None:
-    """What the validation knows of the kernel compute model on this GPU and for this kind of
-    job (:mod:`commwall.validation.known_bias`), or None."""
-    from commwall.validation.known_bias import compute_bias_note, moe_bias_note
+    """What the validation knows of the kernel compute model on this GPU
+    (:mod:`commwall.validation.known_bias`), or None."""
+    from commwall.validation.known_bias import compute_bias_note
 
     j = report.job
-    gpu = str(report.cluster.get("gpu"))
-    kernel_model = j.get("compute_model") == "kernels"
-    scale = float(j.get("compute_scale", 1.0))
-    notes = [
-        compute_bias_note(gpu, kernel_model=kernel_model, compute_scale=scale),
-        moe_bias_note(
-            gpu,
-            moe=int(j.get("experts") or 1) > 1,
-            sync_free=j.get("moe_a2a_overlap") == "sync-free",
-            kernel_model=kernel_model,
-            compute_scale=scale,
-        ),
-    ]
-    found = [n for n in notes if n]
-    return "; ".join(found) if found else None
+    return compute_bias_note(
+        str(report.cluster.get("gpu")),
+        kernel_model=j.get("compute_model") == "kernels",
+        compute_scale=float(j.get("compute_scale", 1.0)),
+    )
+
+
+def _accuracy(report: Any) -> dict[str, Any] | None:
+    """How close the kernel model came to the published runs of this job's regime
+    (:mod:`commwall.validation.accuracy`): the cell quoted and its sentence, or None."""
+    from dataclasses import asdict
+
+    from commwall.validation.accuracy import accuracy_for, accuracy_note
+
+    j, c = report.job, report.cluster
+    gpu, gpus = str(c.get("gpu")), int(c.get("gpus") or 0)
+    moe = int(j.get("experts") or 1) > 1
+    sync_free = j.get("moe_a2a_overlap") == "sync-free"
+    note = accuracy_note(
+        gpu,
+        moe=moe,
+        sync_free=sync_free,
+        gpus=gpus,
+        kernel_model=j.get("compute_model") == "kernels",
+        compute_scale=float(j.get("compute_scale", 1.0)),
+    )
+    cell = accuracy_for(gpu, moe=moe, sync_free=sync_free, gpus=gpus)
+    if note is None or cell is None:
+        return None
+    return {**asdict(cell), "note": note}
 
 
 def _print_report(report: Any) -> None:
@@ -290,6 +306,9 @@ def _print_report(report: Any) -> None:
     bias = _bias_note(report)
     if bias:
         out.print(f"note     {escape(bias)}")
+    accuracy = _accuracy(report)
+    if accuracy:
+        out.print(f"accuracy {escape(accuracy['note'])}")
     top = Table(title="Top collectives", title_justify="left")
     for col in ("collective", "size", "ranks", "calls", "each", "total", "algo/proto", "busbw"):
         top.add_column(col, justify="left" if col in ("collective", "algo/proto") else "right")

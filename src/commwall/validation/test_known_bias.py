@@ -7,11 +7,9 @@ import pytest
 from commwall.validation import known_bias
 from commwall.validation.known_bias import (
     COMPUTE_BIAS,
-    HOST_SYNCED_MOE_BIAS,
     KnownBias,
     bias_of,
     compute_bias_note,
-    moe_bias_note,
     summarise,
 )
 
@@ -53,19 +51,3 @@ def test_summarise_recomputes_the_figures() -> None:
     assert (got.low, got.high, got.median) == pytest.approx((-0.3, -0.1, -0.2))
     with pytest.raises(ValueError, match="no runs"):
         summarise([], stored)
-
-
-def test_host_synchronised_moe_on_blackwell_carries_its_note() -> None:
-    """MoE steps on Blackwell whose dispatch waits on the host hear the regime's miss; dense
-    jobs, sync-free ones, Hopper, the flat model and a measured compute_scale do not."""
-    (bias,) = HOST_SYNCED_MOE_BIAS
-    args = {"moe": True, "sync_free": False, "kernel_model": True, "compute_scale": 1.0}
-    for gpu in ("b200", "b300", "gb200", "gb300"):
-        note = moe_bias_note(gpu, **args)  # type: ignore[arg-type]
-        assert note is not None and f"on {gpu} " in note
-        assert f"{bias.within} of {bias.runs} published MoE runs" in note
-        assert "not marked sync-free (job.moe_sync_free not set" in note and "median -10%" in note
-    for change in ({"moe": False}, {"sync_free": True}, {"kernel_model": False},
-                   {"compute_scale": 1.1}):  # fmt: skip
-        assert moe_bias_note("gb200", **{**args, **change}) is None  # type: ignore[arg-type]
-    assert moe_bias_note("h100-sxm", **args) is None  # type: ignore[arg-type]
