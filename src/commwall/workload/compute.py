@@ -8,7 +8,8 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
   ``(M=tokens, N, K)``; backward a data-gradient ``(M, K, N)`` and a weight-gradient ``(K, N, M)``
   GEMM of the same FLOPs. Time = ``2MNK / (min(peak × ceiling, power bound) × sustained ×
   waves(M, N))``, and never less than the operands' HBM traffic at the achieved bandwidth
-  (roofline, Williams et al. 2009):
+  (roofline, Williams et al. 2009), plus a GEMM kernel's fixed time (:data:`GEMM_FIXED`, from
+  XLA's published GEMM table):
 
   - ``peak`` is the catalog's dense tensor peak of the precision (FP8 runs the decoder layers'
     GEMMs at the FP8 peak; the LM head stays 16-bit, as Megatron-Core builds it outside TE);
@@ -73,6 +74,7 @@ __all__ = [
     "CUDNN_RELEASES",
     "FP4_CEILING",
     "GEMM_CEILING",
+    "GEMM_FIXED",
     "HBM_SHARE",
     "HEAD_DIM_64_SHARE",
     "KERNEL_LAUNCH",
@@ -382,6 +384,20 @@ HBM_SHARE: Final[dict[str, float]] = {
 #: GPU time of launching one kernel, seconds (torchao roofline_utils.py: a one-element Triton
 #: kernel traced on H100).
 KERNEL_LAUNCH: Final = 2e-6
+#: A GEMM kernel's fixed GPU time beyond its math, seconds: XLA's published GEMM table
+#: (``matmul_interpolator_data.h``, tensorflow/tensorflow @a305421: each shape's median kernel
+#: time of five runs under a CUPTI tracer, b ∈ {1, 2, 4} × m, n, k ∈ {256 … 4096}) on B200 in
+#: BF16 and FP8 and on H100 in BF16, 465 shapes of at least 2048² outputs, is fitted by
+#: ``t = a + s·(math at this module's rate)·(k + k₀)/k`` with one ``a`` and one per-wave fill
+#: ``k₀·τ`` for all three (rms 5.2 %; derived): ``a`` = 5.52 µs, against a one-element kernel's
+#: 2 µs — a GEMM's CTAs, tensor-memory descriptors and epilogue. The per-wave fill (2.1 µs of the
+#: model's time per wave of 256×128 tiles, 1–14 waves in the table) is not priced:
+#: Transformer Engine's tutorial GEMMs (:data:`SUSTAINED_GEMM`: its 14-wave 15,872×4,096×4,096
+#: GEMM at 0.98 of MAMF) and MAMF's best shapes (B300's 12,288×18,432×1,024, 47 waves of
+#: k = 1,024) show no such cost at 14 waves and more, where XLA's kernels (cuBLAS or its own
+#: Triton GEMMs, whichever its autotuner picked) may not be the persistent cuBLAS kernels
+#: Transformer Engine calls; docs/compute-model.md sets out the table's comparison.
+GEMM_FIXED: Final = 5.52e-6
 #: Streaming multiprocessors per GPU (NVIDIA architecture whitepapers; B200: 148; B300: 148 of
 #: the Blackwell Ultra die's 160, as its devices report — GB300 taken the same, no report found).
 SMS: Final[dict[str, int]] = {
@@ -515,15 +531,15 @@ def wave_efficiency(m: int, n: int, sms: int) -> float:
 def gemm_seconds(m: int, n: int, k: int, dev: Device, elem_bytes: float, count: int = 1) -> float:
     """Seconds of ``count`` GEMMs ``(m × k)·(k × n)`` on ``dev`` run as one launch (grouped or
     batched): the slower of the math at the sustained share of the wave-quantized ceiling (or of
-    the power bound, where lower) and the operands' HBM traffic (module docstring), plus one
-    launch.
+    the power bound, where lower) and the operands' HBM traffic (module docstring), plus a
+    GEMM kernel's fixed time (:data:`GEMM_FIXED`).
 
     >>> h100 = device_for("h100-sxm", 989.4e12, 989.4e12, 3.35e12, "bf16")
     >>> round(gemm_seconds(8192, 8192, 8192, h100, 2) * 1e3, 3)  # 1.1 TFLOP at 730·0.86·0.97
-    1.806
+    1.81
     >>> b200 = device_for("b200", 4500e12, 2250e12, 8e12, "fp8")
     >>> round(gemm_seconds(8192, 8192, 8192, b200, 1) * 1e3, 3)  # 2,524 TFLOP/s × 0.86 × 0.988
-    0.514
+    0.517
     """
     if min(m, n, k, count) < 1:
         return 0.0
@@ -531,7 +547,7 @@ def gemm_seconds(m: int, n: int, k: int, dev: Device, elem_bytes: float, count: 
     rate = min(dev.peak * dev.gemm_ceiling, dev.gemm_bound) * SUSTAINED_GEMM
     rate *= wave_efficiency(m, n * count, dev.sms)
     memory = elem_bytes * (m * k + k * n + m * n) * count / dev.hbm
-    return max(flops / rate, memory) + KERNEL_LAUNCH
+    return max(flops / rate, memory) + GEMM_FIXED
 
 
 @dataclass(frozen=True)
