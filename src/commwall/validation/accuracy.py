@@ -13,7 +13,7 @@ of the family, then to every family at that scale, then to every run of that kin
 
 The table is data, not a correction: no prediction reads it (a correction would be fitted to the
 validation runs). :func:`accuracy_table` builds it from ``commwall validate --training --json``;
-a slow test (``test_accuracy.py``) recomputes the whole validation and fails when the bundled
+a slow test (``test_training.py``) recomputes the whole validation and fails when the bundled
 file drifts from it. Regenerate it with ``python -m commwall.validation.accuracy``.
 """
 
@@ -207,7 +207,7 @@ def accuracy_note(
 
 
 def main() -> None:
-    """Print the bundled table recomputed from the whole validation (about 9 minutes)."""
+    """Print the bundled table recomputed from the whole validation (about 7 minutes on two cores)."""
     from commwall.validation.training import training_report
 
     cells = accuracy_table(training_report())

@@ -389,8 +389,8 @@ KERNEL_LAUNCH: Final = 2e-6
 #: time of five runs under a CUPTI tracer, b ∈ {1, 2, 4} × m, n, k ∈ {256 … 4096}) on B200 in
 #: BF16 and FP8 and on H100 in BF16, 465 shapes of at least 2048² outputs, is fitted by
 #: ``t = a + s·(math at this module's rate)·(k + k₀)/k`` with one ``a`` and one per-wave fill
-#: ``k₀·τ`` for all three (rms 5.2 %; derived): ``a`` = 5.52 µs, against a one-element kernel's
-#: 2 µs — a GEMM's CTAs, tensor-memory descriptors and epilogue. The per-wave fill (2.1 µs of the
+#: ``k₀·τ`` for all three (rms 5.2 %; derived): ``a`` = 5.52 µs, where a one-element kernel
+#: takes 2 µs (:data:`KERNEL_LAUNCH`). The per-wave fill (2.1 µs of the
 #: model's time per wave of 256×128 tiles, 1–14 waves in the table) is not priced:
 #: Transformer Engine's tutorial GEMMs (:data:`SUSTAINED_GEMM`: its 14-wave 15,872×4,096×4,096
 #: GEMM at 0.98 of MAMF) and MAMF's best shapes (B300's 12,288×18,432×1,024, 47 waves of
