@@ -158,6 +158,7 @@ def _print(data: dict[str, Any], rows: bool) -> None:
 def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> None:
     from rich.table import Table
 
+    from commwall.validation.accuracy import regime_markdown
     from commwall.validation.training import TRAINING_GROUPS, training_markdown, training_report
 
     data = training_report(runs)
@@ -165,7 +166,7 @@ def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> N
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     if markdown:
-        sys.stdout.write(training_markdown(data))
+        sys.stdout.write(training_markdown(data, regime_markdown(data)))
         return
     table = Table(show_header=True, header_style="bold", title="Step time: predicted vs measured")
     for col in ("run", "GPUs", "measured", "model", "error", "flat 0.5", "error "):

@@ -41,6 +41,7 @@ __all__ = [
     "family_of",
     "layers_of",
     "load_accuracy",
+    "regime_markdown",
     "scale_of",
 ]
 
@@ -204,6 +205,31 @@ def accuracy_note(
     if cell.within_10 < WELL_MET * cell.runs:
         note += ": measure one step and fit job.compute_scale with `commwall calibrate step`"
     return note
+
+
+def regime_markdown(report: dict[str, Any]) -> list[str]:
+    """The per-regime section of docs/validation-training.md (the ``regimes`` of
+    :func:`~commwall.validation.training.training_markdown`): every cell of
+    :func:`accuracy_table`."""
+    lines = [
+        "",
+        "## By regime: what `commwall run` quotes",
+        "",
+        "Under a step `commwall run` quotes the runs of the job's regime: its GPU family, its",
+        "layers (dense; MoE marked sync-free, `job.moe_sync_free`; MoE waiting on the host for",
+        f"each layer's token counts) and its scale, widened (`all`) where a cell has fewer than "
+        f"{MIN_RUNS}",
+        "runs (`commwall.validation.accuracy`, `training_accuracy.json`).",
+        "",
+        "| layers | GPUs | scale | runs | median error | median abs | within 10 % | worst |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {c.layers} | {c.family} | {c.scale} | {c.runs} | {c.median:+.1%} | "
+        f"{c.median_abs:.1%} | {c.within_10} | {c.worst:+.1%} |"
+        for c in accuracy_table(report)
+    ]
+    return lines
 
 
 def main() -> None:

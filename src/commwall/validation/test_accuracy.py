@@ -18,6 +18,7 @@ from commwall.validation.accuracy import (
     accuracy_table,
     layers_of,
     load_accuracy,
+    regime_markdown,
     scale_of,
 )
 from commwall.validation.training import SCALES, load_training_runs
@@ -56,6 +57,13 @@ def test_the_table_counts_each_run_in_its_cell_and_the_widened_ones() -> None:
     every = cells[(ALL, "dense", ALL)]
     assert (every.runs, every.within_10, every.worst, every.median) == (3, 2, -0.2, -0.08)
     assert all(c.layers == "dense" for c in cells.values())
+    page = regime_markdown(report)
+    assert page[1] == "## By regime: what `commwall run` quotes"
+    rows = [line for line in page if line.startswith("| dense |")]
+    assert (
+        len(rows) == len(cells)
+        and "| dense | H100/H200 | all | 2 | -2.0% | 6.0% | 2 | -8.0% |" in rows
+    )
     with pytest.raises(Exception, match="not in the table"):
         accuracy_table({"runs": [{"id": "no-such-run", "error": 0.0}]})
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from commwall.cli import app
 from commwall.errors import CommwallError
 from commwall.scenario import parse_scenario
-from commwall.validation.accuracy import accuracy_table, load_accuracy
+from commwall.validation.accuracy import accuracy_table, load_accuracy, regime_markdown
 from commwall.validation.known_bias import COMPUTE_BIAS, summarise
 from commwall.validation.training import (
     SCALES,
@@ -282,7 +282,9 @@ def full_report() -> dict[str, Any]:
 @pytest.mark.slow
 def test_docs_validation_training_md_is_current(full_report: dict[str, Any]) -> None:
     """Regenerate with ``commwall validate --training --markdown > docs/validation-training.md``."""
-    assert DOC.read_text(encoding="utf-8") == training_markdown(full_report)
+    assert DOC.read_text(encoding="utf-8") == training_markdown(
+        full_report, regime_markdown(full_report)
+    )
 
 
 @pytest.mark.slow

@@ -37,7 +37,7 @@ import functools
 import importlib.resources
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -401,8 +401,10 @@ TRAINING_GROUPS: Final = (
 )
 
 
-def training_markdown(data: dict[str, Any]) -> str:
-    """``docs/validation-training.md``: summaries, every run, and the runs not compared."""
+def training_markdown(data: dict[str, Any], regimes: Sequence[str] = ()) -> str:
+    """``docs/validation-training.md``: summaries, ``regimes`` (the lines of the per-regime
+    section, :func:`commwall.validation.accuracy.regime_markdown`), every run, and the runs
+    not compared."""
 
     def cell(s: dict[str, Any]) -> str:
         if not s.get("n"):
@@ -433,7 +435,7 @@ def training_markdown(data: dict[str, Any]) -> str:
     for section in TRAINING_GROUPS:
         for key, per in data[section].items():
             lines.append(f"| {section[3:]} {key} | {cell(per['model'])} | {cell(per['flat'])} |")
-    lines += _regime_markdown(data)
+    lines += regimes
     lines += [
         "",
         "## Every run",
@@ -451,32 +453,6 @@ def training_markdown(data: dict[str, Any]) -> str:
     lines += ["", "## Not compared", ""]
     lines += [f"- `{x['id']}`: {x['reason']}" for x in data["not_compared"]]
     return "\n".join(lines) + "\n"
-
-
-def _regime_markdown(data: dict[str, Any]) -> list[str]:
-    """The section of :func:`training_markdown` that ``commwall run`` quotes from
-    (:mod:`commwall.validation.accuracy`): every regime's runs."""
-    from commwall.validation.accuracy import MIN_RUNS, accuracy_table
-
-    lines = [
-        "",
-        "## By regime: what `commwall run` quotes",
-        "",
-        "Under a step `commwall run` quotes the runs of the job's regime: its GPU family, its",
-        "layers (dense; MoE marked sync-free, `job.moe_sync_free`; MoE waiting on the host for",
-        f"each layer's token counts) and its scale, widened (`all`) where a cell has fewer than "
-        f"{MIN_RUNS}",
-        "runs (`commwall.validation.accuracy`, `training_accuracy.json`).",
-        "",
-        "| layers | GPUs | scale | runs | median error | median abs | within 10 % | worst |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
-    ]
-    lines += [
-        f"| {c.layers} | {c.family} | {c.scale} | {c.runs} | {c.median:+.1%} | "
-        f"{c.median_abs:.1%} | {c.within_10} | {c.worst:+.1%} |"
-        for c in accuracy_table(data)
-    ]
-    return lines
 
 
 def _evaluation_markdown(data: dict[str, Any], cell: Callable[[dict[str, Any]], str]) -> list[str]:
