@@ -396,7 +396,11 @@ KERNEL_LAUNCH: Final = 2e-6
 #: GEMM at 0.98 of MAMF) and MAMF's best shapes (B300's 12,288×18,432×1,024, 47 waves of
 #: k = 1,024) show no such cost at 14 waves and more, where XLA's kernels (cuBLAS or its own
 #: Triton GEMMs, whichever its autotuner picked) may not be the persistent cuBLAS kernels
-#: Transformer Engine calls; docs/compute-model.md sets out the table's comparison.
+#: Transformer Engine calls; docs/compute-model.md sets out the table's comparison. A check on
+#: cuBLASLt itself, which the fit did not see: Azure's FP8 runs on one H100 (AI-benchmarking-guide
+#: ``ND_H100_v5_results.md``, 10,000 warm-up iterations) reach 0.198, 0.732 and 0.297 of their
+#: 32768³ rate at 1024³, 2048³ and 1024×2145×1024; with this the model gives 0.195, 0.708 and
+#: 0.292 (with 2 µs: 0.316, 0.856 and 0.401).
 GEMM_FIXED: Final = 5.52e-6
 #: Streaming multiprocessors per GPU (NVIDIA architecture whitepapers; B200: 148; B300: 148 of
 #: the Blackwell Ultra die's 160, as its devices report — GB300 taken the same, no report found).
