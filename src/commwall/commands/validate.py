@@ -158,7 +158,7 @@ def _print(data: dict[str, Any], rows: bool) -> None:
 def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> None:
     from rich.table import Table
 
-    from commwall.validation.accuracy import regime_markdown
+    from commwall.validation.accuracy import accuracy_table, regime_markdown
     from commwall.validation.training import TRAINING_GROUPS, training_markdown, training_report
 
     data = training_report(runs)
@@ -185,6 +185,14 @@ def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> N
         for key, per in data[section].items():
             summary.add_row(f"{section[3:]} {key}", _cell(per["model"]), _cell(per["flat"]))
     out.print(summary)
+    regimes = Table(show_header=True, header_style="bold",
+                    title="By regime: what `commwall run` quotes under a step")  # fmt: skip
+    for col in ("layers", "GPUs", "scale", "runs", "median", "median |e|", "within 10%", "worst"):
+        regimes.add_column(col, justify="left" if col in ("layers", "GPUs", "scale") else "right")
+    for c in accuracy_table(data):
+        regimes.add_row(c.layers, c.family, c.scale, str(c.runs), f"{c.median:+.1%}",
+                        f"{c.median_abs:.1%}", str(c.within_10), f"{c.worst:+.1%}")  # fmt: skip
+    out.print(regimes)
     evaluated = [r for r in data["runs"] if r.get("eval_error") is not None]
     if evaluated:
         ev = Table(show_header=True, header_style="bold",

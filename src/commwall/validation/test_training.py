@@ -263,6 +263,10 @@ def test_the_command_runs_only_the_picked_runs() -> None:
         r.id for r in select_training_runs(source="mbridge260401")
     ]
     assert data["overall"]["model"]["n"] == len(data["runs"]) == 1
+    text = runner.invoke(app, ["validate", "--training", "--source", "mbridge260401"]).output
+    assert "By regime: what `commwall run` quotes under a step" in text
+    (cell,) = [c for c in accuracy_table(data) if c.family == c.scale == "all"]
+    assert cell.runs == 1 and f"{cell.median:+.1%}" in text
     for args, needle in (
         (["validate", "--source", "mlperf"], "--training only"),
         (["validate", "--training", "--source", "mlperf", "--markdown"], "whole table"),
