@@ -21,7 +21,7 @@ from commwall.validation.accuracy import (
     regime_markdown,
     scale_of,
 )
-from commwall.validation.training import SCALES, load_training_runs
+from commwall.validation.training import SCALES, ValidationDataError, load_training_runs
 
 
 def _cell(family: str, layers: str, scale: str, runs: int, **kw: float) -> RegimeAccuracy:
@@ -64,7 +64,7 @@ def test_the_table_counts_each_run_in_its_cell_and_the_widened_ones() -> None:
         len(rows) == len(cells)
         and "| dense | H100/H200 | all | 2 | -2.0% | 6.0% | 2 | -8.0% |" in rows
     )
-    with pytest.raises(Exception, match="not in the table"):
+    with pytest.raises(ValidationDataError, match="not in the table"):
         accuracy_table({"runs": [{"id": "no-such-run", "error": 0.0}]})
 
 
