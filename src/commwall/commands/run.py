@@ -206,24 +206,18 @@ def _accuracy(report: Any) -> dict[str, Any] | None:
     (:mod:`commwall.validation.accuracy`): the cell quoted and its sentence, or None."""
     from dataclasses import asdict
 
-    from commwall.validation.accuracy import accuracy_for, accuracy_note
+    from commwall.validation.accuracy import quoted_cell
 
     j, c = report.job, report.cluster
-    gpu, gpus = str(c.get("gpu")), int(c.get("gpus") or 0)
-    moe = int(j.get("experts") or 1) > 1
-    sync_free = j.get("moe_a2a_overlap") == "sync-free"
-    note = accuracy_note(
-        gpu,
-        moe=moe,
-        sync_free=sync_free,
-        gpus=gpus,
+    cell = quoted_cell(
+        str(c.get("gpu")),
+        moe=int(j.get("experts") or 1) > 1,
+        sync_free=j.get("moe_a2a_overlap") == "sync-free",
+        gpus=int(c.get("gpus") or 0),
         kernel_model=j.get("compute_model") == "kernels",
         compute_scale=float(j.get("compute_scale", 1.0)),
     )
-    cell = accuracy_for(gpu, moe=moe, sync_free=sync_free, gpus=gpus)
-    if note is None or cell is None:
-        return None
-    return {**asdict(cell), "note": note}
+    return None if cell is None else {**asdict(cell), "note": cell.note()}
 
 
 def _print_report(report: Any) -> None:

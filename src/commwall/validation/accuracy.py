@@ -41,6 +41,7 @@ __all__ = [
     "family_of",
     "layers_of",
     "load_accuracy",
+    "quoted_cell",
     "regime_markdown",
     "scale_of",
 ]
@@ -89,6 +90,19 @@ class RegimeAccuracy:
         scale = "" if self.scale == ALL else f" of {self.scale}"
         return f"{what}{family} runs{scale}"
 
+    def note(self) -> str:
+        """The sentence ``commwall run`` prints under a step of this regime."""
+        side = "faster" if self.median < 0 else "slower"
+        note = (
+            f"on {self.runs} published {self.describe()} the predicted step was "
+            f"{abs(self.median):.0%} {side} than measured on the median (|error| median "
+            f"{self.median_abs:.0%}, within 10% on {self.within_10}, worst {self.worst:+.0%}; "
+            "docs/validation-training.md)"
+        )
+        if self.within_10 < WELL_MET * self.runs:
+            note += ": measure one step and fit job.compute_scale with `commwall calibrate step`"
+        return note
+
 
 def family_of(gpu: str) -> str | None:
     """The :data:`FAMILIES` label of catalog GPU ``gpu``, or None if the table has none."""
@@ -105,6 +119,11 @@ def layers_of(moe: bool, sync_free: bool) -> str:
 def scale_of(gpus: int) -> str:
     """The :data:`~commwall.validation.training.SCALES` label of a job on ``gpus`` GPUs."""
     return next(label for most, label in SCALES if gpus <= most)
+
+
+def _widenings(family: str, layers: str, scale: str) -> tuple[tuple[str, str, str], ...]:
+    """A regime's cell and the widened ones that hold it, narrowest first."""
+    return (family, layers, scale), (family, layers, ALL), (ALL, layers, scale), (ALL, layers, ALL)
 
 
 def _cell(family: str, layers: str, scale: str, errors: list[float]) -> RegimeAccuracy:
@@ -143,8 +162,7 @@ def accuracy_table(report: dict[str, Any]) -> list[RegimeAccuracy]:
             )
         layers = layers_of(run.spec.is_moe, bool(run.job.get("moe_sync_free")))
         scale = scale_of(run.n_gpus)
-        for key in ((family, layers, scale), (family, layers, ALL), (ALL, layers, scale),
-                    (ALL, layers, ALL)):  # fmt: skip
+        for key in _widenings(family, layers, scale):
             keyed.setdefault(key, []).append(float(row["error"]))
     families = [*dict.fromkeys(FAMILIES.values()), ALL]
     scales = [label for _, label in SCALES] + [ALL]
@@ -176,35 +194,34 @@ def accuracy_for(gpu: str, *, moe: bool, sync_free: bool, gpus: int) -> RegimeAc
     cells = {(c.family, c.layers, c.scale): c for c in load_accuracy()}
     if (family, layers, ALL) not in cells:
         return None
-    for key in ((family, layers, scale), (family, layers, ALL), (ALL, layers, scale),
-                (ALL, layers, ALL)):  # fmt: skip
+    for key in _widenings(family, layers, scale):
         cell = cells.get(key)
         if cell is not None and cell.runs >= MIN_RUNS:
             return cell
     return None
 
 
+def quoted_cell(
+    gpu: str, *, moe: bool, sync_free: bool, gpus: int, kernel_model: bool, compute_scale: float
+) -> RegimeAccuracy | None:
+    """The cell ``commwall run`` quotes under a step (:func:`accuracy_for`), or None: none when
+    the job does not use the kernel model or carries a measured ``compute_scale`` (the table
+    does not speak for either), or is of a GPU family the table has no runs of."""
+    if not kernel_model or compute_scale != 1.0:
+        return None
+    return accuracy_for(gpu, moe=moe, sync_free=sync_free, gpus=gpus)
+
+
 def accuracy_note(
     gpu: str, *, moe: bool, sync_free: bool, gpus: int, kernel_model: bool, compute_scale: float
 ) -> str | None:
-    """The sentence ``commwall run`` prints under a step, or None: none when the job does not
-    use the kernel model, carries a measured ``compute_scale``, or is of a GPU family the
-    table has no runs of."""
-    if not kernel_model or compute_scale != 1.0:
-        return None
-    cell = accuracy_for(gpu, moe=moe, sync_free=sync_free, gpus=gpus)
-    if cell is None:
-        return None
-    side = "faster" if cell.median < 0 else "slower"
-    note = (
-        f"on {cell.runs} published {cell.describe()} the predicted step was "
-        f"{abs(cell.median):.0%} {side} than measured on the median (|error| median "
-        f"{cell.median_abs:.0%}, within 10% on {cell.within_10}, worst {cell.worst:+.0%}; "
-        "docs/validation-training.md)"
-    )
-    if cell.within_10 < WELL_MET * cell.runs:
-        note += ": measure one step and fit job.compute_scale with `commwall calibrate step`"
-    return note
+    """The sentence ``commwall run`` prints under a step (:meth:`RegimeAccuracy.note` of
+    :func:`quoted_cell`), or None."""
+    cell = quoted_cell(
+        gpu, moe=moe, sync_free=sync_free, gpus=gpus, kernel_model=kernel_model,
+        compute_scale=compute_scale,
+    )  # fmt: skip
+    return None if cell is None else cell.note()
 
 
 def regime_markdown(report: dict[str, Any]) -> list[str]:
