@@ -440,6 +440,22 @@ class ModelDef(_Strict):
     learned_pos_emb: bool = Field(default=False, description="Learned position table (GPT).")
     n_experts: int = Field(default=1, ge=1, le=100_000, description="Routed experts (MoE).")
     top_k: int = Field(default=1, ge=1, le=100_000, description="Experts per token (MoE).")
+    expert_groups: int = Field(
+        default=1,
+        ge=1,
+        le=100_000,
+        description="Group-limited routing: the experts split into this many equal groups "
+        "(DeepSeek-V3: 8, Hugging Face n_group, Megatron-Core --moe-router-num-groups). "
+        "Default: 1, no limit.",
+    )
+    group_topk: int = Field(
+        default=1,
+        ge=1,
+        le=100_000,
+        description="Groups each token's experts come from (DeepSeek-V3: 4, topk_group, "
+        "--moe-router-group-topk); changes where tokens travel under a deduplicating "
+        "moe_dispatcher, not the work. Default: 1.",
+    )
     expert_ffn_hidden: int | None = Field(
         default=None, ge=1, le=100_000_000, description="Routed expert MLP width. Default: ffn."
     )
@@ -602,6 +618,15 @@ class JobSpec(_Strict):
         "micro-batch's compute. false (Megatron-Core's dropless default: each MoE layer copies "
         "its token counts to the host and waits): the overlap hides the measured 36.55 % of "
         "them (step.EP_OVERLAP_SYNCED). Read only with moe_a2a_overlap.",
+    )
+    moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] = Field(
+        default="alltoall",
+        description="How MoE tokens travel (Megatron-Core --moe-token-dispatcher-type, with "
+        "--moe-flex-dispatcher-backend for flex): alltoall sends a token once per chosen "
+        "expert over NCCL's all-to-all; deepep and hybridep (the flex dispatcher) send it once "
+        "per rank holding its experts, and across scale-up domains once per domain, forwarded "
+        "over NVLink (DeepEP's domain: 8 ranks). Needs a MoE model with ep > 1. Megatron-Core's "
+        "own default, allgather, is not modelled.",
     )
     virtual_stages: int = Field(
         default=1,

@@ -247,7 +247,7 @@ def _print_report(report: Any) -> None:
         f"job      {j['model']} ({j['params'] / 1e9:,.1f} B params{mtp_note(j)}), TP {j['tp']}"
         + (f" x CP {j['cp']} ({_cp_comm(j)})" if j.get("cp", 1) > 1 else "")
         + f" x PP {j['pp']} x DP {j['dp']}"
-        + (f" x EP {j['ep']}" if j["ep"] > 1 else "")
+        + (f" x EP {j['ep']} ({j['moe_dispatcher']})" if j["ep"] > 1 else "")
         + f"; {j['global_batch']} x {j['seq_len']} tokens per step, micro-batch "
         f"{j['micro_batch']} ({j['micro_batches']} per step), {j['precision']}"
         + held_bytes(j)

@@ -43,7 +43,8 @@ deepseek_v3,   ``moe_intermediate_size``, ``num_attention_heads``, ``n_routed_ex
 kimi_k2        ``n_shared_experts``, ``num_experts_per_tok``, ``first_k_dense_replace`` (dense
                first layers), multi-head latent attention (``q_lora_rank``, null: queries from
                the hidden state; ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``,
-               ``v_head_dim``), ``vocab_size``, ``max_position_embeddings``,
+               ``v_head_dim``), group-limited routing (``n_group``, ``topk_group``;
+               ``topk_method`` greedy: none), ``vocab_size``, ``max_position_embeddings``,
                ``tie_word_embeddings`` (false); ``moe_layer_freq`` (layer ``i`` past the dense
                ones holds experts when ``i % moe_layer_freq == 0``). Not counted: the
                router's expert-bias buffer and the multi-token-prediction module
@@ -681,6 +682,7 @@ def _deepseek(data: Mapping[str, Any], kind: str, name: str, source: str) -> Mod
         "expert_ffn_hidden": expert,
         "shared_ffn_hidden": get.optional("n_shared_experts", 0) * expert,
         "dense_layers": get.optional("first_k_dense_replace", 0),
+        **_expert_groups(data, get),
     }
     if freq > 1:
         # DeepSeek's reference decoder layer: experts where layer_idx >= first_k_dense_replace
@@ -705,6 +707,23 @@ def _deepseek(data: Mapping[str, Any], kind: str, name: str, source: str) -> Mod
         qk_rope_head_dim=get.optional("qk_rope_head_dim", 0),
         v_head_dim=get.positive("v_head_dim"),
     )
+
+
+def _expert_groups(data: Mapping[str, Any], get: _Reader) -> dict[str, int]:
+    """Group-limited routing (``n_group``, ``topk_group``; default 1, none), as Megatron-Bridge
+    maps them (``moe_router_num_groups``, ``moe_router_group_topk``:
+    ``models/conversion/model_bridge.py``). ``topk_method`` ``greedy`` (DeepSeek-V2-Lite) routes
+    over all experts whatever the groups (``transformers`` ``DeepseekV2Moe``)."""
+    if data.get("topk_method") == "greedy":
+        return {}
+    fields = {
+        "expert_groups": get.optional("n_group", 1),
+        "group_topk": get.optional("topk_group", 1),
+    }
+    for key, value in zip(("n_group", "topk_group"), fields.values(), strict=True):
+        if value < 1:
+            raise ModelDefinitionError(f"{key}: {value}: must be an integer >= 1")
+    return fields
 
 
 def _gpt2(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:

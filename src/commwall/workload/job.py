@@ -209,6 +209,7 @@ class Job:
             "ep": self.ep,
             "experts": self.model.n_experts,
             "expert_tp": self.expert_tp,
+            "moe_dispatcher": self.spec.moe_dispatcher if self.ep > 1 else None,
             "moe_a2a_overlap": (
                 ("sync-free" if self.spec.moe_sync_free else "host-synchronised")
                 if self.spec.moe_a2a_overlap
@@ -471,6 +472,13 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         errors.append(
             "job.moe_sync_free: true is only read with moe_a2a_overlap (it sets how much of "
             "the overlapped all-to-alls hides); set moe_a2a_overlap: true or leave it out"
+        )
+    if spec.moe_dispatcher != "alltoall" and (spec.ep == 1 or model.n_experts <= 1):
+        errors.append(
+            f"job.moe_dispatcher: {spec.moe_dispatcher} moves tokens between expert-parallel "
+            f"ranks, so it needs a mixture-of-experts model with ep > 1 (ep is {spec.ep}, "
+            f"{model.name} has {model.n_experts} expert{'s' if model.n_experts > 1 else ''}); "
+            "leave it out"
         )
     etp = spec.expert_tp or spec.tp
     if spec.ep > 1:

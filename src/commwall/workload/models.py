@@ -75,7 +75,10 @@ class ModelSpec:
     ``hidden`` = ``hidden_size``, ``ffn_hidden`` = ``intermediate_size``, ``n_heads`` =
     ``num_attention_heads``, ``n_kv_heads`` = ``num_key_value_heads``, ``vocab`` = ``vocab_size``,
     ``max_seq_len`` = ``max_position_embeddings``, ``tied_embeddings`` = ``tie_word_embeddings``,
-    ``n_experts`` = ``num_local_experts``, ``top_k`` = ``num_experts_per_tok``.
+    ``n_experts`` = ``num_local_experts``, ``top_k`` = ``num_experts_per_tok``,
+    ``expert_groups`` = ``n_group``, ``group_topk`` = ``topk_group`` (group-limited routing:
+    each token's experts come from ``group_topk`` of ``expert_groups`` equal groups, DeepSeek-V3
+    §2.1.2; it changes where tokens travel, :mod:`commwall.workload.dispatch`, not the work).
 
     The head dimension is ``head_size`` (``head_dim``) when given, else ``hidden // n_heads``.
     ``linear_bias``, ``norm`` and ``learned_pos_emb`` describe GPT-2/3-style models (biases on
@@ -140,6 +143,8 @@ class ModelSpec:
     tied_embeddings: bool
     n_experts: int = 1
     top_k: int = 1
+    expert_groups: int = 1
+    group_topk: int = 1
     published_params: float
     published_active_params: float | None = None
     source: str
@@ -175,6 +180,8 @@ class ModelSpec:
             "max_seq_len",
             "n_experts",
             "top_k",
+            "expert_groups",
+            "group_topk",
         ):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -262,6 +269,7 @@ class ModelSpec:
             raise ModelDefinitionError(
                 f"{self.name}: top_k={self.top_k} is invalid: must be <= n_experts={self.n_experts}"
             )
+        self._check_expert_groups()
         if self.qk_norm not in ("none", "head", "projection"):
             raise ModelDefinitionError(
                 f"{self.name}: qk_norm={self.qk_norm!r} is invalid: allowed values are "
@@ -271,6 +279,20 @@ class ModelSpec:
             raise ModelDefinitionError(
                 f"{self.name}: norm={self.norm!r} is invalid: allowed values are "
                 "'rmsnorm', 'layernorm'"
+            )
+
+    def _check_expert_groups(self) -> None:
+        """Group-limited routing as Megatron-Core asserts it (``group_limited_topk``): equal
+        groups of experts, ``group_topk`` of them per token, holding at least ``top_k``."""
+        groups, chosen = self.expert_groups, self.group_topk
+        if groups == 1 and chosen == 1:
+            return
+        size = self.n_experts // groups
+        if self.n_experts % groups or chosen > groups or chosen * size < self.top_k:
+            raise ModelDefinitionError(
+                f"{self.name}: expert_groups={groups}, group_topk={chosen} is invalid: the "
+                f"groups must split n_experts={self.n_experts} evenly, group_topk be at most "
+                f"expert_groups, and the chosen groups hold at least top_k={self.top_k} experts"
             )
 
     def _check_moe_layer_pattern(self) -> None:
@@ -388,8 +410,8 @@ class ModelSpec:
         Both keep ``n_layers``, so their per-layer figures are layer ``layer``'s."""
         if self.is_moe and not self.is_moe_layer(layer):
             return replace(
-                self, n_experts=1, top_k=1, expert_ffn_hidden=None, shared_ffn_hidden=0,
-                dense_layers=0, moe_layer_pattern=None, published_active_params=None,
+                self, n_experts=1, top_k=1, expert_groups=1, group_topk=1,
+                expert_ffn_hidden=None, shared_ffn_hidden=0, dense_layers=0, moe_layer_pattern=None, published_active_params=None,
                 mtp_layers=0,
             )  # fmt: skip
         if self.dense_layers or self.mtp_layers or self.moe_layer_pattern is not None:
@@ -1211,6 +1233,8 @@ _ZOO: dict[str, ModelSpec] = {
             tied_embeddings=False,
             n_experts=256,
             top_k=8,
+            expert_groups=8,
+            group_topk=4,
             expert_ffn_hidden=2048,
             shared_ffn_hidden=2048,
             dense_layers=3,
@@ -1224,10 +1248,11 @@ _ZOO: dict[str, ModelSpec] = {
                 "DeepSeek-AI 2024, 'DeepSeek-V3 Technical Report' (arXiv 2412.19437) §4.2: 61 "
                 "layers, hidden 7168, 128 heads of 128 (+64 rotary), MLA with a 1536-wide query "
                 "and a 512-wide key-value latent, the first 3 layers dense, then 1 shared and 256 "
-                "routed experts of width 2048, top-8; 671B total, 37B activated; Hugging Face "
+                "routed experts of width 2048, top-8, from at most 4 of 8 groups (§2.1.2, "
+                "node-limited routing); 671B total, 37B activated; Hugging Face "
                 "deepseek-ai/DeepSeek-V3 config.json (intermediate_size 18432, vocab 129280, "
-                "untied); the multi-token-prediction module (num_nextn_predict_layers 1) is "
-                "not counted"
+                "untied, n_group 8, topk_group 4); the multi-token-prediction module "
+                "(num_nextn_predict_layers 1) is not counted"
             ),
         ),
         ModelSpec(

@@ -81,6 +81,7 @@ from commwall.collectives.schedule import (
 )
 from commwall.workload.compute import LayerWork, layer_work
 from commwall.workload.contention import PAIRED_STREAM, UB_STREAM
+from commwall.workload.dispatch import dispatch_share
 from commwall.workload.job import Job, recompute_modules, recomputed_layers
 from commwall.workload.layout import group_shape, megatron_placement, pipeline_peer_group
 from commwall.workload.models import ModelSpec
@@ -794,8 +795,19 @@ class _Builder:
         self.p2p_bytes = act / job.tp if self.sp else act
         # tokens routed per rank: each context-parallel rank holds s/cp of the sequence
         moe_tokens = self.spec.micro_batch * self.spec.seq_len * job.model.top_k / job.cp
+        # one copy per chosen expert (alltoall), or per rank or domain reached (DeepEP,
+        # HybridEP: workload.dispatch)
+        m = job.model
         self.a2a_bytes = (
-            moe_tokens * job.model.hidden * job.element_bytes / (job.tp if self.sp else 1)
+            moe_tokens * m.hidden * job.element_bytes / (job.tp if self.sp else 1)
+        ) * dispatch_share(
+            self.spec.moe_dispatcher,
+            n_experts=m.n_experts,
+            top_k=m.top_k,
+            ranks=job.ep,
+            per_domain=self.groups.ep.ranks_per_domain,
+            groups=m.expert_groups,
+            group_topk=m.group_topk,
         )
         self.marks = [StageMarks() for _ in range(job.pp)]
         # bytes a reduction and a gather move per 16-bit byte of parameters (fp32 gradients,

@@ -334,6 +334,23 @@ def test_deepseek_v3_config_is_the_zoo_model_with_its_published_counts() -> None
     assert spec.active_params_per_token() == pytest.approx(37e9, rel=0.02)
     assert (spec.dense_layers, spec.kv_lora_rank, spec.q_lora_rank) == (3, 512, 1536)
     assert (spec.qk_head_dim, spec.v_head, spec.q_dim, spec.o_dim) == (192, 128, 24576, 16384)
+    assert (spec.expert_groups, spec.group_topk) == (zoo.expert_groups, zoo.group_topk) == (8, 4)
+
+
+def test_group_limited_routing_is_read_where_the_config_routes_by_groups() -> None:
+    """n_group and topk_group become expert_groups and group_topk (Megatron-Bridge's
+    moe_router_num_groups and moe_router_group_topk); DeepSeek-V2-Lite's greedy top-k routes
+    over all experts whatever its n_group; impossible groups are named."""
+    glm = model_from_hf_config({**GLM45, "n_group": 1, "topk_group": 1})
+    assert (glm.expert_groups, glm.group_topk) == (1, 1)
+    greedy = model_from_hf_config({**DEEPSEEK_V3, "topk_method": "greedy"})
+    assert (greedy.expert_groups, greedy.group_topk) == (1, 1)
+    with pytest.raises(ModelDefinitionError, match="expert_groups=8, group_topk=1 is invalid"):
+        model_from_hf_config({**DEEPSEEK_V3, "topk_group": 1, "num_experts_per_tok": 40})
+    with pytest.raises(ModelDefinitionError, match="expert_groups=3, group_topk=1 is invalid"):
+        model_from_hf_config({**DEEPSEEK_V3, "n_group": 3, "topk_group": 1})
+    with pytest.raises(ModelDefinitionError, match="n_group: 0: must be an integer"):
+        model_from_hf_config({**DEEPSEEK_V3, "n_group": 0})
 
 
 def test_glm45_has_dense_layers_and_grouped_query_attention_with_biases() -> None:
@@ -683,6 +700,10 @@ def test_an_inline_model_takes_megatron_s_moe_layer_freq() -> None:
         model_from_def(ModelDef(**base, moe_layer_freq=[0, 1, 1]))  # type: ignore[arg-type]
     with pytest.raises(ModelDefinitionError, match="moe_layer_freq: 0 is invalid"):
         model_from_def(ModelDef(**base, moe_layer_freq=0))  # type: ignore[arg-type]
+    grouped = model_from_def(ModelDef(**base, expert_groups=4, group_topk=2))  # type: ignore[arg-type]
+    assert (grouped.expert_groups, grouped.group_topk) == (4, 2)
+    with pytest.raises(ModelDefinitionError, match="expert_groups=4, group_topk=5 is invalid"):
+        model_from_def(ModelDef(**base, expert_groups=4, group_topk=5))  # type: ignore[arg-type]
 
 
 def test_inline_definition_needs_the_sizes_and_not_both_forms() -> None:

@@ -18,6 +18,7 @@ from commwall.engines import AnalyticEngine
 from commwall.scenario import ScenarioError, parse_scenario
 from commwall.workload import step as step_module
 from commwall.workload.compute import HBM_SHARE, layer_work
+from commwall.workload.dispatch import dispatch_share
 from commwall.workload.job import HALF_BYTES, Job, resolve_job
 from commwall.workload.memory import memory_per_gpu, params_per_gpu
 from commwall.workload.simulate import CATEGORIES, StepReport, evaluation_step_time, simulate
@@ -219,6 +220,32 @@ def test_expert_parallelism_spans_dp_times_cp_with_context_parallelism() -> None
     assert groups.edp.nranks == 1 and groups.dp.nranks == 8
     with pytest.raises(ScenarioError, match=re.escape("must divide tp × cp × dp = 1 × 2 × 4")):
         resolved({**spec, "ep": 16}, nodes=1)
+
+
+def test_deduplicating_dispatchers_move_one_copy_per_node_reached() -> None:
+    """Qwen3-30B-A3B on EP 16 over two DGX H100 nodes: DeepEP and HybridEP move
+    ``dispatch_share`` of the all-to-all's bytes (one copy per node a token reaches, not one
+    per expert), the same number of calls, and the exposed EP time falls with them."""
+    spec = {"model": "qwen3-30b-a3b", "tp": 1, "ep": 16, "global_batch": 64, "seq_len": 4096}
+    base = run(spec, nodes=2)
+    share = dispatch_share("hybridep", n_experts=128, top_k=8, ranks=16, per_domain=8)
+    assert share == pytest.approx(2 * (1 - math.comb(64, 8) / math.comb(128, 8)) / 8)
+    for backend in ("deepep", "hybridep"):
+        flex = run({**spec, "moe_dispatcher": backend}, nodes=2)
+        assert a2a_bytes(flex, False) == pytest.approx(share * a2a_bytes(base, False))
+        assert flex.breakdown["ep"] < base.breakdown["ep"]
+        # the same work (compute shifts only by what the collectives beside it slow)
+        assert flex.breakdown["compute"] == pytest.approx(base.breakdown["compute"], rel=0.01)
+        assert flex.job["moe_dispatcher"] == backend
+    assert base.job["moe_dispatcher"] == "alltoall"
+    # DeepSeek-V3's group limit concentrates a token on fewer nodes than free routing would
+    free = dispatch_share("deepep", n_experts=256, top_k=8, ranks=64, per_domain=8)
+    limited = dispatch_share("deepep", n_experts=256, top_k=8, ranks=64, per_domain=8,
+                             groups=8, group_topk=4)  # fmt: skip
+    assert limited < free < 1.0
+    for bad in ({"model": "llama3-8b"}, {**spec, "ep": 1}):
+        with pytest.raises(ScenarioError, match=r"job\.moe_dispatcher: hybridep moves tokens"):
+            resolved({**bad, "moe_dispatcher": "hybridep"}, nodes=2)
 
 
 def test_expert_tensor_parallelism_folds_the_attention_tp_ranks_into_expert_parallelism() -> None:
