@@ -411,8 +411,8 @@ class ModelSpec:
         if self.is_moe and not self.is_moe_layer(layer):
             return replace(
                 self, n_experts=1, top_k=1, expert_groups=1, group_topk=1,
-                expert_ffn_hidden=None, shared_ffn_hidden=0, dense_layers=0, moe_layer_pattern=None, published_active_params=None,
-                mtp_layers=0,
+                expert_ffn_hidden=None, shared_ffn_hidden=0, dense_layers=0,
+                moe_layer_pattern=None, published_active_params=None, mtp_layers=0,
             )  # fmt: skip
         if self.dense_layers or self.mtp_layers or self.moe_layer_pattern is not None:
             return replace(self, dense_layers=0, mtp_layers=0, moe_layer_pattern=None)
