@@ -233,6 +233,8 @@ def test_deduplicating_dispatchers_move_one_copy_per_node_reached() -> None:
     for backend in ("deepep", "hybridep"):
         flex = run({**spec, "moe_dispatcher": backend}, nodes=2)
         assert a2a_bytes(flex, False) == pytest.approx(share * a2a_bytes(base, False))
+        calls = [sum(c.calls for c in r.collectives if c.op == "alltoall") for r in (flex, base)]
+        assert calls[0] == calls[1] > 0
         assert flex.breakdown["ep"] < base.breakdown["ep"]
         # the same work (compute shifts only by what the collectives beside it slow)
         assert flex.breakdown["compute"] == pytest.approx(base.breakdown["compute"], rel=0.01)
