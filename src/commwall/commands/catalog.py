@@ -56,6 +56,11 @@ def catalog(
                     f"{m.total_params() / 1e9:,.1f} B params, {m.n_layers} layers, "
                     f"hidden {m.hidden}"
                     + (f", {m.n_experts} experts top-{m.top_k}" if m.n_experts > 1 else "")
+                    + (
+                        f" from {m.group_topk} of {m.expert_groups} groups"
+                        if m.expert_groups > 1
+                        else ""
+                    )
                     + (" + a shared expert" if m.is_moe and m.shared_ffn_hidden else "")
                     + (
                         f", {m.n_layers - m.moe_layer_count} of its layers dense"
