@@ -716,14 +716,10 @@ def _expert_groups(data: Mapping[str, Any], get: _Reader) -> dict[str, int]:
     over all experts whatever the groups (``transformers`` ``DeepseekV2Moe``)."""
     if data.get("topk_method") == "greedy":
         return {}
-    fields = {
-        "expert_groups": get.optional("n_group", 1),
-        "group_topk": get.optional("topk_group", 1),
+    return {
+        "expert_groups": get.optional("n_group", 1, least=1),
+        "group_topk": get.optional("topk_group", 1, least=1),
     }
-    for key, value in zip(("n_group", "topk_group"), fields.values(), strict=True):
-        if value < 1:
-            raise ModelDefinitionError(f"{key}: {value}: must be an integer >= 1")
-    return fields
 
 
 def _gpt2(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
@@ -797,9 +793,9 @@ class _Reader:
             raise ModelDefinitionError(f"{key}: missing; it is needed to size the model")
         return self._int(key, self.data[key], 1)
 
-    def optional(self, key: str, default: int | None) -> Any:
+    def optional(self, key: str, default: int | None, least: int = 0) -> Any:
         value = self.data.get(key)
-        return default if value is None else self._int(key, value, 0)
+        return default if value is None else self._int(key, value, least)
 
     def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
