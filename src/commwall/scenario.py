@@ -614,10 +614,12 @@ class JobSpec(_Strict):
         description="The MoE dispatch never waits on the host: expert buffers sized ahead "
         "(Megatron-Core's moe_pad_expert_input_to_capacity, or HybridEP's "
         "moe_expert_rank_capacity_factor with paged stashing, which full-iteration CUDA graphs "
-        "need), so with moe_a2a_overlap the all-to-alls hide wholly beside the other "
-        "micro-batch's compute. false (Megatron-Core's dropless default: each MoE layer copies "
-        "its token counts to the host and waits): the overlap hides the measured 36.55 % of "
-        "them (step.EP_OVERLAP_SYNCED). Read only with moe_a2a_overlap.",
+        "need): no MoE layer waits on the host, and with moe_a2a_overlap the all-to-alls hide "
+        "wholly beside the other micro-batch's compute. false (Megatron-Core's dropless "
+        "default: each MoE layer copies its token counts to the host and waits): every MoE "
+        "layer forward outside a pass paired by moe_a2a_overlap idles the GPU for the measured "
+        "host gap (step.HOST_SYNC_GAP), and the overlap hides the measured 36.55 % of the "
+        "all-to-alls (step.EP_OVERLAP_SYNCED). Needs a MoE model.",
     )
     moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] = Field(
         default="alltoall",

@@ -22,6 +22,7 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b
 #: Colours of the step's categories (timeline) and of bar groups.
 CATEGORY_COLOURS = {
     "compute": "#4e79a7",
+    "host": "#76b7b2",
     "tp": "#f28e2b",
     "cp": "#ff9da7",
     "ep": "#b07aa1",

@@ -41,6 +41,7 @@ HEATMAP_LINKS = 32
 
 _CATEGORY_LABELS = {
     "compute": "compute",
+    "host": "waiting on the host",
     "tp": "tensor-parallel comm",
     "cp": "context-parallel exchange",
     "ep": "expert-parallel all-to-all",

@@ -5,7 +5,7 @@ columns a sweep stores and analyses (every name below is a column of the sweep's
 dataset):
 
 * time: ``step_time_s``, ``comm_wait_s``, ``comm_wait_share``, ``breakdown.<part>_s`` for
-  compute, tp, ep, pp, bubble, dp and optimizer, and ``compute_slowed_by_comm_s`` (the part of
+  every part of the step (compute, host, tp, cp, ep, pp, bubble, imbalance, dp, optimizer), and ``compute_slowed_by_comm_s`` (the part of
   the compute that is the slowdown beside overlapped collectives);
 * throughput: ``tokens_per_s``, ``mfu``; energy: ``kwh_per_million_tokens``, ``usd_per_million_tokens``;
 * the machine: ``gpus``, ``nodes``, ``gpu``, ``fabric``, ``topology``, ``tiers``,

@@ -468,10 +468,10 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         )
     if spec.moe_a2a_overlap:
         errors += _a2a_overlap_errors(spec, model)
-    elif spec.moe_sync_free:
+    if spec.moe_sync_free and not model.is_moe:
         errors.append(
-            "job.moe_sync_free: true is only read with moe_a2a_overlap (it sets how much of "
-            "the overlapped all-to-alls hides); set moe_a2a_overlap: true or leave it out"
+            f"job.moe_sync_free: says a MoE layer's dispatch never waits on the host, so it "
+            f"needs a mixture-of-experts model ({model.name} is dense); leave it out"
         )
     if spec.moe_dispatcher != "alltoall" and (spec.ep == 1 or model.n_experts <= 1):
         errors.append(

@@ -38,11 +38,12 @@ from commwall.workload.job import Job, recompute_modules, resolve_job
 from commwall.workload.memory import MemoryBreakdown, memory_per_gpu
 from commwall.workload.step import StepPlan, build_step, param_gather_exposure
 
-CATEGORIES = ("compute", "tp", "cp", "ep", "pp", "bubble", "imbalance", "dp", "optimizer")
+CATEGORIES = ("compute", "host", "tp", "cp", "ep", "pp", "bubble", "imbalance", "dp", "optimizer")
 COMM_CATEGORIES = ("tp", "cp", "ep", "pp", "dp")
 #: Human names of the breakdown categories.
 CATEGORY_LABELS = {
     "compute": "compute",
+    "host": "waiting on the host (MoE token counts)",
     "tp": "tensor-parallel communication",
     "cp": "exposed context-parallel exchange",
     "ep": "expert-parallel all-to-all",
@@ -343,6 +344,7 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     bubble = min(idle_pipeline - sends, (job.pp - 1) * slot / job.virtual_stages)
     breakdown = {
         "compute": busy["compute"],
+        "host": busy["host"],
         "tp": busy["tp"] + tp_wait,
         "cp": busy["cp"] + cp_wait,
         "ep": busy["ep"],

@@ -193,7 +193,7 @@ def test_a2a_overlap_errors_name_what_megatron_core_rejects() -> None:
         "full": ({**MOE, "recompute": "full", "moe_a2a_overlap": True}, "recompute full"),
         "zero3": ({**MOE, "zero_stage": 3, "moe_a2a_overlap": True}, "zero_stage 3"),
         "mtp": ({**MOE, "mtp_layers": 2, "moe_a2a_overlap": True}, "mtp_layers is 2"),
-        "free": ({**MOE, "moe_sync_free": True}, "only read with moe_a2a_overlap"),
+        "free": ({"model": "llama3-8b", "moe_sync_free": True}, "llama3-8b is dense"),
     }
     for job, words in cases.values():
         with pytest.raises(ScenarioError, match=re.escape(words)):
@@ -201,6 +201,55 @@ def test_a2a_overlap_errors_name_what_megatron_core_rejects() -> None:
     with pytest.raises(ScenarioError, match="moe module"):
         resolved({**MOE, "recompute": "selective", "recompute_modules": ["moe"],
                   "moe_a2a_overlap": True})  # fmt: skip
+
+
+def host_gap(job: dict[str, Any], low: bool = False) -> float:
+    """The measured host gap of one MoE layer forward for ``job`` (closed form)."""
+    resolved_job, _ = resolved(job)
+    local = resolved_job.model.n_experts / resolved_job.ep
+    gap = step_module.HOST_SYNC_GAP["low" if low else "bf16"]
+    return gap * min(1.0, local / step_module.HOST_SYNC_EXPERTS)
+
+
+def test_host_synchronised_moe_layers_leave_the_gpu_waiting_on_the_host() -> None:
+    """Every MoE layer forward of a dropless (host-synchronised) step idles the GPU for the
+    measured gap; a sync-free dispatch does not, and the two steps differ by exactly that."""
+    synced, free = run(MOE), run({**MOE, "moe_sync_free": True})
+    job, _ = resolved(MOE)
+    syncs = job.micro_batches * job.layers_per_stage
+    assert job.model.n_experts / job.ep == 1  # mixtral's 8 experts over EP 8: 1/8 of the gap
+    gap = step_module.HOST_SYNC_GAP["bf16"] / 8
+    assert host_gap(MOE) == pytest.approx(gap)
+    assert synced.breakdown["host"] == pytest.approx(gap * syncs, rel=1e-9)
+    assert free.breakdown["host"] == 0.0
+    assert synced.step_time - free.step_time == pytest.approx(gap * syncs, rel=1e-6)
+    assert sum(synced.breakdown.values()) == pytest.approx(synced.step_time, rel=1e-12)
+    assert run(SMALL).breakdown["host"] == 0.0  # a dense model never waits
+
+
+def test_host_gap_scales_with_local_experts_up_to_the_measured_eight() -> None:
+    """Fewer local experts pay their share of the measured gap (per-GEMM host work); eight
+    and more pay all of it; FP8 takes its own measurement."""
+    ep2 = {**MOE, "ep": 2}  # 4 local experts
+    ep1 = {**MOE, "ep": 1}  # all 8
+    assert host_gap(ep2) == pytest.approx(step_module.HOST_SYNC_GAP["bf16"] / 2)
+    assert host_gap(ep1) == pytest.approx(step_module.HOST_SYNC_GAP["bf16"])
+    job, _ = resolved({**ep1, "precision": "fp8"})
+    assert step_module.host_sync_seconds(job) == pytest.approx(step_module.HOST_SYNC_GAP["low"])
+    assert step_module.HOST_SYNC_GAP["low"] > step_module.HOST_SYNC_GAP["bf16"]
+
+
+def test_host_gap_recurs_in_recomputed_forwards_and_hides_in_paired_passes() -> None:
+    """A full recomputation re-runs each MoE layer's forward, its wait included (twice the
+    gaps); under moe_a2a_overlap only the passes that run alone wait (one stage: the first
+    forward), the paired ones' partner fills it."""
+    job, _ = resolved(MOE)
+    one = host_gap(MOE) * job.layers_per_stage
+    full = run({**MOE, "recompute": "full"})
+    assert full.breakdown["host"] == pytest.approx(2 * one * job.micro_batches, rel=1e-9)
+    paired = run({**MOE, "moe_a2a_overlap": True})
+    assert paired.breakdown["host"] == pytest.approx(one, rel=1e-9)
+    assert run({**MOE, "moe_a2a_overlap": True, "moe_sync_free": True}).breakdown["host"] == 0.0
 
 
 def test_expert_parallelism_spans_dp_times_cp_with_context_parallelism() -> None:
@@ -1568,9 +1617,12 @@ def test_dense_layers_have_their_own_times_and_no_all_to_all() -> None:
     assert t_f == pytest.approx(2 * dense.layer_forward + 6 * moe.layer_forward
                                 + moe.head_forward + moe.embed_forward)  # fmt: skip
     plan = build_step(job, cluster)
-    # the chunk's dense run, then its MoE run with the dispatch and combine all-to-alls
+    # the chunk's dense run, then its MoE run with its wait on the host (16 experts over EP 8:
+    # 2 local, a quarter of the measured gap a layer) and the dispatch and combine all-to-alls
     assert [p.name for p in _phases(plan, r"^s0 F0 ")] == [
-        "s0 F0 compute", "s0 F0 compute", "s0 F0 EP all-to-all"]  # fmt: skip
+        "s0 F0 compute", "s0 F0 compute", "s0 F0 host", "s0 F0 EP all-to-all"]  # fmt: skip
+    host = _phases(plan, r"^s0 F0 host")[0]
+    assert host.task.seconds == pytest.approx(6 * step_module.HOST_SYNC_GAP["bf16"] / 4)
     a2a = _phases(plan, r"^s0 F0 EP all-to-all")[0]
     assert a2a.repeat == 2 * 6  # two per MoE layer, none for the dense ones
     r = simulate(scenario({"model": MINI_DSV3, "tp": 1, "ep": 8, "global_batch": 64}))
@@ -1594,7 +1646,8 @@ def test_interleaved_layers_alternate_runs_and_only_moe_ones_move_tokens() -> No
                                 + moe.head_forward + moe.embed_forward)  # fmt: skip
     plan = build_step(job, cluster)
     names = [p.name for p in _phases(plan, r"^s0 F0 ")]
-    assert names == ["s0 F0 compute", "s0 F0 compute", "s0 F0 EP all-to-all"] * 4
+    pair = ["s0 F0 compute", "s0 F0 compute", "s0 F0 host", "s0 F0 EP all-to-all"]
+    assert names == pair * 4  # each MoE layer waits on the host, then moves its tokens
     assert all(p.repeat == 2 for p in _phases(plan, r"^s0 F0 EP all-to-all"))
     r = simulate(scenario({"model": MINI_L4, "tp": 1, "ep": 8, "global_batch": 64}))
     calls = sum(c.calls for c in r.collectives if c.op == "alltoall")
