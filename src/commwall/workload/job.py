@@ -17,6 +17,7 @@ from commwall.cluster import Cluster
 from commwall.scenario import JobSpec, ScenarioError
 from commwall.workload.compute import ATTENTION_FP8, Device, attention_kernel, device_for
 from commwall.workload.hf_config import ModelDefinitionError, resolve_model
+from commwall.workload.host import host_wait
 from commwall.workload.models import ModelSpec, UnknownModelError
 from commwall.workload.pipeline_layout import LayoutError, VirtualStage, even_layout, parse_layout
 
@@ -194,6 +195,17 @@ class Job:
         return self.model.training_flops_per_token(self.spec.seq_len) * self.tokens_per_step
 
     @property
+    def host_wait(self) -> float:
+        """Seconds each host-synchronised MoE layer forward leaves the GPU waiting on the host
+        (:func:`commwall.workload.host.host_wait`: ``job.moe_host_wait``, else the measured
+        gap); 0 for a dense model or a sync-free dispatch."""
+        spec = self.spec
+        return host_wait(
+            self.model.n_experts, self.ep, spec.precision,
+            sync_free=spec.moe_sync_free, measured=spec.moe_host_wait,
+        )  # fmt: skip
+
+    @property
     def summary(self) -> dict[str, object]:
         """A flat description for tables and JSON."""
         return {
@@ -215,6 +227,7 @@ class Job:
                 if self.spec.moe_a2a_overlap
                 else None
             ),
+            "moe_host_wait": self.host_wait if self.model.is_moe else None,
             "global_batch": self.spec.global_batch,
             "micro_batch": self.spec.micro_batch,
             "micro_batches": self.micro_batches,
@@ -472,6 +485,16 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         errors.append(
             f"job.moe_sync_free: says a MoE layer's dispatch never waits on the host, so it "
             f"needs a mixture-of-experts model ({model.name} is dense); leave it out"
+        )
+    if spec.moe_host_wait is not None and not model.is_moe:
+        errors.append(
+            f"job.moe_host_wait: is how long a MoE layer waits on the host, so it needs a "
+            f"mixture-of-experts model ({model.name} is dense); leave it out"
+        )
+    elif spec.moe_host_wait is not None and spec.moe_sync_free:
+        errors.append(
+            f"job.moe_host_wait: {spec.moe_host_wait} s with moe_sync_free true, which says no "
+            "MoE layer waits on the host; set one or the other"
         )
     if spec.moe_dispatcher != "alltoall" and (spec.ep == 1 or model.n_experts <= 1):
         errors.append(

@@ -122,39 +122,6 @@ UB_PIPELINE_SPLITS: Final = 4
 #: The rest stays on the compute stream. An ideal interleaving of the two passes would hide
 #: ~97 % at that shape; the share is the measured one.
 EP_OVERLAP_SYNCED: Final = 0.3655
-#: GPU time lost to the host per MoE layer forward that waits on the host for its token counts
-#: (Megatron-Core's dropless dispatch, ``job.moe_sync_free`` false), seconds, at
-#: :data:`HOST_SYNC_EXPERTS` experts per rank: the D2H copy drains the GPU's queue, and the
-#: GPU idles while the host sets up the dispatch and the experts' grouped GEMMs. Each is
-#: measured where only the wait changes, with 8 local experts. BF16: Megatron-Bridge's Nsight
-#: A/B on Qwen3-30B-A3B, 16 H100, EP 16, HybridEP (``skills/nemo-mbridge-perf-moe-comm-overlap``,
-#: 7ded17dae): the step 24.7138 s against a GPU-active interval union of 22.821 s, the 1.893 s
-#: idle over 64 micro-batches × 48 layers = 0.616 ms. FP8 and FP4 (Transformer Engine
-#: quantizes each expert's GEMM inputs on that host path): Megatron-LM PR #5728's two Qwen3-30B-
-#: A3B recipes on 16 GB200, MXFP8, EP 16, MBS 4, GBS 512, the same but for the host wait —
-#: partial CUDA graphs (dropless, 480.3 model TFLOP/s/GPU, a 6.2783 s step) against a
-#: full-iteration graph with paged stashing (598.1, 5.0418 s) — 1.2365 s over 8 micro-batches ×
-#: 48 layers = 3.22 ms (a floor: the paged stash's 1.5 capacity adds GPU work).
-HOST_SYNC_GAP: Final[dict[str, float]] = {"bf16": 1.8928 / (64 * 48), "low": 1.2365 / (8 * 48)}
-#: Local experts of both measurements: Transformer Engine's ``GroupedLinear`` pays its host
-#: overhead per GEMM (``torch.split``, two ``torch.empty`` per GEMM under the FP8 cast:
-#: maintainer's answer in TransformerEngine#1499), so fewer local experts pay that share of
-#: it; more are not extrapolated (no measurement above 8) and pay the measured gap.
-HOST_SYNC_EXPERTS: Final = 8
-
-
-def host_sync_seconds(job: Job) -> float:
-    """GPU seconds a host-synchronised MoE layer forward loses to the host (:data:`HOST_SYNC_GAP`
-    by precision, times ``min(1, local experts / 8)``); 0 for a dense model or a dispatch that
-    never waits on the host (``job.moe_sync_free``)."""
-    model, spec = job.model, job.spec
-    if not model.is_moe or spec.moe_sync_free:
-        return 0.0
-    gap = HOST_SYNC_GAP["low" if spec.precision in ("fp8", "fp4") else "bf16"]
-    local = model.n_experts / job.ep
-    return gap * min(1.0, local / HOST_SYNC_EXPERTS)
-
-
 _V = TypeVar("_V")
 
 _LAYER = re.compile(r"\blayers\.(\d+)\.|\bh\.(\d+)\.")
@@ -822,7 +789,7 @@ class _Builder:
         self.ep_beside = 0.0
         self.paired: list[frozenset[tuple[str, int, int]]] = [frozenset()] * job.pp
         self.ep_share = 0.0
-        self.host_gap = host_sync_seconds(job)  # per host-synchronised MoE layer forward
+        self.host_gap = job.host_wait  # per host-synchronised MoE layer forward
         act = job.activation_bytes
         self.tp_bytes = act
         self.p2p_bytes = act / job.tp if self.sp else act
@@ -1118,11 +1085,12 @@ class _Builder:
         return done, last
 
     def host_syncs(self, tag: str, layers: int, k: int) -> int:
-        """How many of ``layers`` MoE layers of kind ``k`` wait on the host in this pass: each
-        forward, and in a backward each forward a recomputation re-runs (full, or the ``moe``
-        module); none sync-free (:func:`host_sync_seconds`) or in a pass paired under
-        ``job.moe_a2a_overlap``, whose partner's compute fills the wait (Megatron-Bridge's
-        Nsight A/B: with the overlap the GPU-active union, 21.221 s, covers the 20.99 s step)."""
+        """How many of ``layers`` MoE layers of kind ``k`` wait on the host in this pass
+        (:attr:`Job.host_wait <commwall.workload.job.Job.host_wait>` each): every forward, and
+        in a backward each forward a recomputation re-runs (full, or the ``moe`` module); none
+        sync-free, or in a pass paired under ``job.moe_a2a_overlap``, whose partner's compute
+        fills the wait (Megatron-Bridge's Nsight A/B: with the overlap the GPU-active union,
+        21.221 s, covers the 20.99 s step; :mod:`commwall.workload.host`)."""
         if not self.host_gap or not self.plan.moe[k] or self.ep_beside:
             return 0
         if not tag.startswith("B"):

@@ -19,6 +19,7 @@ from commwall.scenario import ScenarioError, parse_scenario
 from commwall.workload import step as step_module
 from commwall.workload.compute import HBM_SHARE, layer_work
 from commwall.workload.dispatch import dispatch_share
+from commwall.workload.host import HOST_SYNC_EXPERTS, HOST_SYNC_GAP
 from commwall.workload.job import HALF_BYTES, Job, resolve_job
 from commwall.workload.memory import memory_per_gpu, params_per_gpu
 from commwall.workload.simulate import CATEGORIES, StepReport, evaluation_step_time, simulate
@@ -207,8 +208,8 @@ def host_gap(job: dict[str, Any], low: bool = False) -> float:
     """The measured host gap of one MoE layer forward for ``job`` (closed form)."""
     resolved_job, _ = resolved(job)
     local = resolved_job.model.n_experts / resolved_job.ep
-    gap = step_module.HOST_SYNC_GAP["low" if low else "bf16"]
-    return gap * min(1.0, local / step_module.HOST_SYNC_EXPERTS)
+    gap = HOST_SYNC_GAP["low" if low else "bf16"]
+    return gap * min(1.0, local / HOST_SYNC_EXPERTS)
 
 
 def test_host_synchronised_moe_layers_leave_the_gpu_waiting_on_the_host() -> None:
@@ -218,7 +219,7 @@ def test_host_synchronised_moe_layers_leave_the_gpu_waiting_on_the_host() -> Non
     job, _ = resolved(MOE)
     syncs = job.micro_batches * job.layers_per_stage
     assert job.model.n_experts / job.ep == 1  # mixtral's 8 experts over EP 8: 1/8 of the gap
-    gap = step_module.HOST_SYNC_GAP["bf16"] / 8
+    gap = HOST_SYNC_GAP["bf16"] / 8
     assert host_gap(MOE) == pytest.approx(gap)
     assert synced.breakdown["host"] == pytest.approx(gap * syncs, rel=1e-9)
     assert free.breakdown["host"] == 0.0
@@ -232,11 +233,33 @@ def test_host_gap_scales_with_local_experts_up_to_the_measured_eight() -> None:
     and more pay all of it; FP8 takes its own measurement."""
     ep2 = {**MOE, "ep": 2}  # 4 local experts
     ep1 = {**MOE, "ep": 1}  # all 8
-    assert host_gap(ep2) == pytest.approx(step_module.HOST_SYNC_GAP["bf16"] / 2)
-    assert host_gap(ep1) == pytest.approx(step_module.HOST_SYNC_GAP["bf16"])
+    assert host_gap(ep2) == pytest.approx(HOST_SYNC_GAP["bf16"] / 2)
+    assert host_gap(ep1) == pytest.approx(HOST_SYNC_GAP["bf16"])
     job, _ = resolved({**ep1, "precision": "fp8"})
-    assert step_module.host_sync_seconds(job) == pytest.approx(step_module.HOST_SYNC_GAP["low"])
-    assert step_module.HOST_SYNC_GAP["low"] > step_module.HOST_SYNC_GAP["bf16"]
+    assert job.host_wait == pytest.approx(HOST_SYNC_GAP["low"])
+    assert HOST_SYNC_GAP["low"] > HOST_SYNC_GAP["bf16"]
+
+
+def test_a_measured_host_wait_replaces_the_default() -> None:
+    """``job.moe_host_wait`` is the user's own figure, taken as given (0 is a value: no wait);
+    it needs a MoE model and contradicts a sync-free dispatch."""
+    job, _ = resolved(MOE)
+    layers = job.micro_batches * job.layers_per_stage
+    mine = run({**MOE, "moe_host_wait": 2e-3})
+    assert mine.breakdown["host"] == pytest.approx(2e-3 * layers, rel=1e-9)
+    assert mine.job["moe_host_wait"] == 2e-3
+    none = run({**MOE, "moe_host_wait": 0.0})
+    assert none.breakdown["host"] == 0.0
+    assert none.step_time == pytest.approx(run({**MOE, "moe_sync_free": True}).step_time)
+    assert run(SMALL).job["moe_host_wait"] is None
+    cases = {
+        "dense": ({"model": "llama3-8b", "moe_host_wait": 1e-3}, "llama3-8b is dense"),
+        "free": ({**MOE, "moe_sync_free": True, "moe_host_wait": 1e-3}, "set one or the other"),
+        "negative": ({**MOE, "moe_host_wait": -1e-3}, "moe_host_wait"),
+    }
+    for spec, words in cases.values():
+        with pytest.raises(ScenarioError, match=re.escape(words)):
+            resolved(spec)
 
 
 def test_host_gap_recurs_in_recomputed_forwards_and_hides_in_paired_passes() -> None:
@@ -1622,7 +1645,7 @@ def test_dense_layers_have_their_own_times_and_no_all_to_all() -> None:
     assert [p.name for p in _phases(plan, r"^s0 F0 ")] == [
         "s0 F0 compute", "s0 F0 compute", "s0 F0 host", "s0 F0 EP all-to-all"]  # fmt: skip
     host = _phases(plan, r"^s0 F0 host")[0]
-    assert host.task.seconds == pytest.approx(6 * step_module.HOST_SYNC_GAP["bf16"] / 4)
+    assert host.task.seconds == pytest.approx(6 * HOST_SYNC_GAP["bf16"] / 4)
     a2a = _phases(plan, r"^s0 F0 EP all-to-all")[0]
     assert a2a.repeat == 2 * 6  # two per MoE layer, none for the dense ones
     r = simulate(scenario({"model": MINI_DSV3, "tp": 1, "ep": 8, "global_batch": 64}))

@@ -1,0 +1,66 @@
+"""How long a MoE layer leaves the GPU waiting on the host.
+
+Megatron-Core's dropless token dispatch (``job.moe_sync_free`` false) copies each MoE layer's
+token counts to the host and waits for them: the all-to-all's split sizes and the grouped
+GEMMs' ``m_splits`` are host lists. The copy drains the GPU's queue, and the GPU idles while
+the host sets up the dispatch and launches the experts' GEMMs (under FP8, Transformer Engine
+also quantizes each expert's inputs on that path). The step (:mod:`commwall.workload.step`)
+puts that idle time on the compute stream once per MoE layer forward.
+
+The wait is not derived from a CPU model: it is measured, twice, where only the wait changes
+(:data:`HOST_SYNC_GAP`), and scaled down for fewer local experts than the measurements had
+(:data:`HOST_SYNC_EXPERTS`). ``job.moe_host_wait`` replaces it with the user's own figure,
+e.g. from an Nsight profile: the step minus the GPU-active time, over the MoE layer forwards.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: GPU time lost to the host per host-synchronised MoE layer forward at
+#: :data:`HOST_SYNC_EXPERTS` local experts, seconds, by the GEMMs' precision. BF16:
+#: Megatron-Bridge's Nsight A/B on Qwen3-30B-A3B, 16 H100, EP 16 (8 local experts), HybridEP,
+#: MBS 1, GBS 1024 (``skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md``, 7ded17dae): the
+#: 24.7138 s step against a GPU-active interval union of 22.821 s, 1.8928 s idle over
+#: 64 micro-batches × 48 layers = 0.616 ms; with the EP overlap the union (21.221 s) covers the
+#: whole 20.99 s step, so a pass the overlap pairs does not wait. FP8 and FP4: Megatron-LM
+#: PR #5728's two Qwen3-30B-A3B MXFP8 recipes on 16 GB200, EP 16, MBS 4, GBS 512, the same but
+#: for the wait — partial CUDA graphs with the dropless dispatch (480.3 model TFLOP/s/GPU, a
+#: 6.2783 s step) against a full-iteration graph with paged stashing, which sizes the expert
+#: buffers ahead (598.1, 5.0418 s): 1.2365 s over 8 micro-batches × 48 layers = 3.22 ms (a
+#: floor: the paged stash's capacity factor 1.5 adds GPU work).
+HOST_SYNC_GAP: Final[dict[str, float]] = {"bf16": 1.8928 / (64 * 48), "low": 1.2365 / (8 * 48)}
+#: Local experts in both measurements. Transformer Engine's grouped GEMMs pay their host work
+#: per GEMM, so per local expert (``torch.split`` and two ``torch.empty`` calls per GEMM under
+#: the FP8 cast: its maintainers' answer in TransformerEngine#1499): fewer local experts pay
+#: that share of the gap; more pay the measured gap, not an extrapolation (no measurement
+#: above 8).
+HOST_SYNC_EXPERTS: Final = 8
+#: Precisions whose expert GEMMs take Transformer Engine's low-precision host path.
+LOW_PRECISION: Final = ("fp8", "fp4")
+
+
+def host_wait(
+    n_experts: int, ep: int, precision: str, *, sync_free: bool, measured: float | None = None
+) -> float:
+    """Seconds a MoE layer forward leaves the GPU waiting on the host: ``measured`` when the
+    job gives one (``job.moe_host_wait``), 0 for a dense model or a dispatch that never waits
+    (``sync_free``), else :data:`HOST_SYNC_GAP` by precision times ``min(1, local experts / 8)``.
+
+    >>> round(host_wait(128, 16, "bf16", sync_free=False) * 1e3, 3)  # the BF16 measurement
+    0.616
+    >>> round(host_wait(128, 16, "fp8", sync_free=False) * 1e3, 3)  # the FP8 one
+    3.22
+    >>> round(host_wait(8, 8, "bf16", sync_free=False) * 1e6, 1)  # Mixtral on EP 8: an eighth
+    77.0
+    >>> host_wait(256, 8, "fp8", sync_free=False) == HOST_SYNC_GAP["low"]  # 32 local: capped
+    True
+    >>> host_wait(128, 16, "bf16", sync_free=True), host_wait(1, 1, "bf16", sync_free=False)
+    (0.0, 0.0)
+    """
+    if n_experts <= 1 or sync_free:
+        return 0.0
+    if measured is not None:
+        return measured
+    gap = HOST_SYNC_GAP["low" if precision in LOW_PRECISION else "bf16"]
+    return gap * min(1.0, n_experts / ep / HOST_SYNC_EXPERTS)
