@@ -1,5 +1,6 @@
 """``commwall calibrate nccl-tests LOG...``: fit the model's link classes to measured collectives;
-``commwall calibrate step SCENARIO --step-time T``: fit its compute to one measured step.
+``commwall calibrate step SCENARIO --step-time T``: fit its compute (or, ``--fit
+moe_host_wait``, a MoE layer's wait on the host) to one measured step.
 
 >>> # commwall calibrate nccl-tests all_reduce_perf.log --cluster dgx-h100 --out my-cluster.yaml
 >>> # commwall calibrate step job.yaml --step-time 12.5s --out job-calibrated.yaml
@@ -43,16 +44,28 @@ def calibrate_step(
     step_time: Annotated[str, typer.Option(help="The measured step time, e.g. 12.5s or 850ms.")],
     out_file: Annotated[
         Path | None,
-        typer.Option("--out", help="Write the scenario with job.compute_scale set here."),
+        typer.Option("--out", help="Write the scenario with the fitted field set here."),
     ] = None,
+    fit: Annotated[
+        str,
+        typer.Option(
+            help="What to fit: compute_scale (every compute time) or moe_host_wait (the "
+            "seconds a host-synchronised MoE layer forward idles the GPU)."
+        ),
+    ] = "compute_scale",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Fit job.compute_scale so the scenario's step lasts the measured time: every forward and
-    backward compute time is multiplied by it; communication keeps the model's times."""
+    """Fit one job field so the scenario's step lasts the measured time: job.compute_scale
+    multiplies every forward and backward compute time, job.moe_host_wait sets how long each
+    host-synchronised MoE layer forward leaves the GPU waiting on the host; everything else
+    keeps the model's times."""
     from commwall.scenario import ScenarioError, load_scenario, load_scenario_text
     from commwall.units import parse_time
-    from commwall.workload.simulate import StepFitError, fit_compute_scale
+    from commwall.workload.simulate import StepFitError, fit_compute_scale, fit_host_wait
 
+    fitters = {"compute_scale": fit_compute_scale, "moe_host_wait": fit_host_wait}
+    if fit not in fitters:
+        fail(f"--fit: {fit!r} is not a field it fits; allowed: {', '.join(fitters)}")
     try:
         measured = parse_time(step_time)
     except ValueError as e:
@@ -61,18 +74,18 @@ def calibrate_step(
         fail(f"--out: cannot write {str(out_file)!r}: no such directory")
     try:
         sc = load_scenario(scenario)
-        scale, before, after = fit_compute_scale(sc, measured)
+        value, before, after = fitters[fit](sc, measured)
     except (ScenarioError, StepFitError) as e:
         fail(str(e))
     data = {"scenario": str(scenario), "measured_s": measured, "predicted_before_s": before,
-            "compute_scale": scale, "predicted_after_s": after}  # fmt: skip
+            fit: value, "predicted_after_s": after}  # fmt: skip
     if out_file is not None:
         from commwall.io.atomic import write_text_atomic
 
         document = yaml.safe_load(scenario.read_text(encoding="utf-8")) or {}
-        document.setdefault("job", {})["compute_scale"] = round(scale, 6)
+        document.setdefault("job", {})[fit] = float(f"{value:.6g}")
         text = (
-            f"# job.compute_scale fitted by commwall calibrate step to a measured "
+            f"# job.{fit} fitted by commwall calibrate step to a measured "
             f"{measured:.6g} s step ({date.today()}); the model alone gave {before:.6g} s.\n"
             + yaml.safe_dump(document, sort_keys=False)
         )
@@ -85,9 +98,10 @@ def calibrate_step(
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
+    shown = f"{value:.4f}" if fit == "compute_scale" else f"{value * 1e3:.4g} ms"
     out.print(
         f"model {before:.4g} s, measured {measured:.4g} s ({before / measured - 1:+.1%}): "
-        f"job.compute_scale [bold]{scale:.4f}[/] gives {after:.4g} s"
+        f"job.{fit} [bold]{shown}[/] gives {after:.4g} s"
         + (f"; written to {out_file}" if out_file is not None else ""),
         markup=True,
     )

@@ -212,10 +212,11 @@ def _accuracy(report: Any) -> dict[str, Any] | None:
     cell = quoted_cell(
         str(c.get("gpu")),
         moe=int(j.get("experts") or 1) > 1,
-        sync_free=j.get("moe_a2a_overlap") == "sync-free",
+        sync_free=bool(j.get("moe_sync_free")),
         gpus=int(c.get("gpus") or 0),
         kernel_model=j.get("compute_model") == "kernels",
         compute_scale=float(j.get("compute_scale", 1.0)),
+        measured_host_wait=bool(j.get("moe_host_wait_set")),
     )
     return None if cell is None else {**asdict(cell), "note": cell.note()}
 

@@ -222,3 +222,52 @@ def test_calibrate_step_bad_input_is_one_line(
     result = runner.invoke(app, ["calibrate", "step", str(scenario), *args])
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
+
+
+#: A host-synchronised MoE job: Mixtral on one DGX H100, EP 8 (one local expert a GPU).
+MOE_JOB = "job: {model: mixtral-8x7b, tp: 1, ep: 8, global_batch: 32, seq_len: 2048}\n"
+
+
+def test_calibrate_step_recovers_a_known_moe_host_wait(tmp_path: Path) -> None:
+    """--fit moe_host_wait finds the wait a measured step implies (here a step simulated with
+    2.5 ms a layer) and writes it where `commwall run` reads it."""
+    from commwall import simulate
+
+    scenario = tmp_path / "moe.yaml"
+    scenario.write_text("cluster: {preset: dgx-h100, nodes: 1}\n" + MOE_JOB)
+    truth = simulate({"cluster": {"preset": "dgx-h100", "nodes": 1},
+                      "job": {"model": "mixtral-8x7b", "tp": 1, "ep": 8, "global_batch": 32,
+                              "seq_len": 2048, "moe_host_wait": 2.5e-3}}).step_time  # fmt: skip
+    out = tmp_path / "fitted.yaml"
+    result = runner.invoke(app, ["calibrate", "step", str(scenario), "--step-time", f"{truth}s",
+                                 "--fit", "moe_host_wait", "--out", str(out), "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["moe_host_wait"] == pytest.approx(2.5e-3, rel=1e-2)
+    assert data["predicted_after_s"] == pytest.approx(truth, rel=5e-4)
+    fitted = load_scenario(out)
+    assert fitted.job.moe_host_wait == pytest.approx(2.5e-3, rel=1e-2)
+    assert fitted.job.compute_scale == 1.0  # only the wait moved
+    assert simulate(fitted).step_time == pytest.approx(truth, rel=5e-4)
+    text = runner.invoke(app, ["calibrate", "step", str(scenario), "--step-time", f"{truth}s",
+                               "--fit", "moe_host_wait"]).output  # fmt: skip
+    assert "job.moe_host_wait 2.5" in text and " ms gives " in text
+
+
+@pytest.mark.parametrize(
+    ("job", "args", "message"),
+    [(MOE_JOB, ["--fit", "moe_host_wait", "--step-time", "1ms"], "outside what a host wait"),
+     (MOE_JOB, ["--fit", "flops", "--step-time", "1s"], "--fit: 'flops' is not a field"),
+     (MOE_JOB.replace("}", ", moe_sync_free: true}"), ["--fit", "moe_host_wait",
+      "--step-time", "1s"], "moe_sync_free is true"),
+     ("job: {model: llama3-8b, tp: 8, global_batch: 8, seq_len: 2048}\n",
+      ["--fit", "moe_host_wait", "--step-time", "1s"], "the model is dense")],
+)  # fmt: skip
+def test_calibrate_host_wait_bad_input_is_one_line(
+    tmp_path: Path, job: str, args: list[str], message: str
+) -> None:
+    scenario = tmp_path / "job.yaml"
+    scenario.write_text("cluster: {preset: dgx-h100, nodes: 1}\n" + job)
+    result = runner.invoke(app, ["calibrate", "step", str(scenario), *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output

@@ -100,7 +100,12 @@ class RegimeAccuracy:
             "docs/validation-training.md)"
         )
         if self.within_10 < WELL_MET * self.runs:
-            note += ": measure one step and fit job.compute_scale with `commwall calibrate step`"
+            note += (
+                ": measure one step and fit job.moe_host_wait with `commwall calibrate step "
+                "--fit moe_host_wait`"
+                if self.layers == "MoE, host-synced"
+                else ": measure one step and fit job.compute_scale with `commwall calibrate step`"
+            )
         return note
 
 
@@ -202,12 +207,20 @@ def accuracy_for(gpu: str, *, moe: bool, sync_free: bool, gpus: int) -> RegimeAc
 
 
 def quoted_cell(
-    gpu: str, *, moe: bool, sync_free: bool, gpus: int, kernel_model: bool, compute_scale: float
+    gpu: str,
+    *,
+    moe: bool,
+    sync_free: bool,
+    gpus: int,
+    kernel_model: bool,
+    compute_scale: float,
+    measured_host_wait: bool = False,
 ) -> RegimeAccuracy | None:
     """The cell ``commwall run`` quotes under a step (:func:`accuracy_for`), or None: none when
-    the job does not use the kernel model or carries a measured ``compute_scale`` (the table
-    does not speak for either), or is of a GPU family the table has no runs of."""
-    if not kernel_model or compute_scale != 1.0:
+    the job does not use the kernel model or carries a measured ``compute_scale`` or
+    ``moe_host_wait`` (the table does not speak for those), or is of a GPU family the table has
+    no runs of."""
+    if not kernel_model or compute_scale != 1.0 or measured_host_wait:
         return None
     return accuracy_for(gpu, moe=moe, sync_free=sync_free, gpus=gpus)
 

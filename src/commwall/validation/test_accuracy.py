@@ -18,6 +18,7 @@ from commwall.validation.accuracy import (
     accuracy_table,
     layers_of,
     load_accuracy,
+    quoted_cell,
     regime_markdown,
     scale_of,
 )
@@ -100,12 +101,15 @@ def test_the_note_words_the_cell_and_asks_for_a_step_where_runs_miss(
     assert moe is not None and moe.startswith(
         "on 10 published host-synced MoE GB200/GB300 runs the predicted step was 10% faster"
     )
-    assert "within 10% on 5, worst -40%" in moe and moe.endswith("`commwall calibrate step`")
+    assert "within 10% on 5, worst -40%" in moe
+    assert moe.endswith("fit job.moe_host_wait with `commwall calibrate step --fit moe_host_wait`")
     dense = accuracy_note("gb200", moe=False, sync_free=False, **base)  # type: ignore[arg-type]
     assert dense is not None and "2% slower" in dense and "calibrate" not in dense
     for change in ({"kernel_model": False}, {"compute_scale": 1.2}):
         args = {**base, **change}
         assert accuracy_note("gb200", moe=False, sync_free=False, **args) is None  # type: ignore[arg-type]
+    measured = quoted_cell("gb300", moe=True, sync_free=False, measured_host_wait=True, **base)  # type: ignore[arg-type]
+    assert measured is None  # a measured host wait: the table does not speak for it
 
 
 def test_the_bundled_table_is_whole_and_consistent() -> None:

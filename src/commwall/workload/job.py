@@ -227,7 +227,9 @@ class Job:
                 if self.spec.moe_a2a_overlap
                 else None
             ),
+            "moe_sync_free": self.spec.moe_sync_free if self.model.is_moe else None,
             "moe_host_wait": self.host_wait if self.model.is_moe else None,
+            "moe_host_wait_set": self.spec.moe_host_wait is not None,
             "global_batch": self.spec.global_batch,
             "micro_batch": self.spec.micro_batch,
             "micro_batches": self.micro_batches,
