@@ -622,7 +622,8 @@ def _run(
 
 
 class StepFitError(CommwallError, ValueError):
-    """A measured step the compute scale cannot reach (one line naming the value)."""
+    """A measured step the fitted field (compute scale, host wait) cannot reach (one line
+    naming the value)."""
 
 
 def fit_host_wait(
@@ -657,8 +658,8 @@ def fit_host_wait(
     f_lo, f_hi = step(lo) - measured, step(hi) - measured
     if f_lo == f_hi:
         raise StepFitError(
-            "the step does not change with job.moe_host_wait (a dense model, or every MoE pass "
-            "paired by moe_a2a_overlap): nothing to fit; fit compute_scale instead"
+            "the step does not change with job.moe_host_wait (moe_a2a_overlap pairs every MoE "
+            "pass, so none waits): nothing to fit; fit compute_scale instead"
         )
     if not f_lo <= 0.0 <= f_hi:
         raise StepFitError(
