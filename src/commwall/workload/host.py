@@ -7,7 +7,7 @@ the host sets up the dispatch and launches the experts' GEMMs (under FP8, Transf
 also quantizes each expert's inputs on that path). The step (:mod:`commwall.workload.step`)
 puts that idle time on the compute stream once per MoE layer forward.
 
-The wait is not derived from a CPU model: it is measured, twice, where only the wait changes
+The wait is not derived from a CPU model: it is measured, twice, in A/B runs of one recipe
 (:data:`HOST_SYNC_GAP`), and scaled down for fewer local experts than the measurements had
 (:data:`HOST_SYNC_EXPERTS`). ``job.moe_host_wait`` replaces it with the user's own figure,
 e.g. from an Nsight profile: the step minus the GPU-active time, over the MoE layer forwards.
@@ -24,11 +24,15 @@ from typing import Final
 #: 24.7138 s step against a GPU-active interval union of 22.821 s, 1.8928 s idle over
 #: 64 micro-batches × 48 layers = 0.616 ms; with the EP overlap the union (21.221 s) covers the
 #: whole 20.99 s step, so a pass the overlap pairs does not wait. FP8 and FP4: Megatron-LM
-#: PR #5728's two Qwen3-30B-A3B MXFP8 recipes on 16 GB200, EP 16, MBS 4, GBS 512, the same but
-#: for the wait — partial CUDA graphs with the dropless dispatch (480.3 model TFLOP/s/GPU, a
-#: 6.2783 s step) against a full-iteration graph with paged stashing, which sizes the expert
-#: buffers ahead (598.1, 5.0418 s): 1.2365 s over 8 micro-batches × 48 layers = 3.22 ms (a
-#: floor: the paged stash's capacity factor 1.5 adds GPU work).
+#: PR #5728's two Qwen3-30B-A3B MXFP8 recipes on 16 GB200, EP 16, MBS 4, GBS 512, which differ
+#: in how they meet the host — partial CUDA graphs (attention, router, MoE preprocessing) with
+#: the dropless dispatch (480.3 model TFLOP/s/GPU, a 6.2783 s step) against a full-iteration
+#: graph with paged stashing, which sizes the expert buffers ahead (598.1, 5.0418 s; the
+#: recipes' YAML at 7146484): 1.2365 s over 8 micro-batches × 48 layers = 3.22 ms. The graphed
+#: recipe also runs Transformer Engine's fused grouped MLP (``NVTE_CUTEDSL_FUSED_GROUPED_MLP``,
+#: the op fuser), whose fused activation and casts the kernel model prices at up to ~0.4 ms a
+#: layer, and its capacity factor 1.5 adds GPU work: the wait is 2.8–3.2 ms; the difference as
+#: measured is taken.
 HOST_SYNC_GAP: Final[dict[str, float]] = {"bf16": 1.8928 / (64 * 48), "low": 1.2365 / (8 * 48)}
 #: Local experts in both measurements. Transformer Engine's grouped GEMMs pay their host work
 #: per GEMM, so per local expert (``torch.split`` and two ``torch.empty`` calls per GEMM under
