@@ -231,11 +231,13 @@ def test_host_synchronised_moe_layers_leave_the_gpu_waiting_on_the_host() -> Non
 def test_host_gap_scales_with_local_experts_up_to_the_measured_eight() -> None:
     """Fewer local experts pay their share of the measured gap (per-GEMM host work); eight
     and more pay all of it; FP8 takes its own measurement."""
-    ep2 = {**MOE, "ep": 2}  # 4 local experts
-    ep1 = {**MOE, "ep": 1}  # all 8
-    assert host_gap(ep2) == pytest.approx(HOST_SYNC_GAP["bf16"] / 2)
-    assert host_gap(ep1) == pytest.approx(HOST_SYNC_GAP["bf16"])
-    job, _ = resolved({**ep1, "precision": "fp8"})
+    for ep, share in ((2, 0.5), (1, 1.0)):  # 4 local experts, all 8
+        spec = {**MOE, "ep": ep}
+        job, _ = resolved(spec)
+        layers = job.micro_batches * job.layers_per_stage
+        expected = HOST_SYNC_GAP["bf16"] * share * layers
+        assert run(spec).breakdown["host"] == pytest.approx(expected, rel=1e-9)
+    job, _ = resolved({**MOE, "ep": 1, "precision": "fp8"})
     assert job.host_wait == pytest.approx(HOST_SYNC_GAP["low"])
     assert HOST_SYNC_GAP["low"] > HOST_SYNC_GAP["bf16"]
 
