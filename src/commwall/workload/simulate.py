@@ -626,6 +626,17 @@ class StepFitError(CommwallError, ValueError):
     naming the value)."""
 
 
+def _check_measured(measured: float) -> None:
+    if not measured > 0 or measured != measured or measured == float("inf"):
+        raise StepFitError(f"measured step: {measured!r} s; need a positive, finite time")
+
+
+def _step_with(scenario: Scenario, field: str, value: float) -> float:
+    """``scenario``'s step time with job field ``field`` set to ``value``."""
+    job = scenario.job.model_copy(update={field: value})
+    return simulate(scenario.model_copy(update={"job": job})).step_time
+
+
 def fit_host_wait(
     scenario: Scenario, measured: float, *, high: float = 0.1
 ) -> tuple[float, float, float]:
@@ -638,8 +649,7 @@ def fit_host_wait(
     correction (Dowell and Jarratt 1971) finds it in a few steps, to 0.05 % of the step. Only
     the wait moves: a measured step shorter than the model's with no wait cannot be reached.
     """
-    if not measured > 0 or measured != measured or measured == float("inf"):
-        raise StepFitError(f"measured step: {measured!r} s; need a positive, finite time")
+    _check_measured(measured)
     spec = scenario.job
     report = simulate(scenario)
     if report.job["moe_host_wait"] is None or spec.moe_sync_free:
@@ -650,8 +660,7 @@ def fit_host_wait(
         )
 
     def step(wait: float) -> float:
-        job = spec.model_copy(update={"moe_host_wait": wait})
-        return simulate(scenario.model_copy(update={"job": job})).step_time
+        return _step_with(scenario, "moe_host_wait", wait)
 
     before = report.step_time
     lo, hi = 0.0, high
@@ -696,12 +705,10 @@ def fit_compute_scale(
     0.1 % of the step). Only compute is scaled: communication, bubbles and the optimizer keep
     the model's times, so a measured step shorter than those alone cannot be reached.
     """
-    if not measured > 0 or measured != measured or measured == float("inf"):
-        raise StepFitError(f"measured step: {measured!r} s; need a positive, finite time")
+    _check_measured(measured)
 
     def step(scale: float) -> float:
-        job = scenario.job.model_copy(update={"compute_scale": scale})
-        return simulate(scenario.model_copy(update={"job": job})).step_time
+        return _step_with(scenario, "compute_scale", scale)
 
     before = simulate(scenario).step_time
     lo_step, hi_step = step(low), step(high)

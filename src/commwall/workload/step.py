@@ -957,7 +957,7 @@ class _Builder:
         # pair (mlp), a MoE block's experts' pair and all-to-alls (moe)
         modules = self.modules if backward else ()
         mlp_redo = layers if not moe and "mlp" in modules else 0
-        moe_redo = layers if moe and "moe" in modules else 0
+        moe_redo = self.moe_forwards_again(backward, layers, k)  # its all-to-alls and experts
         if self.sp:
             if not backward:
                 gathers = scatters = 0 if ub else blocks
@@ -982,7 +982,7 @@ class _Builder:
             tp_ops = [(o, label, n - moved if o is op else n) for o, label, n in tp_ops]
         # the experts' pair: forward gather and scatter, backward their transposes
         expert_ops = [
-            (op, label, (layers + redo + moe_redo) if moe else 0)
+            (op, label, (layers + moe_redo) if moe else 0)
             for op, label in (
                 ((Op.ALL_GATHER, "all-gather"), (Op.REDUCE_SCATTER, "reduce-scatter"))
                 if self.sp
@@ -1014,7 +1014,7 @@ class _Builder:
             out.append(("TP", f"{label} (latents)", task, "tp", calls))
         if job.ep > 1 and moe:
             task = CollectiveTask(Op.ALLTOALL, self.a2a_bytes, self.groups.ep)
-            out.append(("EP", "all-to-all", task, "ep", 2 * (layers + redo + moe_redo)))
+            out.append(("EP", "all-to-all", task, "ep", 2 * (layers + moe_redo)))
         return tuple(out)
 
     def latent_calls(
@@ -1093,8 +1093,15 @@ class _Builder:
         21.221 s, covers the 20.99 s step; :mod:`commwall.workload.host`)."""
         if not self.host_gap or not self.plan.moe[k] or self.ep_beside:
             return 0
-        if not tag.startswith("B"):
-            return layers
+        backward = tag.startswith("B")
+        return self.moe_forwards_again(backward, layers, k) if backward else layers
+
+    def moe_forwards_again(self, backward: bool, layers: int, k: int) -> int:
+        """MoE layer forwards a backward over ``layers`` layers of kind ``k`` re-runs: each
+        layer once under full recomputation, once more with the ``moe`` recompute module;
+        none for a forward or a dense kind."""
+        if not backward or not self.plan.moe[k]:
+            return 0
         return layers * (int(self.plan.redo[k]) + int("moe" in self.modules))
 
     def all_to_alls_beside(
