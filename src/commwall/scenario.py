@@ -484,6 +484,11 @@ class ModelDef(_Strict):
         default=False,
         description="Norms after the attention and the MLP too, four a layer (Gemma 2 and 3).",
     )
+    yarn_rope: bool = Field(
+        default=False,
+        description="Rotary positions extended by YaRN (GPT-OSS; Hugging Face rope_scaling "
+        "rope_type yarn): Megatron runs its rotary unfused for them.",
+    )
     dense_layers: int = Field(
         default=0,
         ge=0,

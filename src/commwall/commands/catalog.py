@@ -68,6 +68,7 @@ def catalog(
                         else ""
                     )
                     + (f", MLA (latents {m.q_lora_rank}/{m.kv_lora_rank})" if m.mla else "")
+                    + (", YaRN rotary (unfused)" if m.yarn_rope else "")
                     + (
                         f", {m.sliding_window}-token window"
                         + (

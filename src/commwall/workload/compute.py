@@ -430,6 +430,28 @@ _THIN_TILE: Final = (64, 64)
 #: Blackwell only; every GPU and kernel family takes it (no other measurement found).
 HEAD_DIM_64_SHARE: Final = 977.0 / 1378.0
 
+#: Seconds per query row (one query of one head) below which cuDNN's sliding-window attention
+#: does not go, (BF16 forward, BF16 backward, FP8 forward), per GPU: cudnn-frontend's SDPA
+#: training benchmark with its GPT-OSS preset (a 128-token window, head dim 64, b 2 × 128
+#: heads, 2K to 32K tokens, the non-deterministic backward; ``benchmark/sdpa_benchmark_training/
+#: results/gpt_oss/{gb200,gb300}/gpt_oss_20260424_1000{11,22}.csv`` @3929da2, cuDNN 9.22). The
+#: time per row hardly moves with the length (GB200 BF16 forward 0.208, 0.200, 0.197, 0.196 ns
+#: from 2K to 16K; backward 0.452 to 0.433), so the least of the lengths is taken: at such a
+#: window a kernel pays its per-query-block fixed work (loading Q, the softmax statistics,
+#: writing O) over a loop of two key blocks, and runs at 161 TFLOP/s of the window's FLOPs
+#: (6.5 % of the BF16 peak) where the whole causal square at 4K runs at 998. A wider window
+#: is no faster a row, so :func:`_attention` prices a windowed layer at the slower of its
+#: FLOPs at the full-attention rate and these rows. The same benchmark's H200 rows (cuDNN
+#: 9.19, 64 query and 8 key/value heads) use a 1,024-token window, where the FLOPs alone land
+#: within 9 % of the measured times; Hopper has no 128-token measurement and keeps the FLOP
+#: price. B200 and B300 take their GB siblings' rows.
+WINDOW_ROW_SECONDS: Final[dict[str, tuple[float, float, float]]] = {
+    "b200": (0.1960e-9, 0.4334e-9, 0.1823e-9),
+    "gb200": (0.1960e-9, 0.4334e-9, 0.1823e-9),
+    "b300": (0.1884e-9, 0.4082e-9, 0.1545e-9),
+    "gb300": (0.1884e-9, 0.4082e-9, 0.1545e-9),
+}
+
 
 def head_dim_efficiency(head_dim: int) -> float:
     """Share of the measured (head dim 128) attention rate a kernel with narrower heads keeps.
@@ -756,6 +778,10 @@ def layer_work(
     nbytes = fwd_bytes * elem_bytes * tokens
     fwd.append(_memory("norms, residuals, activation, rotary", nbytes, dev, launches))
     bwd.append(_memory("norms, residuals, activation, rotary (grad)", 2 * nbytes, dev, launches))
+    if model.yarn_rope:
+        rotary = _unfused_rotary(model, dev, tokens, t, elem_bytes)
+        fwd.append(rotary[0])
+        bwd.append(rotary[1])
     if recompute == "full":
         redo = tuple(fwd)
     elif recompute == "selective":
@@ -1096,7 +1122,8 @@ def _elementwise_bytes(
     """Elements moved per token by one layer's forward element-wise kernels, and how many
     kernels: two norms (read + write), two residual adds (two reads + a write), the MLP
     activation (gated: two reads + a write of the MLP width; else one of each), rotary
-    embedding on q and k (read + write) unless positions are a learned table (GPT-2/3),
+    embedding on q and k (read + write) unless positions are a learned table (GPT-2/3) or the
+    rotary is YaRN's, run unfused (:func:`_unfused_rotary`),
     for layers with biases (GPT-2/3, GPT-NeoX, StarCoder2) bias + dropout before each
     residual (a read and a 1-byte mask), and the query and key norms where the model has them
     (Qwen3, OLMo 2: a read and a write of q and k, one kernel each), and with ``sandwich_norm``
@@ -1111,7 +1138,7 @@ def _elementwise_bytes(
     if model.linear_bias:
         per_token += 2 * 1.5 * hs
         launches += 2
-    if not model.learned_pos_emb:
+    if not model.learned_pos_emb and not model.yarn_rope:
         per_token += 2 * (model.q_dim + model.k_dim) / t
         launches += 1
     if model.mla:
@@ -1125,6 +1152,33 @@ def _elementwise_bytes(
         per_token += 2 * 2 * hs
         launches += 2
     return per_token, launches
+
+
+#: Reads and writes of each query and key element by Megatron-Core's unfused rotary
+#: (``_apply_rotary_pos_emb_bshd``, ``models/common/embeddings/rope_utils.py`` @d98e8a6: ``t·cos
+#: + rotate_half(t)·sin``, then the rotated part joined to the unrotated rest), forward and
+#: backward, and its kernels. Forward: the product with cos (read, write), ``rotate_half``'s
+#: negation of one half (half a read and half a write) and its concatenation of the halves
+#: (read, write), the product with sin (read, write), the sum (two reads, a write) and the
+#: final ``cat`` with the empty unrotated rest (read, write): 12 and six kernels. Backward, by
+#: autograd: the gradient times sin (2), the negation (1), the halves put back together (2),
+#: the gradient times cos (2) and the two paths' gradients summed (3): 10 and five kernels.
+#: cos and sin (one row per position, shared by the heads and the batch) are left out. The
+#: fused kernel it replaces reads and writes each element once a pass.
+UNFUSED_ROTARY_PASSES: Final = (12, 6, 10, 5)
+
+
+def _unfused_rotary(
+    model: ModelSpec, dev: Device, tokens: int, t: int, elem_bytes: int
+) -> tuple[Kernel, Kernel]:
+    """The unfused rotary a YaRN model runs in Megatron (``ModelSpec.yarn_rope``): the passes
+    of :data:`UNFUSED_ROTARY_PASSES` over the rank's queries and keys, forward and backward."""
+    elements = tokens * (model.q_dim + model.k_dim) / t
+    f_passes, f_kernels, b_passes, b_kernels = UNFUSED_ROTARY_PASSES
+    return (
+        _memory("rotary, unfused (YaRN)", f_passes * elem_bytes * elements, dev, f_kernels),
+        _memory("rotary, unfused (YaRN) (grad)", b_passes * elem_bytes * elements, dev, b_kernels),
+    )
 
 
 def _ring_merges(
@@ -1229,6 +1283,21 @@ def _attention(
             grad = 2.5 * full / 2.0
         forward = causal / (dev.half_peak * share_f) + KERNEL_LAUNCH
         backward = grad / (dev.half_peak * share_b) + KERNEL_LAUNCH
+        floor = WINDOW_ROW_SECONDS.get(dev.name) if kind == "flash" else None
+        if windowed and floor is not None and model.sliding_window is not None:
+            # a windowed layer runs no faster a query row than cuDNN at a 128-token window
+            rows = b * heads * s / cp
+            w = model.sliding_window
+            inside = full * (s * w - w * w / 2.0) / (float(s) * s)  # one windowed layer
+            part = (model.sliding_window_layers or model.n_layers) / model.n_layers
+            whole = full / 2.0
+            slow_f = max(inside / (dev.half_peak * share_f), rows * floor[2 if fp8 else 0])
+            forward = part * slow_f + (1.0 - part) * whole / (dev.half_peak * share_f)
+            forward += KERNEL_LAUNCH
+            if not fp8:
+                slow_b = max(2.5 * inside / (dev.half_peak * share_b), rows * floor[1])
+                backward = part * slow_b + (1.0 - part) * 2.5 * whole / (dev.half_peak * share_b)
+                backward += KERNEL_LAUNCH
         if chunked and chunk is not None:
             # the chunked layers run causal attention over sequences of ``chunk`` tokens, at
             # the kernel's rate at that length; the others over the whole sequence

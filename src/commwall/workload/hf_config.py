@@ -83,8 +83,11 @@ on) is read as ``sliding_window`` and, where only some layers use it (``layer_ty
 both, Qwen's ``max_window_layers`` inside the stack, GPT-OSS), ``sliding_window_layers``; each
 layer's attention is then priced at the layers' mean
 (:meth:`~commwall.workload.models.ModelSpec.attended_pairs`). Keys that do not change the
-compute or the parameters (token ids, rope scaling, initialisation, dtype, dropout rates) are
-ignored. Qwen3 normalises q and k per head (``qk_norm: head``).
+compute or the parameters (token ids, the rotary base and scaling factors, initialisation,
+dtype, dropout rates) are ignored. Qwen3 normalises q and k per head (``qk_norm: head``). A
+YaRN rotary scaling (``rope_scaling`` or ``rope_parameters`` with ``rope_type`` yarn, GPT-OSS)
+sets ``yarn_rope`` on every family but the learned-position and MLA ones: the rotary kernel
+then runs unfused (:attr:`~commwall.workload.models.ModelSpec.yarn_rope`).
 """
 
 from __future__ import annotations
@@ -288,6 +291,40 @@ def model_from_hf_config(
     data: Mapping[str, Any], *, name: str = "hf-model", source: str = "config.json"
 ) -> ModelSpec:
     """A :class:`ModelSpec` from the keys of a ``transformers`` config (module docstring)."""
+    spec = _family_model(data, name, source)
+    if _yarn(data) and not spec.mla and not spec.learned_pos_emb:
+        spec = replace(spec, yarn_rope=True)
+    return spec
+
+
+#: The keys a ``transformers`` config keeps its rotary scaling under: ``rope_scaling`` (with
+#: ``rope_type``, or ``type`` in older files) and, from ``transformers`` 5, ``rope_parameters``.
+_ROPE_KEYS: Final = ("rope_scaling", "rope_parameters")
+
+
+def _yarn(data: Mapping[str, Any]) -> bool:
+    """Whether the rotary positions are YaRN's (``rope_type`` or ``type`` ``yarn`` under
+    :data:`_ROPE_KEYS`, at the top level or in a ``text_config``): ``ModelSpec.yarn_rope``."""
+    text = data.get("text_config")
+    for where in (data, text if isinstance(text, Mapping) else {}):
+        for key in _ROPE_KEYS:
+            value = where.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, Mapping):
+                raise ModelDefinitionError(
+                    f"{key}: {_shown(value)}: must be an object (or null: plain rotary)"
+                )
+            kind = value.get("rope_type", value.get("type"))
+            if kind is not None and not isinstance(kind, str):
+                raise ModelDefinitionError(f"{key}.rope_type: {_shown(kind)}: must be a string")
+            if kind == "yarn":
+                return True
+    return False
+
+
+def _family_model(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """The model of ``data``'s ``model_type`` family (module docstring's table)."""
     kind = data.get("model_type")
     if kind not in SUPPORTED:
         raise ModelDefinitionError(

@@ -244,6 +244,7 @@ class Job:
             "sliding_window_layers": self.model.sliding_window_layers,
             "attention_chunk": self.model.attention_chunk,
             "attention_chunk_layers": self.model.attention_chunk_layers,
+            "yarn_rope": self.model.yarn_rope,
             "mtp_layers": self.model.mtp_layers,
             "recompute": self.spec.recompute,
             "recompute_modules": list(recompute_modules(self.spec)) or None,

@@ -96,6 +96,17 @@ class ModelSpec:
     & gpt-oss-20b Model Card", its architecture section); ``sliding_window`` ``None``: causal
     attention over the whole sequence. It changes the attention core's work, not the
     parameters (:meth:`attended_pairs`).
+    ``yarn_rope`` marks rotary positions extended by YaRN (Peng et al. 2023, "YaRN: Efficient
+    Context Window Extension of Large Language Models": scaled frequencies, and cos and sin
+    scaled by an attention factor; Hugging Face ``rope_scaling`` with ``rope_type`` yarn, as in
+    GPT-OSS). It changes no shape and no FLOP, only how the rotary kernel runs: Megatron-Bridge
+    turns RoPE fusion off for every ``position_embedding_type`` but ``rope``
+    (``validate_rope_fusion_compatibility``, ``src/megatron/bridge/utils/fusions.py`` @v0.2.1
+    and @067f987, whose converter maps a yarn ``rope_type`` to ``position_embedding_type`` yarn
+    for every model but MLA ones, ``models/conversion/model_bridge.py``), and Megatron-Core
+    from 0.16 falls back to its unfused rotary whenever the attention factor is not 1
+    (``apply_rotary_pos_emb``, ``models/common/embeddings/rope_utils.py``, 987395813 "Fixes for
+    gpt-oss"); :func:`commwall.workload.compute.layer_work` prices that unfused path.
     ``sandwich_norm`` adds a norm after the attention and after the MLP, before each residual
     add, to the two before them (Gemma 2 and 3: "post-norm and pre-norm with RMSNorm", Gemma
     Team 2024, "Gemma 2: Improving Open Language Models at a Practical Size", §2): four norms a
@@ -168,6 +179,7 @@ class ModelSpec:
     qk_rope_head_dim: int = 0
     v_head_dim: int | None = None
     mtp_layers: int = 0
+    yarn_rope: bool = False
 
     def __post_init__(self) -> None:
         for field_name in (
@@ -279,6 +291,13 @@ class ModelSpec:
             raise ModelDefinitionError(
                 f"{self.name}: norm={self.norm!r} is invalid: allowed values are "
                 "'rmsnorm', 'layernorm'"
+            )
+        if self.yarn_rope and (self.learned_pos_emb or self.kv_lora_rank is not None):
+            what = "learned_pos_emb" if self.learned_pos_emb else "kv_lora_rank"
+            raise ModelDefinitionError(
+                f"{self.name}: yarn_rope=True is invalid with {what}: it describes the rotary "
+                "embedding of every head's query and key; a learned position table has none, "
+                "and multi-head latent attention's rotary is its own fused kernel"
             )
 
     def _check_expert_groups(self) -> None:
@@ -1204,12 +1223,14 @@ _ZOO: dict[str, ModelSpec] = {
                 top_k=4,
                 sliding_window=128,
                 sliding_window_layers=layers // 2,
+                yarn_rope=True,
                 published_params=published,
                 source=(
                     f"OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card' Table 1 and its architecture section: "
                     f"{layers} layers, {experts} experts of width 2880, top-4, biases on the "
-                    f"attention and the experts, a 128-token window on every other layer; "
-                    f"Hugging Face openai/gpt-oss-{size} config.json (hidden 2880, 64 heads of "
+                    f"attention and the experts, a 128-token window on every other layer, YaRN "
+                    f"rotary positions (rope_scaling factor 32); Hugging Face "
+                    f"openai/gpt-oss-{size} config.json (hidden 2880, 64 heads of "
                     f"64, 8 KV heads, vocab 201088, untied); {published / 1e9:g}B total; the "
                     f"attention sinks and router biases are not counted"
                 ),

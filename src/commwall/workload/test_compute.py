@@ -21,6 +21,8 @@ from commwall.workload.compute import (
     KERNEL_LAUNCH,
     NVFP4_GEMM_KERNELS,
     SUSTAINED_GEMM,
+    UNFUSED_ROTARY_PASSES,
+    WINDOW_ROW_SECONDS,
     Device,
     Kernel,
     attention_family,
@@ -742,6 +744,86 @@ def test_fp8_attention_backward_computes_the_whole_causal_triangle_of_a_window()
     per_pair = 2.0 * model.n_heads * (model.qk_head_dim + model.v_head)  # QKᵀ and softmax·V
     assert flops(False) == pytest.approx((per_pair * pairs, 2.5 * per_pair * pairs))
     assert flops(True) == pytest.approx((per_pair * pairs, 2.5 * per_pair * s * s / 2))
+
+
+#: cudnn-frontend's SDPA training benchmark, GPT-OSS preset (b 2 x 128 heads of 64, a
+#: 128-token window; ``results/gpt_oss/gb200/gpt_oss_20260424_100011.csv`` @3929da2, cuDNN
+#: 9.22): BF16 forward and non-deterministic backward, ms, by sequence length.
+GPT_OSS_WINDOW_GB200: dict[int, tuple[float, float]] = {
+    2048: (0.109, 0.237), 4096: (0.210, 0.465), 8192: (0.414, 0.911), 16384: (0.822, 1.818),
+}  # fmt: skip
+
+
+def test_a_128_token_window_runs_at_cudnns_measured_time_a_query_row() -> None:
+    """At GPT-OSS's 128-token window cuDNN runs 6x slower than the window's FLOPs at the
+    full-attention rate: the model's windowed layer lands within 6 % of the measured times
+    from 2K to 16K tokens, forward and backward (the per-row time is the least of them)."""
+    dev = device_for("gb200", 2500e12, 2500e12, 8.0e12, "bf16")
+    model = replace(
+        get_model("gpt-oss-120b"), n_heads=128, n_kv_heads=128, sliding_window_layers=None
+    )
+    for s, (fwd_ms, bwd_ms) in GPT_OSS_WINDOW_GB200.items():
+        w = layer_work(model, dev, micro_batch=2, seq_len=s, tp=1, recompute="none")
+        fwd = {k.name: k for k in w.forward}["attention"]
+        bwd = {k.name: k for k in w.backward}["attention (grad)"]
+        assert fwd.seconds * 1e3 == pytest.approx(fwd_ms, rel=0.06)
+        assert bwd.seconds * 1e3 == pytest.approx(bwd_ms, rel=0.06)
+        # six times the window's FLOPs at the whole-attention rate
+        by_flops = fwd.flops / (2500e12 * head_dim_efficiency(64) * attention_share(
+            attention_family("gb200", "flash"), s)[0])  # fmt: skip
+        assert fwd.seconds > 4 * by_flops
+    rows = 2 * 128 * 4096
+    assert WINDOW_ROW_SECONDS["gb200"][0] * rows * 1e3 == pytest.approx(0.822 / 4, rel=1e-3)
+
+
+def test_a_wide_window_and_hopper_keep_the_flop_price() -> None:
+    """A 2,048-token window on GB200 runs slower a row than the 128-token floor, so its FLOPs
+    price it; Hopper has no 128-token measurement, and the same benchmark's H200 rows at a
+    1,024-token window (64 query and 8 key/value heads of 64, cuDNN 9.19:
+    ``results/h200_919_only_cudnn/gpt_oss_20260227_034819.csv``) land within 10 % of the FLOP
+    price at 4K: 0.358 ms forward, 1.042 ms backward."""
+    base = replace(get_model("gpt-oss-120b"), sliding_window_layers=None)
+    gb200 = device_for("gb200", 2500e12, 2500e12, 8.0e12, "bf16")
+    wide = replace(base, sliding_window=2048)
+    w = layer_work(wide, gb200, micro_batch=2, seq_len=8192, tp=1, recompute="none")
+    fwd = {k.name: k for k in w.forward}["attention"]
+    share = attention_share(attention_family("gb200", "flash"), 8192)[0] * head_dim_efficiency(64)
+    assert fwd.seconds == pytest.approx(fwd.flops / (2500e12 * share) + KERNEL_LAUNCH)
+    h200 = device_for("h200", 989.4e12, 989.4e12, 4.8e12, "bf16")
+    hopper = replace(base, sliding_window=1024)
+    w = layer_work(hopper, h200, micro_batch=2, seq_len=4096, tp=1, recompute="none")
+    fwd = {k.name: k for k in w.forward}["attention"]
+    bwd = {k.name: k for k in w.backward}["attention (grad)"]
+    assert fwd.seconds * 1e3 == pytest.approx(0.358, rel=0.10)
+    assert bwd.seconds * 1e3 == pytest.approx(1.042, rel=0.10)
+    assert "h200" not in WINDOW_ROW_SECONDS and "h100-sxm" not in WINDOW_ROW_SECONDS
+
+
+def test_yarn_rotary_runs_megatrons_unfused_passes() -> None:
+    """A YaRN model's rotary leaves the fused element-wise pass (a read and a write of q and k,
+    twice that backward) for Megatron-Core's unfused one: 12 reads and writes of each element
+    forward, 10 backward (UNFUSED_ROTARY_PASSES); nothing else changes."""
+    plain = get_model("gpt-oss-120b")
+    assert plain.yarn_rope
+    rope = replace(plain, yarn_rope=False)
+    tokens, t = 4 * 4096, 1
+    kw = {"micro_batch": 4, "seq_len": 4096, "tp": t, "recompute": "none"}
+    a = layer_work(plain, GB200_FP8, **kw)  # type: ignore[arg-type]
+    b = layer_work(rope, GB200_FP8, **kw)  # type: ignore[arg-type]
+    elements = tokens * (plain.q_dim + plain.k_dim) / t
+    fwd = {k.name: k for k in a.forward}["rotary, unfused (YaRN)"]
+    bwd = {k.name: k for k in a.backward}["rotary, unfused (YaRN) (grad)"]
+    assert fwd.nbytes == pytest.approx(12 * 2 * elements)
+    assert bwd.nbytes == pytest.approx(10 * 2 * elements)
+    assert UNFUSED_ROTARY_PASSES == (12, 6, 10, 5)
+    block = "norms, residuals, activation, rotary"
+    with_fused, without = ({k.name: k for k in w.forward}[block].nbytes for w in (b, a))
+    assert with_fused - without == pytest.approx(2 * 2 * elements)
+    assert len(a.forward) == len(b.forward) + 1 and len(a.backward) == len(b.backward) + 1
+    with pytest.raises(CommwallError, match="yarn_rope=True is invalid with learned_pos_emb"):
+        replace(get_model("gpt3-175b"), yarn_rope=True)
+    with pytest.raises(CommwallError, match="yarn_rope=True is invalid with kv_lora_rank"):
+        replace(get_model("deepseek-v3"), yarn_rope=True)
 
 
 def test_narrow_heads_run_attention_at_the_measured_head_dim_64_share() -> None:

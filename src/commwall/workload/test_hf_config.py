@@ -277,6 +277,9 @@ GPT_OSS_120B: dict[str, Any] = {
     "num_key_value_heads": 8, "sliding_window": 128, "tie_word_embeddings": False,
     "max_position_embeddings": 131072, "attention_bias": True, "swiglu_limit": 7.0,
     "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                     "original_max_position_embeddings": 4096, "rope_type": "yarn",
+                     "truncate": False},
 }  # fmt: skip
 
 
@@ -301,6 +304,30 @@ def test_gpt_oss_matches_its_model_card(
         assert active == pytest.approx(5.13e9, abs=0.005e9)
     with pytest.raises(ModelDefinitionError, match="attention_bias: false: the experts keep"):
         model_from_hf_config({**GPT_OSS_120B, "attention_bias": False})
+
+
+def test_a_yarn_rope_scaling_marks_the_rotary_unfused_where_megatron_runs_it_so() -> None:
+    """GPT-OSS's ``rope_scaling`` (``rope_type`` yarn) sets ``yarn_rope``, as the zoo model has
+    it, under either key and in older files' ``type``; Llama 3.1's ``llama3`` scaling and none
+    leave it off, as do MLA models (DeepSeek-V3's yarn: its rotary is MLA's own kernel); a
+    scaling that is not an object is named."""
+    yarn = {"rope_type": "yarn", "factor": 32.0}
+    assert model_from_hf_config(GPT_OSS_120B).yarn_rope is get_model("gpt-oss-120b").yarn_rope
+    assert model_from_hf_config(GPT_OSS_120B).yarn_rope is True
+    no_scaling = {k: v for k, v in GPT_OSS_120B.items() if k != "rope_scaling"}
+    assert not model_from_hf_config(no_scaling).yarn_rope
+    assert model_from_hf_config({**no_scaling, "rope_parameters": yarn}).yarn_rope
+    assert model_from_hf_config({**LLAMA3_8B, "rope_scaling": {"type": "yarn"}}).yarn_rope
+    llama31 = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}
+    assert not model_from_hf_config({**LLAMA3_8B, "rope_scaling": llama31}).yarn_rope
+    assert not model_from_hf_config({**LLAMA3_8B, "rope_scaling": None}).yarn_rope
+    deepseek = {**DEEPSEEK_V3, "rope_scaling": {**yarn, "mscale": 1.0, "mscale_all_dim": 1.0}}
+    assert not model_from_hf_config(deepseek).yarn_rope
+    assert not model_from_hf_config({**GPT2, "rope_scaling": yarn}).yarn_rope
+    for bad, message in (("yarn", "rope_scaling: 'yarn': must be an object"),
+                         ({"rope_type": 3}, "rope_scaling.rope_type: 3: must be a string")):  # fmt: skip
+        with pytest.raises(ModelDefinitionError, match=message):
+            model_from_hf_config({**LLAMA3_8B, "rope_scaling": bad})
 
 
 #: deepseek-ai/DeepSeek-V3 config.json (keys that size the model): 671B total, 37B activated
@@ -773,7 +800,11 @@ def test_a_deepseek_config_trains_with_its_mtp_module_from_the_cli(tmp_path: Pat
      ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, n_experts: 4, "
       "moe_layer_freq: [1, 2]}", "job.model.moe_layer_freq"),
      ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, moe_layer_freq: 1}",
-      "moe_layer_pattern is invalid: needs a mixture-of-experts model")],
+      "moe_layer_pattern is invalid: needs a mixture-of-experts model"),
+     ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, max_seq_len: 64, "
+      "learned_pos_emb: true, yarn_rope: true}", "yarn_rope=True is invalid with learned_pos_emb"),
+     ("{n_layers: 2, hidden: 256, ffn_hidden: 8, n_heads: 4, vocab: 9, yarn_rope: maybe}",
+      "job.model.yarn_rope")],
 )  # fmt: skip
 def test_bad_models_in_a_scenario_are_one_line(tmp_path: Path, model: str, message: str) -> None:
     scenario = tmp_path / "job.yaml"
