@@ -708,6 +708,16 @@ class JobSpec(_Strict):
         "the newest measured release at or below it (9.13, 9.17, 9.22; docs/compute-model.md). "
         "Default: the newest measured. A100 and Hopper have one measurement each.",
     )
+    attention_dropout: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description="Dropout probability on the attention probabilities (Megatron-Core's "
+        "--attention-dropout; its bare default 0.1, which Megatron-LM's GPT runs keep; 0 in "
+        "Llama-style recipes: NeMo, Megatron-Bridge, MLPerf). Above 0 the fused kernels run "
+        "their dropout variant, slower (docs/compute-model.md). attention unfused always prices "
+        "2021 Megatron's dropout pass (0 is refused there).",
+    )
     fp8_attention: bool = Field(
         default=False,
         description="Megatron-Core's --fp8-dot-product-attention (precision fp8 or fp4, "

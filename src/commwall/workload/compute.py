@@ -89,6 +89,7 @@ __all__ = [
     "attention_share",
     "cached_weight_bytes",
     "device_for",
+    "dropout_share",
     "gemm_seconds",
     "head_dim_efficiency",
     "layer_work",
@@ -452,6 +453,33 @@ WINDOW_ROW_SECONDS: Final[dict[str, tuple[float, float, float]]] = {
     "gb300": (0.1884e-9, 0.4082e-9, 0.1545e-9),
 }
 
+#: Share of a fused attention kernel's rate it keeps with dropout on the attention
+#: probabilities (``job.attention_dropout`` > 0: a Philox draw per score and the mask applied
+#: in both passes), forward and backward at head dim 128, and backward at 64. Derived from the
+#: GB200 measurements of Dao-AILab/flash-attention PR #2597 (FlashAttention-4 dropout on SM100,
+#: bf16, 16 heads, ~32K tokens, p 0.125, against cuDNN 9.24): FlashAttention-4 keeps 75-85 % of
+#: its no-dropout TFLOP/s forward and 60-70 % backward; cuDNN's dropout backward is 1.1-1.2×
+#: slower than FlashAttention-4's at head dim 128 and 1.4-1.7× at 64, the forwards trade wins;
+#: and cuDNN without dropout runs at 1,378 / 1,431 (head dim 128) and 977 / 1,011 (64) of
+#: FlashAttention-4's rate in cudnn-frontend's table (:data:`HEAD_DIM_64_SHARE`'s source).
+#: With the ranges' middles: forward 0.80 / 0.963 = 0.83, backward 0.65 / 1.15 / 0.963 = 0.59
+#: (head dim 128) and 0.65 / 1.55 / 0.966 = 0.43 (64), linear in the head dim between. Measured
+#: on GB200 only; every fused kernel takes it (FlashAttention-2's own dropout cost on A100 and
+#: H100 is not published in a comparable form).
+DROPOUT_SHARE: Final = (0.80 / 0.963, 0.65 / 1.15 / 0.963, 0.65 / 1.55 / 0.966)
+
+
+def dropout_share(head_dim: int) -> tuple[float, float]:
+    """(forward, backward) share of its rate a fused attention kernel keeps with dropout
+    (:data:`DROPOUT_SHARE`), linear in the head dim between 64 and 128 and flat outside.
+
+    >>> [round(x, 3) for x in dropout_share(128)], [round(x, 3) for x in dropout_share(64)]
+    ([0.831, 0.587], [0.831, 0.434])
+    """
+    forward, wide, narrow = DROPOUT_SHARE
+    x = min(1.0, max(0.0, (head_dim - 64) / 64))
+    return forward, narrow + x * (wide - narrow)
+
 
 def head_dim_efficiency(head_dim: int) -> float:
     """Share of the measured (head dim 128) attention rate a kernel with narrower heads keeps.
@@ -639,6 +667,7 @@ def layer_work(
     expert_tp: int | None = None,
     fp8_attention: bool = False,
     cudnn: tuple[int, int] | None = None,
+    attention_dropout: bool = False,
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
@@ -656,7 +685,9 @@ def layer_work(
     FP4 jobs cast with ``nvfp4``); ``fp8_attention``: the attention core in FP8
     (:data:`ATTENTION_FP8`); ``cudnn``: the cuDNN release (:data:`CUDNN_RELEASES`);
     ``expert_tp``: the ranks that split each expert's GEMMs (default ``tp``);
-    ``recompute_modules``: what ``recompute="selective"`` re-runs (:func:`_recomputed`).
+    ``recompute_modules``: what ``recompute="selective"`` re-runs (:func:`_recomputed`);
+    ``attention_dropout``: the fused attention kernels run their dropout variant
+    (:data:`DROPOUT_SHARE`; the unfused kind always prices its dropout pass).
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -762,7 +793,7 @@ def layer_work(
         active_ffn = model.ffn_hidden
     attn_fwd, attn_bwd = _attention(
         model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel,
-        context_a2a, fp8_attention, cudnn,
+        context_a2a, fp8_attention, cudnn, attention_dropout,
     )  # fmt: skip
     if context_ring and attention in ("flash", "flash2"):
         ring = max(1, context_parallel // max(1, context_a2a))
@@ -1224,6 +1255,7 @@ def _attention(
     a2a: int = 1,
     fp8: bool = False,
     cudnn: tuple[int, int] | None = None,
+    dropout: bool = False,
 ) -> tuple[list[Kernel], list[Kernel]]:
     """Attention core kernels, forward and backward (module docstring).
 
@@ -1246,7 +1278,9 @@ def _attention(
     longer at each doubling — the causal square — where BF16's doubles (0.228 to 3.450 ms) and
     every forward grows linearly; over the full triangle the 32K backward runs at 1,174 TFLOP/s,
     a plausible FP8 rate. Transformer Engine keeps FP8 windowed attention on cuDNN from 9.21 on
-    Blackwell (``attention/dot_product_attention/utils.py`` @d0067d0)."""
+    Blackwell (``attention/dot_product_attention/utils.py`` @d0067d0).
+
+    ``dropout``: the fused kernels' dropout variant, at :func:`dropout_share` of their rate."""
     heads = model.n_heads // t
     d, d_v = model.qk_head_dim, model.v_head
     full = 2.0 * b * s * s * heads * (d + d_v) / cp  # QKᵀ and softmax·V over every score
@@ -1315,6 +1349,11 @@ def _attention(
                 + 2.5 * (1.0 - part) * whole / (dev.half_peak * share_b)
                 + KERNEL_LAUNCH
             )
+        if dropout:
+            # the kernels' dropout variant keeps a measured share of their rate
+            keep_f, keep_b = dropout_share(d)
+            forward = (forward - KERNEL_LAUNCH) / keep_f + KERNEL_LAUNCH
+            backward = (backward - KERNEL_LAUNCH) / keep_b + KERNEL_LAUNCH
         fwd = [Kernel("attention", "attention", causal, 0.0, forward)]
         bwd = [Kernel("attention (grad)", "attention", grad, 0.0, backward)]
         if fp8:

@@ -260,6 +260,7 @@ class Job:
             "cross_entropy": self.spec.cross_entropy,
             "fp8_recipe": self.spec.fp8_recipe,
             "fp8_attention": self.spec.fp8_attention,
+            "attention_dropout": self.spec.attention_dropout,
             "cudnn": self.spec.cudnn,
             "grad_reduce_bytes": self.grad_reduce_bytes,
             "param_bytes": self.param_bytes,
@@ -464,6 +465,16 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         errors.append(
             f"job.fp8_param_gather: keeps the weights in FP8, so it needs precision fp8 "
             f"(precision is {spec.precision}; under fp4 Megatron-Core gathers 16-bit weights)"
+        )
+    if (
+        spec.attention == "unfused"
+        and spec.attention_dropout == 0
+        and ("attention_dropout" in spec.model_fields_set)
+    ):
+        errors.append(
+            "job.attention_dropout: 0 with attention unfused; the unfused kind is 2021 "
+            "Megatron's attention, softmax-and-dropout kernels included, so it prices a "
+            "dropout > 0 (leave attention_dropout out, or set it above 0)"
         )
     if spec.fp8_attention:
         if spec.precision not in ("fp8", "fp4"):

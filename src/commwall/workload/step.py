@@ -321,6 +321,7 @@ def _layer_work(job: Job, model: ModelSpec) -> LayerWork:
         expert_tp=job.expert_tp,
         fp8_attention=spec.fp8_attention,
         cudnn=job.cudnn,
+        attention_dropout=spec.attention_dropout > 0,
     )
 
 

@@ -29,6 +29,7 @@ from commwall.workload.compute import (
     attention_kernel,
     attention_share,
     device_for,
+    dropout_share,
     gemm_seconds,
     head_dim_efficiency,
     layer_work,
@@ -824,6 +825,60 @@ def test_yarn_rotary_runs_megatrons_unfused_passes() -> None:
         replace(get_model("gpt3-175b"), yarn_rope=True)
     with pytest.raises(CommwallError, match="yarn_rope=True is invalid with kv_lora_rank"):
         replace(get_model("deepseek-v3"), yarn_rope=True)
+
+
+def test_attention_dropout_runs_the_fused_kernels_at_their_measured_dropout_share() -> None:
+    """Dropout on the attention probabilities: cuDNN's dropout variant keeps 0.83 of its
+    forward rate and 0.59 of its backward at head dim 128, 0.43 at 64 (flash-attention PR
+    #2597's GB200 figures against cudnn-frontend's no-dropout ones); FLOPs and the other
+    kernels do not change, and the unfused kind's dropout pass is its own."""
+    assert dropout_share(128) == pytest.approx((0.80 / 0.963, 0.65 / 1.15 / 0.963))
+    assert dropout_share(64)[1] == pytest.approx(0.65 / 1.55 / 0.966)
+    assert dropout_share(256) == dropout_share(128) and dropout_share(32) == dropout_share(64)
+    assert dropout_share(64)[1] < dropout_share(96)[1] < dropout_share(128)[1]
+    model = get_model("llama3-8b")  # head dim 128
+    kw = {"micro_batch": 1, "seq_len": 8192, "tp": 1, "recompute": "selective"}
+    plain = layer_work(model, GB200_FP8, **kw)  # type: ignore[arg-type]
+    dropped = layer_work(model, GB200_FP8, attention_dropout=True, **kw)  # type: ignore[arg-type]
+    for a, b in zip(plain.forward + plain.backward + plain.recompute,
+                    dropped.forward + dropped.backward + dropped.recompute, strict=True):  # fmt: skip
+        assert a.flops == b.flops
+        if a.kind != "attention":
+            assert a.seconds == b.seconds
+    keep_f, keep_b = dropout_share(128)
+    (fa,), (fb,) = ([k for k in w.forward if k.kind == "attention"] for w in (plain, dropped))
+    (ba,), (bb,) = ([k for k in w.backward if k.kind == "attention"] for w in (plain, dropped))
+    assert fb.seconds - KERNEL_LAUNCH == pytest.approx((fa.seconds - KERNEL_LAUNCH) / keep_f)
+    assert bb.seconds - KERNEL_LAUNCH == pytest.approx((ba.seconds - KERNEL_LAUNCH) / keep_b)
+    unfused = {**kw, "attention": "unfused"}
+    assert layer_work(model, A100, **unfused) == layer_work(  # type: ignore[arg-type]
+        model,
+        A100,
+        attention_dropout=True,
+        **unfused,  # type: ignore[arg-type]
+    )
+
+
+def test_attention_dropout_is_a_job_field_with_clear_errors() -> None:
+    base = {"cluster": {"preset": "dgx-b200", "nodes": 1},
+            "job": {"model": "llama3-8b", "tp": 1, "global_batch": 8, "seq_len": 8192}}  # fmt: skip
+    plain = simulate(base)
+    dropped = simulate({**base, "job": {**base["job"], "attention_dropout": 0.1}})
+    assert dropped.step_time > plain.step_time
+    assert dropped.job["attention_dropout"] == 0.1 and plain.job["attention_dropout"] == 0.0
+    for bad, message in (
+        ({"attention_dropout": 1.0}, "job.attention_dropout"),
+        ({"attention_dropout": -0.1}, "job.attention_dropout"),
+        ({"attention_dropout": "some"}, "job.attention_dropout"),
+        ({"attention": "unfused", "attention_dropout": 0}, "job.attention_dropout: 0 with"),
+    ):
+        with pytest.raises(CommwallError, match=message):
+            simulate({**base, "job": {**base["job"], **bad}})
+    unfused = simulate({**base, "job": {**base["job"], "attention": "unfused"}})
+    also = simulate(
+        {**base, "job": {**base["job"], "attention": "unfused", "attention_dropout": 0.1}}
+    )
+    assert unfused.step_time == also.step_time
 
 
 def test_narrow_heads_run_attention_at_the_measured_head_dim_64_share() -> None:
