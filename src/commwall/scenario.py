@@ -708,6 +708,13 @@ class JobSpec(_Strict):
         "the newest measured release at or below it (9.13, 9.17, 9.22; docs/compute-model.md). "
         "Default: the newest measured. A100 and Hopper have one measurement each.",
     )
+    fp8_output_proj: bool = Field(
+        default=False,
+        description="Megatron-Core's --fp8-output-proj (from 2026; precision fp8 with "
+        "fp8_recipe mxfp8 only, as Megatron-Core requires): the LM head runs as a Transformer "
+        "Engine layer in MXFP8, its input and output gradient cast, instead of in 16 bits. "
+        "Off by default, as in Megatron-Core.",
+    )
     attention_dropout: float = Field(
         default=0.0,
         ge=0.0,

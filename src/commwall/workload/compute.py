@@ -668,6 +668,7 @@ def layer_work(
     fp8_attention: bool = False,
     cudnn: tuple[int, int] | None = None,
     attention_dropout: bool = False,
+    fp8_output_proj: bool = False,
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
@@ -687,7 +688,9 @@ def layer_work(
     ``expert_tp``: the ranks that split each expert's GEMMs (default ``tp``);
     ``recompute_modules``: what ``recompute="selective"`` re-runs (:func:`_recomputed`);
     ``attention_dropout``: the fused attention kernels run their dropout variant
-    (:data:`DROPOUT_SHARE`; the unfused kind always prices its dropout pass).
+    (:data:`DROPOUT_SHARE`; the unfused kind always prices its dropout pass);
+    ``fp8_output_proj``: under the ``mxfp8`` recipe the LM head runs in MXFP8 as a decoder
+    layer's GEMM does, casts included (Megatron-Core's ``--fp8-output-proj``).
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -700,11 +703,22 @@ def layer_work(
         g_bytes = LOW_PRECISION_CAST["nvfp4"][0] if recipe == "nvfp4" else 1.0
     fwd: list[Kernel] = []
     bwd: list[Kernel] = []
+    layer_lists = (fwd, bwd)
 
     gathered_input = sequence_parallel and t > 1
 
-    def gemm(name: str, m: int, n: int, k: int, count: int = 1, gathered: bool = False) -> None:
-        """``gathered``: a column-parallel GEMM whose input sequence parallelism all-gathers."""
+    def gemm(
+        name: str,
+        m: int,
+        n: int,
+        k: int,
+        count: int = 1,
+        gathered: bool = False,
+        into: tuple[list[Kernel], list[Kernel]] | None = None,
+    ) -> None:
+        """``gathered``: a column-parallel GEMM whose input sequence parallelism all-gathers;
+        ``into``: the forward and backward lists its kernels join (default the layer's)."""
+        fwd, bwd = into if into is not None else layer_lists
         flops = 2.0 * m * n * k * count
         f = gemm_seconds(m, n, k, dev, g_bytes, count)
         grads = gemm_seconds(m, k, n, dev, g_bytes, count) + gemm_seconds(
@@ -827,20 +841,25 @@ def layer_work(
     # ColumnParallelLinear, outside Transformer Engine's FP8 autocast of the decoder layers
     # (gpt_model.py @core_v0.12.0; from 2026 a TE layer only with the opt-in fp8_output_proj
     # and the MXFP8 recipe, transformer_config.py @d98e8a6), as do llm-foundry's and Llama 3's.
-    head = _sixteen_bit(dev) if low else dev
-    head_bytes = 2.0 if low else g_bytes
-    head_grads = gemm_seconds(tokens, h, vocab, head, head_bytes) + gemm_seconds(
-        h, vocab, tokens, head, head_bytes
-    )
     loss_fwd, loss_bwd = _cross_entropy(tokens * vocab, dev, cross_entropy)
-    head_fwd = (
-        Kernel("lm head", "gemm", flops, 0.0, gemm_seconds(tokens, vocab, h, head, head_bytes)),
-        loss_fwd,
-    )
-    head_bwd = (
-        Kernel("lm head dgrad+wgrad", "gemm", 2 * flops, 0.0, head_grads),
-        loss_bwd,
-    )
+    if fp8_output_proj and recipe == "mxfp8":
+        # Megatron-Core's TELMHeadColumnParallelLinear: the head as a Transformer Engine
+        # layer under the MXFP8 autocast, its input and output gradient cast like a layer's
+        # (extensions/transformer_engine.py @d98e8a6)
+        mx_fwd: list[Kernel] = []
+        mx_bwd: list[Kernel] = []
+        gemm("lm head", tokens, vocab, h, gathered=gathered_input, into=(mx_fwd, mx_bwd))
+        head_fwd: tuple[Kernel, ...] = (*mx_fwd, loss_fwd)
+        head_bwd: tuple[Kernel, ...] = (*mx_bwd, loss_bwd)
+    else:
+        head = _sixteen_bit(dev) if low else dev
+        head_bytes = 2.0 if low else g_bytes
+        head_grads = gemm_seconds(tokens, h, vocab, head, head_bytes) + gemm_seconds(
+            h, vocab, tokens, head, head_bytes
+        )
+        forward_s = gemm_seconds(tokens, vocab, h, head, head_bytes)
+        head_fwd = (Kernel("lm head", "gemm", flops, 0.0, forward_s), loss_fwd)
+        head_bwd = (Kernel("lm head dgrad+wgrad", "gemm", 2 * flops, 0.0, head_grads), loss_bwd)
     embed = _embedding(model, dev, tokens, t, elem_bytes)
     mtp = (
         _mtp_extra(model, dev, tokens, t, gathered_input, g_bytes, elem_bytes)

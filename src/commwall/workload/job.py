@@ -261,6 +261,7 @@ class Job:
             "fp8_recipe": self.spec.fp8_recipe,
             "fp8_attention": self.spec.fp8_attention,
             "attention_dropout": self.spec.attention_dropout,
+            "fp8_output_proj": self.spec.fp8_output_proj,
             "cudnn": self.spec.cudnn,
             "grad_reduce_bytes": self.grad_reduce_bytes,
             "param_bytes": self.param_bytes,
@@ -465,6 +466,12 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         errors.append(
             f"job.fp8_param_gather: keeps the weights in FP8, so it needs precision fp8 "
             f"(precision is {spec.precision}; under fp4 Megatron-Core gathers 16-bit weights)"
+        )
+    if spec.fp8_output_proj and (spec.precision != "fp8" or spec.fp8_recipe != "mxfp8"):
+        errors.append(
+            f"job.fp8_output_proj: runs the LM head in MXFP8, so it needs precision fp8 with "
+            f"fp8_recipe mxfp8, as Megatron-Core requires (precision is {spec.precision}, "
+            f"fp8_recipe {spec.fp8_recipe})"
         )
     if (
         spec.attention == "unfused"

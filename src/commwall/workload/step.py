@@ -322,6 +322,7 @@ def _layer_work(job: Job, model: ModelSpec) -> LayerWork:
         fp8_attention=spec.fp8_attention,
         cudnn=job.cudnn,
         attention_dropout=spec.attention_dropout > 0,
+        fp8_output_proj=spec.fp8_output_proj,
     )
 
 

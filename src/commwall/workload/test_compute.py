@@ -19,6 +19,7 @@ from commwall.workload.compute import (
     GEMM_FIXED,
     HBM_SHARE,
     KERNEL_LAUNCH,
+    LOW_PRECISION_CAST,
     NVFP4_GEMM_KERNELS,
     SUSTAINED_GEMM,
     UNFUSED_ROTARY_PASSES,
@@ -879,6 +880,41 @@ def test_attention_dropout_is_a_job_field_with_clear_errors() -> None:
         {**base, "job": {**base["job"], "attention": "unfused", "attention_dropout": 0.1}}
     )
     assert unfused.step_time == also.step_time
+
+
+def test_fp8_output_proj_runs_the_lm_head_as_an_mxfp8_layer_gemm() -> None:
+    """Megatron-Core's --fp8-output-proj under MXFP8: the LM head at the FP8 GEMM rate with
+    one-byte operands, its input and its output gradient (tokens x vocab) cast as a layer
+    GEMM's are; without it (or under another recipe) the head stays a 16-bit GEMM."""
+    model = get_model("llama3-8b")
+    tokens, vocab, h = 8192, model.vocab, model.hidden
+    kw = {"micro_batch": 1, "seq_len": tokens, "tp": 1, "fp8_recipe": "mxfp8"}
+    plain = layer_work(model, GB200_FP8, **kw)  # type: ignore[arg-type]
+    mx = layer_work(model, GB200_FP8, fp8_output_proj=True, **kw)  # type: ignore[arg-type]
+    fwd, bwd = ({k.name: k for k in ks} for ks in (mx.head_forward, mx.head_backward))
+    assert fwd["lm head"].seconds == pytest.approx(gemm_seconds(tokens, vocab, h, GB200_FP8, 1))
+    assert fwd["lm head"].flops == plain.head_forward[0].flops
+    written, extra, _ = LOW_PRECISION_CAST["mxfp8"]
+    cast = 2.0 + extra + 2 * written
+    assert fwd["lm head fp8 cast+transpose"].nbytes == pytest.approx(cast * tokens * h)
+    assert bwd["lm head grad fp8 cast+transpose"].nbytes == pytest.approx(cast * tokens * vocab)
+    assert mx.head_forward[-1] == plain.head_forward[-1]  # the loss is the same
+    assert sum(k.seconds for k in mx.head_forward) < sum(k.seconds for k in plain.head_forward)
+    assert mx.forward == plain.forward and mx.backward == plain.backward
+    tensorwise = {**kw, "fp8_recipe": "tensorwise"}
+    assert layer_work(model, GB200_FP8, fp8_output_proj=True, **tensorwise) == layer_work(  # type: ignore[arg-type]
+        model,
+        GB200_FP8,
+        **tensorwise,  # type: ignore[arg-type]
+    )
+    base = {"cluster": {"preset": "dgx-b200", "nodes": 1},
+            "job": {"model": "llama3-8b", "tp": 1, "global_batch": 8, "seq_len": 8192,
+                    "precision": "fp8", "fp8_recipe": "mxfp8"}}  # fmt: skip
+    on = simulate({**base, "job": {**base["job"], "fp8_output_proj": True}})
+    assert on.step_time < simulate(base).step_time and on.job["fp8_output_proj"] is True
+    for bad in ({"fp8_recipe": "tensorwise"}, {"precision": "bf16", "fp8_recipe": "delayed"}):
+        with pytest.raises(CommwallError, match=r"job\.fp8_output_proj: runs the LM head in MXFP8"):
+            simulate({**base, "job": {**base["job"], **bad, "fp8_output_proj": True}})
 
 
 def test_narrow_heads_run_attention_at_the_measured_head_dim_64_share() -> None:
