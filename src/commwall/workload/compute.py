@@ -31,11 +31,14 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
   ``4·b·s²·a·d/t`` FLOPs halved by the causal mask (a sliding window ``w < s`` keeps
   ``(s·w − w²/2)/s²`` of them, :meth:`~commwall.workload.models.ModelSpec.attended_pairs`),
   backward 2.5× that (five GEMM-shaped products instead of two), at the measured share of
-  peak of the GPU's fused attention kernel (:data:`ATTENTION`). ``attention: unfused``
+  peak of the GPU's fused attention kernel (:data:`ATTENTION`); a windowed layer no faster a
+  query row than cuDNN's measured 128-token window (:data:`WINDOW_ROW_SECONDS`), and with
+  ``job.attention_dropout`` the kernels' dropout variant (:data:`DROPOUT_SHARE`). ``attention: unfused``
   instead prices the 2021 Megatron path the SC'21 runs used: batched ``QKᵀ`` and
   ``softmax·V`` GEMMs with the full ``s²`` (no causal or window saving) plus the
   scale-mask-softmax and dropout passes over the ``s²`` scores in HBM.
-* **Memory-bound kernels** — norms, residual adds, the MLP activation, rotary embedding, bias
+* **Memory-bound kernels** — norms, residual adds, the MLP activation, rotary embedding (a
+  YaRN model's unfused, :data:`UNFUSED_ROTARY_PASSES`), bias
   and dropout (GPT), a MoE layer's token permutations around its all-to-alls
   (:func:`_token_permutation`), the FP8 or NVFP4 casts of every GEMM input and output gradient
   (Transformer Engine writes a row-wise and a transposed copy of each,
