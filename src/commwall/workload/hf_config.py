@@ -292,9 +292,15 @@ def model_from_hf_config(
 ) -> ModelSpec:
     """A :class:`ModelSpec` from the keys of a ``transformers`` config (module docstring)."""
     spec = _family_model(data, name, source)
-    if _yarn(data) and not spec.mla and not spec.learned_pos_emb:
+    kind = str(data.get("model_type"))
+    text = _text_config(data, kind) if kind in _NESTED_TEXT else data
+    if _yarn(text) and not spec.mla and not spec.learned_pos_emb:
         spec = replace(spec, yarn_rope=True)
     return spec
+
+
+#: Families whose text model's keys sit in a ``text_config`` (:func:`_text_config`).
+_NESTED_TEXT: Final = ("llama4", "gemma3")
 
 
 #: The keys a ``transformers`` config keeps its rotary scaling under: ``rope_scaling`` (with
@@ -302,24 +308,22 @@ def model_from_hf_config(
 _ROPE_KEYS: Final = ("rope_scaling", "rope_parameters")
 
 
-def _yarn(data: Mapping[str, Any]) -> bool:
-    """Whether the rotary positions are YaRN's (``rope_type`` or ``type`` ``yarn`` under
-    :data:`_ROPE_KEYS`, at the top level or in a ``text_config``): ``ModelSpec.yarn_rope``."""
-    text = data.get("text_config")
-    for where in (data, text if isinstance(text, Mapping) else {}):
-        for key in _ROPE_KEYS:
-            value = where.get(key)
-            if value is None:
-                continue
-            if not isinstance(value, Mapping):
-                raise ModelDefinitionError(
-                    f"{key}: {_shown(value)}: must be an object (or null: plain rotary)"
-                )
-            kind = value.get("rope_type", value.get("type"))
-            if kind is not None and not isinstance(kind, str):
-                raise ModelDefinitionError(f"{key}.rope_type: {_shown(kind)}: must be a string")
-            if kind == "yarn":
-                return True
+def _yarn(text: Mapping[str, Any]) -> bool:
+    """Whether the text model's rotary positions are YaRN's (``rope_type`` or ``type``
+    ``yarn`` under :data:`_ROPE_KEYS`): ``ModelSpec.yarn_rope``."""
+    for key in _ROPE_KEYS:
+        value = text.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise ModelDefinitionError(
+                f"{key}: {_shown(value)}: must be an object (or null: plain rotary)"
+            )
+        kind = value.get("rope_type", value.get("type"))
+        if kind is not None and not isinstance(kind, str):
+            raise ModelDefinitionError(f"{key}.rope_type: {_shown(kind)}: must be a string")
+        if kind == "yarn":
+            return True
     return False
 
 

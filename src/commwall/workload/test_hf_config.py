@@ -324,6 +324,10 @@ def test_a_yarn_rope_scaling_marks_the_rotary_unfused_where_megatron_runs_it_so(
     deepseek = {**DEEPSEEK_V3, "rope_scaling": {**yarn, "mscale": 1.0, "mscale_all_dim": 1.0}}
     assert not model_from_hf_config(deepseek).yarn_rope
     assert not model_from_hf_config({**GPT2, "rope_scaling": yarn}).yarn_rope
+    # a multimodal checkpoint's text model carries it in its text_config, read as the family is
+    nested = {**MAVERICK, "text_config": {**MAVERICK_TEXT, "rope_scaling": yarn}}
+    assert model_from_hf_config(nested).yarn_rope
+    assert not model_from_hf_config({**MAVERICK, "rope_scaling": yarn}).yarn_rope
     for bad, message in (("yarn", "rope_scaling: 'yarn': must be an object"),
                          ({"rope_type": 3}, "rope_scaling.rope_type: 3: must be a string")):  # fmt: skip
         with pytest.raises(ModelDefinitionError, match=message):
