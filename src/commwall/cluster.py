@@ -297,6 +297,7 @@ class Cluster:
             p2p_channels=pow2_up(channels),
             nvlink_links=max(1, self.gpu.nvlink_links),
             nics_per_rank=max(1, self.nics_per_node // self.gpus_per_node),
+            net_bw_per_nic=self.net_bw_per_gpu * self.gpus_per_node / max(1, self.nics_per_node),
             nic_gbps=self.nic_path_bw / 1e9,
             net_extra_latency=self.net_extra_latency,
             net_overhead=NET_OVERHEAD[self.cpu],

@@ -548,6 +548,196 @@ def _model_form(value: Any) -> str:
     return _DEFINITION if isinstance(value, dict | ModelDef) else _ZOO_NAME
 
 
+#: Megatron-Core's communicator names whose NCCL options change a collective the step model
+#: runs (``parallel_state.py``: ``get_nccl_options(name, ...)``): tensor, context (and its
+#: hierarchical a2a+p2p groups), the gradients' data-parallel-with-context group, pipeline,
+#: expert, expert-tensor and expert-data parallel.
+NCCL_MODELLED_COMMUNICATORS: Final = ("tp", "cp", "hcp", "dp_cp", "pp", "ep", "ep_tp", "ep_dp")
+
+
+class NcclCommSpec(_Strict):
+    """One communicator's NCCL options, as an entry of Megatron-Core's
+    ``--nccl-communicator-config-path`` file (``torch.distributed.ProcessGroupNCCL.Options``)."""
+
+    min_ctas: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="NCCL's minCTAs: the communicator's channels are raised to at least this.",
+    )
+    max_ctas: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="NCCL's maxCTAs: the communicator's channels (and p2p channels, its "
+        "power of two) are lowered to at most this; fewer channels, less bandwidth, fewer SMs "
+        "taken from the compute beside it.",
+    )
+    cga_cluster_size: int | None = Field(
+        default=None,
+        ge=0,
+        le=8,
+        description="NCCL's cgaClusterSize: accepted and reported; not modelled (it groups "
+        "a collective's CTAs, no bandwidth effect in the model).",
+    )
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self) -> NcclCommSpec:
+        low, high = self.min_ctas, self.max_ctas
+        if low is not None and high is not None and low > high:
+            raise ValueError(
+                f"min_ctas {low} is above max_ctas {high}; allowed: min_ctas <= max_ctas "
+                "(NCCL would silently set both to max_ctas)"
+            )
+        return self
+
+
+class NcclCommunicators(_Strict):
+    """NCCL options per Megatron-Core communicator (its ``--nccl-communicator-config-path``
+    file's entries, by the names ``parallel_state.py`` gives ``get_nccl_options``). The step
+    model's collectives run on the first eight; the others are accepted and reported as not
+    read (no collective of the modelled step runs on them)."""
+
+    tp: NcclCommSpec | None = Field(default=None, description="Tensor parallelism's collectives.")
+    cp: NcclCommSpec | None = Field(
+        default=None,
+        description="The context-parallel exchange (p2p ring, all-gather, all-to-all).",
+    )
+    hcp: NcclCommSpec | None = Field(
+        default=None, description="The two context groups of cp_comm a2a+p2p."
+    )
+    dp_cp: NcclCommSpec | None = Field(
+        default=None,
+        description="The gradient reduce-scatters/all-reduces and ZeRO's parameter "
+        "all-gathers (with or without context parallelism).",
+    )
+    pp: NcclCommSpec | None = Field(default=None, description="The pipeline sends.")
+    ep: NcclCommSpec | None = Field(default=None, description="The expert all-to-alls.")
+    ep_tp: NcclCommSpec | None = Field(
+        default=None, description="Expert tensor parallelism's collectives."
+    )
+    ep_dp: NcclCommSpec | None = Field(
+        default=None, description="The expert gradients' collectives."
+    )
+    dp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    mp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    embd: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    pos_embd: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    tp_dp_cp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    tp_dp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    tp_cp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    tp_exp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    tp_ep_mp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    tp_ep_pp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    intra_dp_cp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    intra_ep_dp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    inter_ep_dp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    intra_dist_opt_instance: NcclCommSpec | None = Field(
+        default=None, description="Not read by the model."
+    )
+    gtp_remat: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    gtp_remat_dp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    gtp_remat_dp_cp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    expt_gtp_remat: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    tp_ep_gtp_remat_pp: NcclCommSpec | None = Field(
+        default=None, description="Not read by the model."
+    )
+    ep_gtp_remat_dp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+
+    def given(self) -> dict[str, NcclCommSpec]:
+        """The communicators the job sets options for, by name."""
+        return {name: spec for name in type(self).model_fields if (spec := getattr(self, name))}
+
+
+def _zero_one(value: Any) -> Any:
+    """0 and 1 as false and true (Transformer Engine's ub config files write flags so)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+        return bool(value)
+    return value
+
+
+Flag = Annotated[bool, BeforeValidator(_zero_one)]
+UbMethod = Literal["ring_exchange", "pipeline", "bulk"]
+
+
+class UbGemmSpec(_Strict):
+    """One GEMM's Userbuffers overlap (an entry of Transformer Engine's ``ub_cfgs``,
+    ``initialize_ub`` in ``module/base.py``); unset fields take TE's defaults for the method."""
+
+    method: UbMethod | None = Field(
+        default=None,
+        description="ring_exchange (the GEMM in tp slices, copy-engine sends), pipeline (the "
+        "GEMM in num_splits slices, a reduce-scatter kernel beside them) or bulk (the whole "
+        "GEMM beside one collective); default TE's for this GEMM. A forward reduce-scatter's "
+        "last slice is exposed.",
+    )
+    num_sm: int | None = Field(
+        default=None, ge=1, le=256, description="SMs the communication kernel runs on "
+        "(TE's default: 1 for ring_exchange, 16 otherwise)."
+    )  # fmt: skip
+    num_splits: int | None = Field(
+        default=None, ge=1, le=64, description="Slices of a pipelined GEMM (TE's default 4; "
+        "a ring exchange always runs tp)."
+    )  # fmt: skip
+    set_sm_margin: Flag | None = Field(
+        default=None, description="Whether the GEMM leaves num_sm SMs to the communication "
+        "kernel (TE's default: true except for ring_exchange); 0/1 or false/true."
+    )  # fmt: skip
+    aggregate: Flag | None = Field(default=None, description="Accepted; not modelled.")
+    cga_size: int | None = Field(default=None, ge=0, le=16, description="Accepted; not modelled.")
+    atomic_gemm: Flag | None = Field(default=None, description="Accepted; not modelled.")
+    fp8_buf: Flag | None = Field(default=None, description="Accepted; not modelled.")
+    use_ce: Flag | None = Field(default=None, description="Accepted; not modelled.")
+
+
+#: Each GEMM Userbuffers may overlap, with the methods the model runs for it and TE's
+#: default (``initialize_ub``): the all-gathers' ring exchanges, the forward reduce-scatters
+#: (ring exchange or pipelined), the column-parallel backward's bulk overlaps.
+UB_GEMMS: Final[dict[str, tuple[tuple[str, ...], str]]] = {
+    "qkv_fprop": (("ring_exchange",), "ring_exchange"),
+    "fc1_fprop": (("ring_exchange",), "ring_exchange"),
+    "proj_fprop": (("ring_exchange", "pipeline"), "pipeline"),
+    "fc2_fprop": (("ring_exchange", "pipeline"), "pipeline"),
+    "proj_dgrad": (("ring_exchange",), "ring_exchange"),
+    "fc2_dgrad": (("ring_exchange",), "ring_exchange"),
+    "qkv_dgrad": (("bulk",), "bulk"),
+    "qkv_wgrad": (("bulk",), "bulk"),
+    "fc1_dgrad": (("bulk",), "bulk"),
+    "fc1_wgrad": (("bulk",), "bulk"),
+}
+
+
+class UbConfig(_Strict):
+    """Transformer Engine's Userbuffers settings per GEMM (Megatron-Core's
+    ``--tp-comm-overlap-cfg`` file; NeMo's and MLPerf's ``tp_overlap`` configs)."""
+
+    qkv_fprop: UbGemmSpec | None = None
+    proj_fprop: UbGemmSpec | None = None
+    fc1_fprop: UbGemmSpec | None = None
+    fc2_fprop: UbGemmSpec | None = None
+    proj_dgrad: UbGemmSpec | None = None
+    fc2_dgrad: UbGemmSpec | None = None
+    qkv_dgrad: UbGemmSpec | None = None
+    qkv_wgrad: UbGemmSpec | None = None
+    fc1_dgrad: UbGemmSpec | None = None
+    fc1_wgrad: UbGemmSpec | None = None
+
+    @model_validator(mode="after")
+    def _methods_it_runs(self) -> UbConfig:
+        for name, (allowed, _) in UB_GEMMS.items():
+            entry = getattr(self, name)
+            if entry is not None and entry.method is not None and entry.method not in allowed:
+                raise ValueError(
+                    f"{name}: method {entry.method} is not modelled for this GEMM; allowed: "
+                    f"{', '.join(allowed)}"
+                )
+        return self
+
+    def given(self) -> dict[str, UbGemmSpec]:
+        """The GEMMs the job sets, by name."""
+        return {name: spec for name in UB_GEMMS if (spec := getattr(self, name)) is not None}
+
+
 class JobSpec(_Strict):
     """The training job: model, parallelism, batch, precision."""
 
@@ -851,6 +1041,16 @@ class JobSpec(_Strict):
         "run beside its GEMMs (ring exchange, pipelined in 4 splits, bulk) instead of blocking; "
         "needs tp > 1 and sequence_parallel.",
     )
+    tp_overlap_cfg: UbConfig = Field(
+        default_factory=lambda: UbConfig(),
+        description="With tp_comm_overlap, Transformer Engine's Userbuffers settings per GEMM, "
+        "as a --tp-comm-overlap-cfg file (TE's ub_cfgs) gives them: qkv_fprop, proj_fprop, "
+        "fc1_fprop, fc2_fprop, proj_dgrad, fc2_dgrad, qkv_dgrad, qkv_wgrad, fc1_dgrad, "
+        "fc1_wgrad, each with method, num_sm, num_splits, set_sm_margin (modelled) and "
+        "aggregate, cga_size, atomic_gemm, fp8_buf, use_ce (accepted, not modelled). Default: TE's "
+        "initialize_ub defaults (ring exchanges for the all-gathers, pipelined reduce-scatters "
+        "in 4 splits on 16 SMs, bulk overlaps on 16 SMs).",
+    )
     tp_backward_overlap: bool = Field(
         default=True,
         description="Without tp_comm_overlap, the backward's column-parallel TP collectives run "
@@ -863,6 +1063,16 @@ class JobSpec(_Strict):
         "row-parallel layer still blocks. false: every backward TP collective blocks (Megatron-"
         "LM before 2022).",
     )
+    nccl_communicators: NcclCommunicators = Field(
+        default_factory=lambda: NcclCommunicators(),
+        description="Per-communicator NCCL options, keyed by Megatron-Core's communicator "
+        "names, as its --nccl-communicator-config-path file gives them (e.g. NVIDIA's MLPerf "
+        "conf/nccl/custom_communicator_cta.yaml: dp_cp: {max_ctas: 8}, cp: {max_ctas: 1}). "
+        "min_ctas/max_ctas bound the channels of the collectives on tp, cp, hcp, dp_cp (the "
+        "gradient and ZeRO collectives), pp, ep, ep_tp, ep_dp; Megatron-Core's other names are "
+        "accepted and reported as not read. Default: NCCL's own channel counts.",
+    )
+
     comm_sm_contention: bool = Field(
         default=True,
         description="Collective kernels running beside compute (DP buckets, FSDP gathers, "

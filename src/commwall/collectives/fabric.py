@@ -50,6 +50,10 @@ class CommFabric:
     """NVLinks per GPU: NCCL gives a p2p peer two channels per NVLink of the path."""
     nics_per_rank: int = 1
     """NICs a rank drives across nodes (NCCL gives a network peer at least one channel per NIC)."""
+    net_bw_per_nic: float | None = None
+    """What one NIC moves, bytes/s, at the rate ``net_bw_per_rank`` is counted at (the node's
+    scale-out bandwidth over its NICs); None: a rank's ``net_bw_per_rank`` over its
+    ``nics_per_rank``."""
     nic_gbps: float = 50.0
     """The GPU-to-NIC path's bandwidth as NCCL counts it, GB/s: the NIC's ``speed_Mbps / 8000``
     (400G → 50) or the PCIe link before it when narrower (Gen5 x16 → 48; ``paths.cc``)."""

@@ -28,7 +28,14 @@ from commwall.collectives.fabric import CommFabric
 from commwall.collectives.nccl import pow2_up
 from commwall.collectives.tuner import parse_algo, parse_proto
 
-__all__ = ["MODEL_READS", "apply_nccl_env", "describe_env", "env_lines", "parse_env_assignments"]
+__all__ = [
+    "MODEL_READS",
+    "apply_nccl_env",
+    "describe_env",
+    "env_lines",
+    "limit_channels",
+    "parse_env_assignments",
+]
 
 _MIN_CHANNEL_ENV: Final = ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS")
 _MAX_CHANNEL_ENV: Final = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS")
@@ -47,6 +54,20 @@ def _env_int(env: dict[str, str], key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def limit_channels(fabric: CommFabric, low: int | None, high: int | None) -> CommFabric:
+    """``fabric`` with its channels raised to ``low`` and lowered to ``high`` (``None``: no
+    bound), as NCCL applies a communicator's ``minCTAs`` / ``maxCTAs`` — from
+    ``NCCL_MIN_CTAS`` / ``NCCL_MAX_CTAS`` or the ``ncclConfig_t`` a framework passes
+    (``connect.cc``: ``nChannels = min(..., config.maxCTAs)``) — and its p2p channels with them
+    (``p2pnChannels = pow2Up(nChannels)``, ``paths.cc``); never more than NCCL's 64.
+    """
+    bounded = max(fabric.channels, low) if low is not None else fabric.channels
+    channels = max(1, min(bounded, high if high is not None else _MAX_CHANNELS, _MAX_CHANNELS))
+    if channels == fabric.channels:
+        return fabric
+    return replace(fabric, channels=channels, p2p_channels=min(pow2_up(channels), _MAX_CHANNELS))
+
+
 def apply_nccl_env(
     fabric: CommFabric, env: dict[str, str], algo: str, proto: str
 ) -> tuple[CommFabric, str | None, Proto | None]:
@@ -63,11 +84,7 @@ def apply_nccl_env(
             proto_name = word
     lows = [v for k in _MIN_CHANNEL_ENV if (v := _env_int(env, k))]
     highs = [v for k in _MAX_CHANNEL_ENV if (v := _env_int(env, k))]
-    channels = max(1, min([max([fabric.channels, *lows]), *highs, _MAX_CHANNELS]))
-    if channels != fabric.channels:
-        fabric = replace(
-            fabric, channels=channels, p2p_channels=min(pow2_up(channels), _MAX_CHANNELS)
-        )
+    fabric = limit_channels(fabric, max(lows, default=None), min(highs, default=None))
     if env.get("NCCL_NVLS_ENABLE", "").strip().startswith("0"):
         fabric = replace(fabric, nvls=False)
     per_net_peer = _env_int(env, "NCCL_NCHANNELS_PER_NET_PEER")

@@ -115,8 +115,14 @@ def ring_hops(f: CommFabric, proto: Proto, channels: int, *, window: int) -> lis
         # NCCL's logs), so the scale-up share is the link over all channels.
         rate = channel_rate(f, proto, f.intra_bw, channels)
         hops.append(Hop(intra.latency, intra.overhead, rate, window, p - n_dom))
-    net_rate = channel_rate(f, proto, f.node_net_bw, channels)
-    share = f.node_net_bw / max(1, channels)
+    # a channel leaves the domain through one NIC (NCCL's ring graph gives each channel one
+    # net device; its per-channel inter bandwidth is at most that NIC's, search.cc): a
+    # communicator with fewer channels than the domain's NICs (its maxCTAs) uses only that
+    # many NICs
+    nic_bw = f.net_bw_per_nic or f.net_bw_per_rank / f.nics_per_rank
+    net_link = min(f.node_net_bw, f.channels * nic_bw)
+    net_rate = channel_rate(f, proto, net_link, channels)
+    share = net_link / max(1, channels)
     hops.append(net_hop(f, "ring", proto, net_rate, n_dom, window=window, link_share=share))
     return hops
 

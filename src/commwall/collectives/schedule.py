@@ -17,6 +17,8 @@ import numpy.typing as npt
 
 from commwall.collectives.constants import Proto
 from commwall.collectives.errors import CollectiveError
+from commwall.collectives.fabric import CommFabric
+from commwall.collectives.nccl_env import limit_channels
 from commwall.collectives.ops import Op
 
 
@@ -78,10 +80,24 @@ class Group:
     n_domains: int
     ranks_per_domain: int
     placement: Placement | None = None
+    #: The communicator's own NCCL ``minCTAs`` / ``maxCTAs`` (``ncclConfig_t``; a framework's
+    #: per-communicator options, e.g. Megatron-Core's ``--nccl-communicator-config-path``);
+    #: ``None``: NCCL's default. They bound its channels (:meth:`limited`).
+    min_ctas: int | None = None
+    max_ctas: int | None = None
 
     def __post_init__(self) -> None:
         if self.n_domains < 1 or self.ranks_per_domain < 1:
             raise CollectiveError(f"group {self.name!r} needs positive sizes, got {self}")
+        for bound in (self.min_ctas, self.max_ctas):
+            if bound is not None and bound < 1:
+                raise CollectiveError(f"group {self.name!r}: CTA bounds must be >= 1, got {bound}")
+
+    def limited(self, fabric: CommFabric) -> CommFabric:
+        """``fabric`` as this communicator sees it: its channels within its CTA bounds."""
+        if self.min_ctas is None and self.max_ctas is None:
+            return fabric
+        return limit_channels(fabric, self.min_ctas, self.max_ctas)
 
     @property
     def nranks(self) -> int:

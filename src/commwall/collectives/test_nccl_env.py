@@ -12,6 +12,7 @@ from commwall.collectives.nccl_env import (
     MODEL_READS,
     apply_nccl_env,
     describe_env,
+    limit_channels,
     parse_env_assignments,
 )
 from commwall.scenario import ClusterSpec
@@ -86,5 +87,38 @@ def test_channels_per_net_peer_set_the_network_p2p_channels_without_halving() ->
     assert p2p_limits(local, network=False) == p2p_limits(one_node, network=False)
 
 
+def test_channel_limits_bound_the_channels_as_nccls_comm_config_does() -> None:
+    fabric = build_cluster(ClusterSpec(preset="dgx-h100", nodes=2)).world()
+    assert fabric.channels > 8
+    capped = limit_channels(fabric, 1, 8)
+    assert (capped.channels, capped.p2p_channels) == (8, 8)
+    assert limit_channels(fabric, None, 3).p2p_channels == 4  # pow2Up
+    raised = limit_channels(fabric, 40, None)
+    assert (raised.channels, raised.p2p_channels) == (40, 64)
+    assert limit_channels(fabric, 100, 200).channels == 64  # NCCL's MAXCHANNELS
+    assert limit_channels(fabric, None, None) is fabric
+    # the same bound as the environment variables NCCL reads for every communicator
+    env_capped, _, _ = apply_nccl_env(fabric, {"NCCL_MAX_CTAS": "8"}, "default", "default")
+    assert env_capped == capped
+
+
 def test_doctests() -> None:
     assert doctest.testmod(nccl_env).failed == 0
+
+
+def test_a_ring_of_fewer_channels_than_nics_reaches_only_that_many_nics() -> None:
+    """Each ring channel leaves its domain through one NIC: two channels across NVL72 racks
+    (72 NICs a rack) move at most two NICs' bandwidth a direction, however many NICs the
+    domain has; with NCCL's own channel count the scale-up hop binds, as before."""
+    from commwall.collectives import Op, Proto, evaluate
+
+    fabric = build_cluster(ClusterSpec(preset="gb200-nvl72", nodes=36)).world()
+    assert fabric.n_domains == 2 and fabric.net_bw_per_nic is not None
+    two = limit_channels(fabric, None, 2)
+    size = 2.0**30
+    cost = evaluate(Op.ALL_REDUCE, size, two, "ring", Proto.SIMPLE)
+    p = fabric.nranks
+    floor = 2 * (p - 1) / p * size / (2 * fabric.net_bw_per_nic)
+    assert cost.bw_time >= floor * (1 - 1e-9)
+    free = evaluate(Op.ALL_REDUCE, size, fabric, "ring", Proto.SIMPLE)
+    assert free.bottleneck == "nvlink" and free.time < cost.time

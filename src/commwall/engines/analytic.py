@@ -33,12 +33,16 @@ class AnalyticEngine:
 
     def cost(self, task: CollectiveTask, cluster: Cluster) -> Cost:
         """The tuner's choice for one collective task on ``cluster``."""
-        fabric = cluster.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
+        fabric = task.group.limited(
+            cluster.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
+        )
         return _cached_choice(task, fabric, self.policy)
 
     def _price(self, task: CollectiveTask, cluster: Cluster) -> _Priced:
         """The tuner's choice for ``task`` and what its phases report."""
-        fabric = cluster.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
+        fabric = task.group.limited(
+            cluster.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
+        )
         cost, busbw, over = _facts(task.op, task.nbytes, task.algo, task.proto, fabric, self.policy)
         return _Priced(
             cost,

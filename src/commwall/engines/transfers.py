@@ -83,6 +83,7 @@ from commwall.collectives.halving_doubling import halving_doubling_steps
 from commwall.collectives.in_network import nvls_rate
 from commwall.collectives.ops import Op
 from commwall.collectives.ring import ring
+from commwall.collectives.schedule import Group
 from commwall.collectives.tree import tree_inter_volume
 from commwall.collectives.tuner import ALGORITHMS, evaluate
 from commwall.engines.base import EngineInputError
@@ -206,9 +207,17 @@ class TransferPlan:
 
 
 def compile_collective(
-    op: Op, nbytes: float, members: IntArray, cluster: Cluster, cost: Cost
+    op: Op,
+    nbytes: float,
+    members: IntArray,
+    cluster: Cluster,
+    cost: Cost,
+    *,
+    group: Group | None = None,
 ) -> TransferPlan:
-    """Compile ``cost`` (one copy's analytic cost) for every copy in ``members``.
+    """Compile ``cost`` (one copy's analytic cost) for every copy in ``members``; ``group``: the
+    communicator, whose CTA bounds (:meth:`~commwall.collectives.schedule.Group.limited`) bound
+    its channels here as in ``cost``.
 
     ``members`` is a ``(copies, p)`` array of global GPU ranks; row ``c`` is one communicator copy
     running this same collective concurrently, ``members[c, i]`` its rank ``i`` (a 1-D array is one
@@ -236,7 +245,7 @@ def compile_collective(
         raise EngineInputError(
             f"cannot compile algorithm {cost.algo!r} to transfers; known: {known}"
         )
-    ctx = _Context(op, float(nbytes), m, cluster, cost)
+    ctx = _Context(op, float(nbytes), m, cluster, cost, group)
     return _checked(plan(builder(ctx)), cost)
 
 
@@ -271,9 +280,16 @@ class _Context:
     """Everything a builder needs: the op, the sorted copies and their domain segments."""
 
     def __init__(
-        self, op: Op, nbytes: float, members: IntArray, cluster: Cluster, cost: Cost
+        self,
+        op: Op,
+        nbytes: float,
+        members: IntArray,
+        cluster: Cluster,
+        cost: Cost,
+        group: Group | None = None,
     ) -> None:
         self.op = op
+        self.group = group
         self.nbytes = nbytes
         self.members = members
         self.cluster = cluster
@@ -323,10 +339,10 @@ class _Context:
         the flow engine derives caps from), identified by recomputing the cost."""
         self.require_uniform()
         cl = self.cluster
-        candidates = [cl.comm_fabric(self.n_domains, self.g)]
+        candidates = [self.limited(cl.comm_fabric(self.n_domains, self.g))]
         if cl.topology.oversubscription != 1.0:
             flat = replace(cl, topology=cl.topology.model_copy(update={"oversubscription": 1.0}))
-            candidates.append(flat.comm_fabric(self.n_domains, self.g))
+            candidates.append(self.limited(flat.comm_fabric(self.n_domains, self.g)))
         c = self.cost
         for f in candidates:
             try:
@@ -336,6 +352,19 @@ class _Context:
             if math.isclose(again.time, c.time, rel_tol=1e-9):
                 return f
         return candidates[0]
+
+    def limited(self, fabric: CommFabric) -> CommFabric:
+        """``fabric`` within the communicator's CTA bounds (none without a group)."""
+        return fabric if self.group is None else self.group.limited(fabric)
+
+    def channels(self, n_domains: int, ranks_per_domain: int) -> int:
+        """NCCL's coll channels of a ``n_domains × ranks_per_domain`` part of this communicator
+        (:meth:`~commwall.cluster.Cluster.channels`), within its CTA bounds."""
+        n = self.cluster.channels(n_domains, ranks_per_domain)
+        group = self.group
+        if group is None or (group.min_ctas is None and group.max_ctas is None):
+            return n
+        return max(1, min(max(n, group.min_ctas or 1), group.max_ctas or n, 64))
 
     def require_uniform(self) -> None:
         """Refuse copies of unequal shape (the algorithm indexes ranks by domain position)."""
@@ -435,7 +464,7 @@ class _Context:
 def _channels(ctx: _Context) -> int:
     """Ring channels: NCCL's count once the ring leaves the domain; one inside a domain, where
     the GPU's NVLink bandwidth (not a channel count) is what binds."""
-    return ctx.cluster.channels(ctx.n_domains, ctx.g) if ctx.n_domains > 1 else 1
+    return ctx.channels(ctx.n_domains, ctx.g) if ctx.n_domains > 1 else 1
 
 
 def _rate(nbytes: float, seconds: float) -> float:
@@ -555,7 +584,7 @@ def _tree(ctx: _Context) -> list[Stage]:
     """
     ctx.require_uniform()
     n_dom = ctx.n_domains
-    per_tree = max(1, ctx.cluster.channels(n_dom, ctx.g) // 2) if n_dom > 1 else 1
+    per_tree = max(1, ctx.channels(n_dom, ctx.g) // 2) if n_dom > 1 else 1
     ctx.require_pipelines(4 * per_tree)
     orders = ctx.rotated(2 * per_tree)  # (K, copies, p), head first in every segment
     g = ctx.g
@@ -746,7 +775,7 @@ def _hierarchical(ctx: _Context) -> list[Stage]:
     times = _scale([c.bw_time for c in costs], cost.bw_time, _sum)
     n_dom = ctx.n_domains
     grid = ctx.sorted.reshape(ctx.copies, n_dom, g)
-    n_ch = ctx.cluster.channels(ctx.n_domains, 1)
+    n_ch = ctx.channels(ctx.n_domains, 1)
     ctx.require_pipelines(n_ch)
     stages: list[Stage] = []
     for i, ((name, part_op, size, fab), t) in enumerate(zip(parts, times, strict=True)):

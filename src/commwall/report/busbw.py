@@ -108,7 +108,7 @@ def communicator_curves(scenario: Any, cluster: Any, report: Any) -> tuple[CommC
         )
         if shape is None:  # a communicator whose shape the layout does not name
             continue
-        fabric = cluster.comm_fabric(shape.n_domains, shape.ranks_per_domain)
+        fabric = shape.limited(cluster.comm_fabric(shape.n_domains, shape.ranks_per_domain))
         calls = tuple(
             (float(c.nbytes), float(c.busbw))
             for c in stats

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from commwall.catalog import CatalogError
 from commwall.cluster import Cluster
-from commwall.scenario import JobSpec, ScenarioError
+from commwall.scenario import NCCL_MODELLED_COMMUNICATORS, JobSpec, ScenarioError
 from commwall.workload.compute import ATTENTION_FP8, Device, attention_kernel, device_for
 from commwall.workload.hf_config import ModelDefinitionError, resolve_model
 from commwall.workload.host import host_wait
@@ -262,6 +262,22 @@ class Job:
             "fp8_attention": self.spec.fp8_attention,
             "attention_dropout": self.spec.attention_dropout,
             "fp8_output_proj": self.spec.fp8_output_proj,
+            "tp_overlap_cfg": {
+                name: entry.model_dump(exclude_none=True)
+                for name, entry in self.spec.tp_overlap_cfg.given().items()
+            }
+            or None,
+            "nccl_communicators": {
+                name: options.model_dump(exclude_none=True)
+                for name, options in self.spec.nccl_communicators.given().items()
+            }
+            or None,
+            "nccl_communicators_not_read": [
+                name
+                for name in self.spec.nccl_communicators.given()
+                if name not in NCCL_MODELLED_COMMUNICATORS
+            ]
+            or None,
             "cudnn": self.spec.cudnn,
             "grad_reduce_bytes": self.grad_reduce_bytes,
             "param_bytes": self.param_bytes,
@@ -499,6 +515,11 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"job.tp_comm_overlap: needs tensor parallelism with sequence parallelism (as "
             f"Megatron-Core asserts); tp is {spec.tp}, sequence_parallel is "
             f"{str(spec.sequence_parallel).lower()}"
+        )
+    if spec.tp_overlap_cfg.given() and not spec.tp_comm_overlap:
+        errors.append(
+            "job.tp_overlap_cfg: sets Transformer Engine's TP overlap per GEMM, so it needs "
+            "tp_comm_overlap true (it is false); leave it out"
         )
     if spec.moe_a2a_overlap:
         errors += _a2a_overlap_errors(spec, model)

@@ -65,7 +65,7 @@ import itertools
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Final, TypeVar
 
@@ -79,7 +79,8 @@ from commwall.collectives.schedule import (
     Placement,
     Schedule,
 )
-from commwall.workload.compute import LayerWork, layer_work
+from commwall.scenario import UB_GEMMS, UbGemmSpec
+from commwall.workload.compute import Kernel, LayerWork, layer_work
 from commwall.workload.contention import PAIRED_STREAM, UB_STREAM
 from commwall.workload.dispatch import dispatch_share
 from commwall.workload.job import Job, recompute_modules, recomputed_layers
@@ -188,19 +189,40 @@ def job_groups(job: Job, cluster: Cluster) -> Groups:
 def _groups(job: Job, d: int) -> Groups:
     # rank order tp-cp-dp-pp (Megatron-Core): the cp and dp digits are adjacent, so the ranks
     # that reduce gradients together (dp × cp) form one group at stride tp
+    def bounded(group: Group) -> Group:
+        return with_nccl_options(group, job)
+
     return Groups(
-        tp=group_shape("tp", job.tp, 1, d),
-        dp=group_shape("dp", job.grad_dp, job.tp, d),
+        tp=bounded(group_shape("tp", job.tp, 1, d)),
+        dp=bounded(group_shape("dp", job.grad_dp, job.tp, d)),
         # the expert grid (Megatron-Core's MoE parallel folding, order etp-ep-edp over the
         # same tp·cp·dp ranks): EP at stride expert_tp, expert-DP at stride expert_tp·ep
-        ep=group_shape("ep", job.ep, job.expert_tp, d),
-        pp=pipeline_peer_group(job.tp, job.grad_dp, d),
-        edp=group_shape("edp", job.expert_dp, job.expert_tp * job.ep, d),
-        cp=group_shape("cp", job.cp, job.tp, d),
-        cpa=group_shape("cpa", job.cp_a2a, job.tp, d),
-        cpr=group_shape("cpr", job.cp // job.cp_a2a, job.tp * job.cp_a2a, d),
-        etp=group_shape("etp", job.expert_tp, 1, d),
+        ep=bounded(group_shape("ep", job.ep, job.expert_tp, d)),
+        pp=bounded(pipeline_peer_group(job.tp, job.grad_dp, d)),
+        edp=bounded(group_shape("edp", job.expert_dp, job.expert_tp * job.ep, d)),
+        cp=bounded(group_shape("cp", job.cp, job.tp, d)),
+        cpa=bounded(group_shape("cpa", job.cp_a2a, job.tp, d)),
+        cpr=bounded(group_shape("cpr", job.cp // job.cp_a2a, job.tp * job.cp_a2a, d)),
+        etp=bounded(group_shape("etp", job.expert_tp, 1, d)),
     )
+
+
+#: The Megatron-Core communicator each of the step's groups is (``parallel_state.py``): the
+#: gradients and ZeRO's gathers run on ``dp_cp`` (DistributedDataParallel's ``dp_cp_group``,
+#: with or without context parallelism), a2a+p2p's two context groups on ``hcp``.
+MEGATRON_COMMUNICATOR: Final = {
+    "tp": "tp", "dp": "dp_cp", "ep": "ep", "pp": "pp", "edp": "ep_dp", "cp": "cp",
+    "cpa": "hcp", "cpr": "hcp", "etp": "ep_tp",
+}  # fmt: skip
+
+
+def with_nccl_options(group: Group, job: Job) -> Group:
+    """``group`` with the CTA bounds ``job.nccl_communicators`` gives its Megatron-Core
+    communicator (:data:`MEGATRON_COMMUNICATOR`); unchanged without any."""
+    options = getattr(job.spec.nccl_communicators, MEGATRON_COMMUNICATOR[group.name])
+    if options is None:
+        return group
+    return replace(group, min_ctas=options.min_ctas, max_ctas=options.max_ctas)
 
 
 @dataclass(frozen=True)
@@ -231,6 +253,22 @@ class UnitTimes:
     #: norms, the LM head and loss again; ``job.mtp_layers``), forward and backward.
     mtp_forward: float = 0.0
     mtp_backward: float = 0.0
+    #: Seconds per layer of the kernels the context-parallel K/V ring runs beside (the
+    #: attention kernels and the merges of their partial results; backward with those a
+    #: recomputation re-runs): Transformer Engine's ``AttnFuncWithCPAndKVP2P`` starts each
+    #: step's exchange with the previous step's attention, inside the attention function.
+    #: ``None`` (the flat model, which prices no attention apart): the whole layer.
+    ring_window_forward: float | None = None
+    ring_window_backward: float | None = None
+
+
+def _ring_window(kernels: Iterable[Kernel]) -> float:
+    """Seconds of the attention kernels and their ring merges among ``kernels``."""
+    return sum(
+        k.seconds
+        for k in kernels
+        if k.kind == "attention" or k.name.startswith("ring attention merges")
+    )
 
 
 def unit_times(job: Job) -> UnitTimes:
@@ -280,6 +318,8 @@ def _unit_times(job: Job, kinds: tuple[tuple[ModelSpec, int], ...]) -> tuple[Uni
             sm_bound=sm_bound,
             mtp_forward=mtp_forward,
             mtp_backward=mtp_backward,
+            ring_window_forward=_ring_window(work.forward),
+            ring_window_backward=_ring_window((*work.backward, *work.recompute)),
         )
         seconds = {k.name: k.seconds for k in (*work.forward, *work.backward)}
         if kind.mla:  # the column-parallel GEMMs over the gathered latents play QKV's part
@@ -288,8 +328,7 @@ def _unit_times(job: Job, kinds: tuple[tuple[ModelSpec, int], ...]) -> tuple[Uni
                 seconds["qkv" + suffix] = sum(seconds[name + suffix] for name in ups)
         kind_job = replace(job, model=kind)
         if job.spec.tp_comm_overlap:
-            sms = job.device.sms
-            times = _beside_tp(kind_job, times, seconds, sms / (sms - UB_COMM_SMS))
+            times = _beside_tp(kind_job, times, seconds, job.device.sms)
         elif backward_tp_overlap(job):
             times = _beside_backward(kind_job, times, seconds)
         out.append(_scaled(times, scale))
@@ -326,6 +365,45 @@ def _layer_work(job: Job, model: ModelSpec) -> LayerWork:
     )
 
 
+@dataclass(frozen=True)
+class UbGemm:
+    """How Transformer Engine's Userbuffers runs one GEMM's overlap (:func:`ub_gemms`)."""
+
+    method: str
+    #: SMs the communication kernel holds from the GEMM while it runs (its ``num_sm``; a ring
+    #: exchange's only with ``set_sm_margin``)
+    held_sms: int
+    #: share of a forward reduce-scatter left after the GEMM (its last slice's)
+    exposed: float
+
+
+def ub_gemms(job: Job) -> dict[str, UbGemm]:
+    """Each Userbuffers GEMM of ``job`` (:data:`~commwall.scenario.UB_GEMMS`) as
+    ``job.tp_overlap_cfg`` sets it over Transformer Engine's defaults (``initialize_ub``,
+    ``module/base.py``, TE 2.x): a ring exchange holds 1 SM without margin, a pipelined
+    reduce-scatter and a bulk overlap 16 SMs with margin. A pipelined or bulk kernel holds its
+    ``num_sm`` SMs while it runs with or without ``set_sm_margin`` (the margin only sizes the
+    GEMM's grid to the SMs left; without it the GEMM's blocks wait for the SMs the kernel
+    holds), so both are priced as the margin; a ring exchange's sends run on the copy engines
+    and hold SMs only with the margin. A forward reduce-scatter leaves its
+    last slice's share exposed (``comm_gemm_overlap.cpp``: ``split_overlap_rs`` and
+    ``split_overlap_rs_p2p`` reduce the last chunk after the last GEMM) — ``1/num_splits``
+    pipelined (4), ``1/tp`` ring-exchanged. The slices themselves are priced as the whole GEMM:
+    TE launches them on up to three compute streams, which hide one another's launch and tail
+    (``num_max_streams``)."""
+    t, out = job.tp, {}
+    for name, (_, default) in UB_GEMMS.items():
+        entry = getattr(job.spec.tp_overlap_cfg, name) or UbGemmSpec()
+        method = entry.method or default
+        ring = method == "ring_exchange"
+        num_sm = entry.num_sm if entry.num_sm is not None else (1 if ring else UB_COMM_SMS)
+        margin = entry.set_sm_margin if entry.set_sm_margin is not None else not ring
+        slices = t if ring else (entry.num_splits or UB_PIPELINE_SPLITS)
+        exposed = 1.0 / slices if name in ("proj_fprop", "fc2_fprop") else 0.0
+        out[name] = UbGemm(method, num_sm if margin or not ring else 0, exposed)
+    return out
+
+
 def _sm_bound_share(works: list[tuple[int, LayerWork]]) -> float:
     """Share of a micro-batch's compute seconds (all layers, the loss unit, the embedding) in
     GEMMs and attention, the kernels whose speed follows the SMs they get; the memory-bound
@@ -356,27 +434,48 @@ def _scaled(u: UnitTimes, scale: float) -> UnitTimes:
         embed_backward=u.embed_backward * scale,
         mtp_forward=u.mtp_forward * scale,
         mtp_backward=u.mtp_backward * scale,
+        ring_window_forward=None
+        if u.ring_window_forward is None
+        else u.ring_window_forward * scale,
+        ring_window_backward=(
+            None if u.ring_window_backward is None else u.ring_window_backward * scale
+        ),
     )
 
 
-def _beside_tp(job: Job, u: UnitTimes, seconds: dict[str, float], slow: float) -> UnitTimes:
+def _beside_tp(job: Job, u: UnitTimes, seconds: dict[str, float], sms: int | None) -> UnitTimes:
     """``u`` with the GEMMs beside the TP collectives (:attr:`UnitTimes.beside_forward`), each
-    ``slow`` times longer where the collective beside it holds :data:`UB_COMM_SMS` SMs (the
-    pipelined reduce-scatters and the bulk overlaps: Transformer Engine's ``set_sm_margin``,
-    the GPU's SMs over the SMs left) — the row-parallel forward GEMMs and both halves of the
-    column-parallel backward GEMMs (the input all-gather beside dgrad, the reduce-scatter
-    beside wgrad). ``seconds`` holds each GEMM's forward (``"qkv"``) and backward
-    (``"qkv dgrad+wgrad"``) time, as :func:`~commwall.workload.compute.layer_work` names them."""
-    blocks = (("qkv", "attention out"),) + (() if job.model.is_moe else (("mlp up", "mlp down"),))
+    slower where the collective beside it holds SMs (:attr:`UbGemm.held_sms`: Transformer
+    Engine's ``set_sm_margin``, the GPU's ``sms`` over the SMs left) — by TE's defaults the
+    row-parallel forward GEMMs (pipelined reduce-scatters) and both halves of the
+    column-parallel backward GEMMs (the bulk input all-gather beside dgrad, the bulk
+    reduce-scatter beside wgrad). ``seconds`` holds each GEMM's forward (``"qkv"``) and
+    backward (``"qkv dgrad+wgrad"``) time, as :func:`~commwall.workload.compute.layer_work`
+    names them; ``sms`` None (the flat model, whose efficiency holds any such cost): none
+    slower."""
+    ub = ub_gemms(job)
+
+    def slow(name: str) -> float:
+        return 1.0 if sms is None else sms / max(1, sms - ub[name].held_sms)
+
+    blocks: tuple[tuple[str, str, str, str], ...] = (("qkv", "attention out", "qkv", "proj"),)
+    if not job.model.is_moe:
+        blocks += (("mlp up", "mlp down", "fc1", "fc2"),)
     ahead: list[float] = []
     behind: list[float] = []
     extra_f = extra_b = 0.0
-    for column, row in blocks:
-        ahead += [seconds[column], seconds[row] * slow]
-        extra_f += seconds[row] * (slow - 1.0)
+    for column, row, col_ub, row_ub in blocks:
+        col_f, row_f = slow(f"{col_ub}_fprop"), slow(f"{row_ub}_fprop")
+        ahead += [seconds[column] * col_f, seconds[row] * row_f]
+        extra_f += seconds[column] * (col_f - 1.0) + seconds[row] * (row_f - 1.0)
         col_grads, row_grads = seconds[f"{column} dgrad+wgrad"], seconds[f"{row} dgrad+wgrad"]
-        behind += [row_grads / 2.0, col_grads / 2.0 * slow]
-        extra_b += col_grads * (slow - 1.0)
+        row_d, col_d, col_w = (
+            slow(f"{row_ub}_dgrad"),
+            slow(f"{col_ub}_dgrad"),
+            slow(f"{col_ub}_wgrad"),
+        )
+        behind += [row_grads / 2.0 * row_d, col_grads / 2.0 * col_w]
+        extra_b += row_grads / 2.0 * (row_d - 1.0) + col_grads / 2.0 * (col_d + col_w - 2.0)
     return replace(
         u,
         layer_forward=u.layer_forward + extra_f,
@@ -516,7 +615,7 @@ def _flat_times(job: Job) -> UnitTimes:
     seconds |= {f"{name} dgrad+wgrad": 2.0 * t for name, t in seconds.items()}
     if not spec.tp_comm_overlap:
         return _beside_backward(job, times, seconds)
-    return _beside_tp(job, times, seconds, 1.0)
+    return _beside_tp(job, times, seconds, None)
 
 
 def _flat_recompute(job: Job) -> float:
@@ -781,6 +880,9 @@ class _Builder:
         # the compute collective kernels beside it slow (workload.contention)
         self.sm_bound = self.units.sm_bound if self.spec.comm_sm_contention else None
         self.blocking: dict[int, tuple[int, ...]] = {}  # buckets the next compute must wait for
+        # each stage's context-parallel rings not yet waited for: the next chunk's compute, or
+        # the next layer's where a pass runs layer by layer, waits for them
+        self.rings: dict[int, tuple[int, ...]] = {}
         self.sp = self.spec.sequence_parallel and job.tp > 1
         self.nccl_beside = backward_tp_overlap(job)  # job.tp_backward_overlap in effect
         self.modules = recompute_modules(self.spec)  # what a selective recomputation re-runs
@@ -1058,17 +1160,20 @@ class _Builder:
         the phase that ends the compute and of the last phase on the compute stream."""
         compute = f"s{stage}.compute"
         beside = self.nccl_beside and tag.startswith("B") and layers > 0
-        # where this compute starts (after ``after`` and the stream's last phase): the overlapped
-        # all-to-alls start there too
-        tail = self.compute_tail.get(stage) if self.ep_beside else None
+        # where this compute starts (after ``after`` and the stream's last phase): the context
+        # ring and the overlapped all-to-alls start there too
+        tail = self.compute_tail.get(stage)
         start = (*after, tail) if tail is not None else after
+        # the attention the context-parallel ring runs beside, apart at the chunk's end
+        window = self.ring_window(tag, layers, k) if context else 0.0
+        body = seconds - window
         if self.spec.tp_comm_overlap and layers:
-            done, last = self.overlapped_tp(stage, tag, seconds, layers, after, k)
+            done, last = self.overlapped_tp(stage, tag, body, layers, after, k)
         elif beside:
-            done, last = self.backward_beside(stage, tag, seconds, layers, after, k)
+            done, last = self.backward_beside(stage, tag, body, layers, after, k)
         else:
             done = last = self.add(
-                f"s{stage} {tag} compute", ComputeTask(seconds), "compute", compute, after
+                f"s{stage} {tag} compute", ComputeTask(body), "compute", compute, after
             )
         if not layers:
             return done, last
@@ -1078,13 +1183,30 @@ class _Builder:
                 f"s{stage} {tag} host", ComputeTask(self.host_gap * syncs), "host", compute
             )
         if context:
-            last = self.context_exchange(stage, tag, layers, after, last, k)
+            ring_from = None
+            if window > 0:
+                ring_from = last
+                name = f"s{stage} {tag} attention beside the CP ring"
+                done = last = self.add(name, ComputeTask(window), "compute", compute)
+            last = self.context_exchange(stage, tag, layers, start, last, k, ring_from)
         if self.ep_beside and self.plan.moe[k]:
             self.all_to_alls_beside(stage, tag, layers, start, k)
         if not self.spec.tp_comm_overlap and not beside and (self.job.tp > 1 or self.job.ep > 1):
             blocked = self.blocking_comm(stage, tag, layers, (), k)  # none: a dense layer, TP 1
             last = blocked if blocked >= 0 else last
         return done, last
+
+    def ring_window(self, tag: str, layers: int, k: int) -> float:
+        """Seconds of ``layers`` layers' attention kernels (and their merges) the context-
+        parallel ring runs beside in this pass (:attr:`UnitTimes.ring_window_forward`,
+        ``…_backward``); 0 without a ring beside the compute (``cp_comm`` all_gather or a2a,
+        a2a+p2p with one ring rank) or a kernel breakdown (the flat model)."""
+        job = self.job
+        if job.spec.cp_comm not in ("p2p", "a2a+p2p") or job.cp // job.cp_a2a < 2:
+            return 0.0
+        u = self.plan.units[k]
+        window = u.ring_window_backward if tag.startswith("B") else u.ring_window_forward
+        return 0.0 if window is None else layers * window
 
     def host_syncs(self, tag: str, layers: int, k: int) -> int:
         """How many of ``layers`` MoE layers of kind ``k`` wait on the host in this pass
@@ -1204,11 +1326,12 @@ class _Builder:
         Each TP collective runs on a side stream beside the GEMM it feeds or drains, and the
         compute stream waits for it after that GEMM: a collective shows only where it outlasts
         its own GEMM. Forward: each all-gather is a ring exchange under the column-parallel
-        GEMM (QKV, MLP up), each reduce-scatter is pipelined in :data:`UB_PIPELINE_SPLITS`
-        splits under the row-parallel GEMM (attention out, MLP down) with the last split's
-        reduce-scatter exposed after it. Backward: the output-gradient all-gather rides a ring
-        exchange under the row-parallel dgrad, the input-gradient reduce-scatter a bulk overlap
-        under the column-parallel wgrad. The layers' other kernels run first, in one phase.
+        GEMM (QKV, MLP up), each reduce-scatter is pipelined (or ring-exchanged) in slices
+        under the row-parallel GEMM (attention out, MLP down) with the last slice's
+        reduce-scatter exposed after it (:func:`ub_gemms`). Backward: the output-gradient
+        all-gather rides a ring exchange under the row-parallel dgrad, the input-gradient
+        reduce-scatter a bulk overlap under the column-parallel wgrad. The layers' other
+        kernels run first, in one phase.
         """
         compute, side = f"s{stage}.compute", f"s{stage}{UB_STREAM}"
         forward = tag.startswith("F")
@@ -1218,10 +1341,10 @@ class _Builder:
         done = last = self.add(
             f"s{stage} {tag} compute", ComputeTask(rest), "compute", compute, after
         )
-        blocks = (
-            (Op.ALL_GATHER, "all-gather", 0.0),
-            (Op.REDUCE_SCATTER, "reduce-scatter", 1.0 / UB_PIPELINE_SPLITS if forward else 0.0),
-        )
+        # the forward reduce-scatters' last slices, exposed after their GEMMs (attention out,
+        # then MLP down)
+        ub = ub_gemms(self.job)
+        tails = (ub["proj_fprop"].exposed, ub["fc2_fprop"].exposed) if forward else (0.0, 0.0)
         # FP8: Userbuffers all-gathers the GEMM's FP8 input, one byte an element (TE's default
         # ``fp8_buf`` for every all-gather overlap; NVFP4 taken the same way, its gathered data
         # and scales, though TE v2.8 has no Userbuffers NVFP4 path); reduce-scatters move the
@@ -1231,7 +1354,12 @@ class _Builder:
         # backward its gradient's reduce-scatter) moves MLA's latents
         column = 0 if forward else 1
         for i, gemm in enumerate(pairs):
-            op, label, exposed = blocks[i % 2]
+            op, label = (
+                (Op.ALL_GATHER, "all-gather")
+                if i % 2 == 0
+                else (Op.REDUCE_SCATTER, "reduce-scatter")
+            )
+            exposed = tails[i // 2] if i % 2 else 0.0
             nbytes = self.tp_bytes * (gather_bytes if op is Op.ALL_GATHER else 1.0)
             if i == column:
                 nbytes *= self.plan.latent_share[k]
@@ -1279,8 +1407,14 @@ class _Builder:
         return seconds
 
     def ready(self, stage: int, after: tuple[int, ...]) -> tuple[int, ...]:
-        """``after`` plus any gradient buckets the stage must finish first (no overlap)."""
-        return (*after, *self.blocking.pop(stage, ()))
+        """``after`` plus any gradient buckets the stage must finish first (no overlap), and
+        its context-parallel rings (:meth:`ring_ready`)."""
+        return (*after, *self.blocking.pop(stage, ()), *self.ring_ready(stage))
+
+    def ring_ready(self, stage: int) -> tuple[int, ...]:
+        """The stage's context-parallel rings its next compute waits for: Transformer Engine's
+        attention returns once its ring has (:meth:`context_exchange`)."""
+        return self.rings.pop(stage, ())
 
     def chunk_work(
         self, stage: int, chunk: int, tag: str, kind: str, after: tuple[int, ...]
@@ -1301,7 +1435,14 @@ class _Builder:
         return last
 
     def context_exchange(
-        self, stage: int, tag: str, layers: int, after: tuple[int, ...], last: int, k: int
+        self,
+        stage: int,
+        tag: str,
+        layers: int,
+        after: tuple[int, ...],
+        last: int,
+        k: int,
+        ring_from: int | None = None,
     ) -> int:
         """Context parallelism's exchange for ``layers`` layers (``job.cp_comm``, Megatron-Core's
         ``--cp-comm-type``, Transformer Engine's ``context_parallel.py`` @d0067d0): the index of
@@ -1311,9 +1452,11 @@ class _Builder:
           forward passes every rank's K and V chunks around the ring (an all-gather of
           ``2·b·s·kv_dim/t`` elements over the cp group); backward passes them again and
           returns their gradients (a reduce-scatter of the same size). On its own stream,
-          overlapped with the chunk's compute; the stage's next compute waits for it. TE
-          overlaps it with attention only, so a ring slower than the chunk's attention is
-          optimistic by the difference.
+          overlapped with the chunk's attention kernels (:attr:`UnitTimes.ring_window_forward`,
+          their phase ``ring_from`` ends before; without it the chunk's compute from its
+          start): TE runs each step's exchange beside the previous step's attention, inside
+          the attention function, so a ring slower than the attention shows; the stage's
+          next compute waits for it (:meth:`ring_ready`).
         * ``all_gather`` (``AttnFuncWithCPAndKVAllGather``; Llama 3, Dubey et al. 2024 §3.3.2:
           "the all-gather communication latency is exposed in the critical path"): the same
           all-gather of K and V before attention, forward and again backward, and the
@@ -1371,14 +1514,14 @@ class _Builder:
                 last = self.add(
                     f"s{stage} {tag} CP {label}", task, "cp", f"s{stage}.compute", (), layers
                 )
-            else:  # the ring, beside the chunk's compute from its start (then stream order)
-                dep = () if side else after
+            else:  # the ring, beside the chunk's attention (then stream order)
+                dep = () if side else ((ring_from,) if ring_from is not None else after)
                 done = self.add(
                     f"s{stage} {tag} CP {label}", task, "cp", f"s{stage}.cp", dep, layers
                 )
                 side = (done,)
         if side:
-            self.blocking[stage] = (*self.blocking.get(stage, ()), *side)
+            self.rings[stage] = (*self.rings.get(stage, ()), *side)
         return last
 
     def fsdp_layers(
@@ -1395,7 +1538,7 @@ class _Builder:
         With context parallelism the parameters are sharded over ``dp × cp`` ranks (the DP
         group: Megatron-Core's data-parallel group with CP; torchtitan's ``dp_shard_cp`` mesh)
         and each layer runs its context exchange (:meth:`context_exchange`), the rings in order
-        on the stage's cp stream; the next chunk waits for them, as after :meth:`chunk_work`.
+        on the stage's cp stream; the next layer waits for its layer's ring (:meth:`ring_ready`).
         """
         job = self.job
         after = self.ready(stage, after)
@@ -1428,7 +1571,7 @@ class _Builder:
             seconds, grads = self.layer_seconds(kind, k), self.layer_param_bytes(k)
             rs_task = CollectiveTask(Op.REDUCE_SCATTER, grads * self.grad_wire, self.groups.dp)
             if not sharded:
-                dep = after if i == 0 else ()
+                dep = after if i == 0 else self.ring_ready(stage)
                 done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context, k)
                 computes.append(done)
                 continue
@@ -1452,7 +1595,7 @@ class _Builder:
                 blocking = (self.add(f"s{stage} {tag} FSDP reduce-scatter", pending_rs, "dp",
                                      dp_stream, pending),)  # fmt: skip
                 pending = ()
-            dep = (gathers[i],) + (after if i == 0 else ())
+            dep = (gathers[i],) + (after if i == 0 else self.ring_ready(stage))
             done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context, k)
             computes.append(done)
             if kind == "B":
@@ -1509,7 +1652,7 @@ class _Builder:
             same = k * job.pp <= self.domain
             group = Group("pp", 1, 2) if same else Group("pp", 2, 1)
         placement = Placement(2, (dst - src) * k, 1, tuple(range(src * k, (src + 1) * k)))
-        return replace(group, placement=placement)
+        return replace(with_nccl_options(group, job), placement=placement)
 
     def p2p(self, kind: str, stage: int, chunk: int, j: int, after: int) -> None:
         pp, v = self.job.pp, self.v
@@ -1598,7 +1741,7 @@ class _Builder:
                 stage, f"B-last layer {layer}", self.layer_seconds("B", k), 1, after,
                 self.job.cp > 1, k,
             )[1]  # fmt: skip
-            after = ()
+            after = self.ring_ready(stage)
             if layer >= n_layers:  # a multi-token-prediction module: with the loss unit's
                 head_done = last
                 continue

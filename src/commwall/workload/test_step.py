@@ -1225,7 +1225,45 @@ def _cp_run(cp_comm: str, **job: Any) -> StepReport:
 
 
 def _cp_phases(report: StepReport) -> list[Any]:
-    return [p for p in report.result.phases if p.category == "cp" and p.stream.startswith("s0.")]
+    return [
+        p
+        for p in report.result.phases
+        if p.category == "cp" and p.op is not None and p.stream.startswith("s0.")
+    ]
+
+
+def _phase(report: StepReport, name: str) -> Any:
+    return next(p for p in report.result.phases if p.name == name)
+
+
+def test_the_context_ring_hides_only_under_the_attention_it_runs_beside() -> None:
+    """TE's AttnFuncWithCPAndKVP2P runs each step's exchange beside the previous step's
+    attention, inside the attention function: the ring starts with the attention kernels
+    (their phase at the chunk's end), the next compute waits for it, and a ring slower than
+    the attention shows as ``cp`` — here one CTA for the cp communicator (Megatron-Core's
+    nccl_communicators cp max_ctas 1, as NVIDIA's MLPerf Llama 3.1 configurations set)."""
+    short = {"seq_len": 8192}
+    fast = _cp_run("p2p", **short)
+    slow = _cp_run("p2p", nccl_communicators={"cp": {"max_ctas": 1}}, **short)
+    assert fast.breakdown["cp"] == pytest.approx(0.0, abs=1e-9)
+    window = _phase(slow, "s0 F0 attention beside the CP ring")
+    ring = _phase(slow, "s0 F0 CP K/V all-gather")
+    assert ring.start == pytest.approx(window.start, rel=1e-12)
+    assert ring.duration > window.duration  # one channel: the ring outlasts the attention
+    after = _phase(slow, "s0 B0 compute")  # the next chunk's compute waits for the ring
+    assert after.start == pytest.approx(ring.end, rel=1e-12)
+    assert slow.breakdown["cp"] > ring.duration - window.duration > 0
+    assert sum(slow.breakdown.values()) == pytest.approx(slow.step_time, rel=1e-9)
+    # the window is the layers' attention kernels and merges, priced by the kernel model
+    job, _ = resolved({"model": "llama3-8b", "tp": 2, "cp": 4, "global_batch": 16,
+                       "recompute": "none", **short})  # fmt: skip
+    u = step_module.unit_times(job)
+    assert u.ring_window_forward is not None
+    assert window.duration >= 32 * u.ring_window_forward * (1 - 1e-9)
+    # layer by layer (the last micro-batch's backward), each layer waits for its own ring
+    ring31 = _phase(slow, "s0 B-last layer 31 CP dK/dV reduce-scatter")
+    layer30 = next(p for p in slow.result.phases if p.name.startswith("s0 B-last layer 30 "))
+    assert layer30.start >= ring31.end * (1 - 1e-12)
 
 
 def test_each_context_parallel_exchange_moves_what_transformer_engine_moves() -> None:
@@ -1432,6 +1470,82 @@ def test_tp_overlap_slows_the_gemms_beside_16_sm_kernels() -> None:
     )
     assert on.beside_forward[0] == pytest.approx(seconds["qkv"], rel=1e-12)
     assert on.beside_backward[0] == pytest.approx(seconds["attention out dgrad+wgrad"] / 2)
+
+
+def test_userbuffers_settings_per_gemm_follow_transformer_engines_defaults() -> None:
+    """TE's initialize_ub defaults: ring exchanges hold 1 SM with no margin, pipelined and
+    bulk overlaps 16 with margin; a pipelined reduce-scatter exposes its last of num_splits
+    (4), a ring-exchanged one its last of tp. An entry overrides its GEMM's alone."""
+    job, _ = resolved(OVERLAP)
+    ub = step_module.ub_gemms(job)
+    assert {n: (g.method, g.held_sms, g.exposed) for n, g in ub.items()} == {
+        "qkv_fprop": ("ring_exchange", 0, 0.0), "fc1_fprop": ("ring_exchange", 0, 0.0),
+        "proj_fprop": ("pipeline", 16, 0.25), "fc2_fprop": ("pipeline", 16, 0.25),
+        "proj_dgrad": ("ring_exchange", 0, 0.0), "fc2_dgrad": ("ring_exchange", 0, 0.0),
+        "qkv_dgrad": ("bulk", 16, 0.0), "qkv_wgrad": ("bulk", 16, 0.0),
+        "fc1_dgrad": ("bulk", 16, 0.0), "fc1_wgrad": ("bulk", 16, 0.0),
+    }  # fmt: skip
+    cfg = {"proj_fprop": {"method": "ring_exchange", "num_sm": 1, "set_sm_margin": True},
+           "fc2_fprop": {"method": "pipeline", "num_splits": 2, "num_sm": 24},
+           "qkv_wgrad": {"method": "bulk", "num_sm": 24, "set_sm_margin": 0}}  # fmt: skip
+    tuned = step_module.ub_gemms(resolved({**OVERLAP, "tp_overlap_cfg": cfg})[0])
+    assert (tuned["proj_fprop"].held_sms, tuned["proj_fprop"].exposed) == (1, 1 / 8)
+    assert (tuned["fc2_fprop"].held_sms, tuned["fc2_fprop"].exposed) == (24, 0.5)
+    # a bulk kernel holds its SMs while it runs, margin or not; a ring exchange only with it
+    assert tuned["qkv_wgrad"].held_sms == 24 and tuned["qkv_dgrad"].held_sms == 16
+    free = {"method": "ring_exchange", "num_sm": 16, "set_sm_margin": False}
+    assert (
+        step_module.ub_gemms(resolved({**OVERLAP, "tp_overlap_cfg": {"fc2_fprop": free}})[0])[
+            "fc2_fprop"
+        ].held_sms
+        == 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [({"qkv_fprop": {"method": "pipeline"}}, "qkv_fprop: method pipeline is not modelled"),
+     ({"qkv_wgrad": {"method": "ring_exchange"}}, "qkv_wgrad: method ring_exchange"),
+     ({"proj_fprop": {"num_sm": 0}}, "num_sm"),
+     ({"proj_fprop": {"set_sm_margin": 2}}, "set_sm_margin"),
+     ({"proj_wgrad": {"method": "bulk"}}, "proj_wgrad"),
+     ({"proj_fprop": {"methd": "bulk"}}, "methd")],
+)  # fmt: skip
+def test_userbuffers_settings_it_cannot_use_are_named(cfg: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        resolved({**OVERLAP, "tp_overlap_cfg": cfg})
+    with pytest.raises(ScenarioError, match=re.escape("job.tp_overlap_cfg: sets")):
+        resolved({**OVERLAP, "tp_comm_overlap": False,
+                  "tp_overlap_cfg": {"proj_fprop": {"method": "ring_exchange"}}})  # fmt: skip
+
+
+def test_a_ring_exchanged_reduce_scatter_holds_no_sms_and_exposes_its_last_of_tp_slices() -> None:
+    """proj_fprop and fc2_fprop ring_exchange (NVIDIA's MLPerf tp_overlap/*.yaml): the
+    row-parallel forward GEMMs are not slowed by a 16-SM kernel and the exposed
+    reduce-scatter is the last of tp slices, not of 4; bulk overlaps on fewer SMs (the same
+    files: 8) slow their GEMMs by those SMs alone."""
+    ring = {"method": "ring_exchange", "num_sm": 1, "set_sm_margin": 0}
+    bulk = {"method": "bulk", "num_sm": 8, "set_sm_margin": 0}
+    cfg = {"proj_fprop": ring, "fc2_fprop": ring, "qkv_dgrad": bulk, "qkv_wgrad": bulk,
+           "fc1_dgrad": bulk, "fc1_wgrad": bulk}  # fmt: skip
+    spec = {**OVERLAP, "tp": 2, "tp_overlap_cfg": cfg}
+    job, _ = resolved(spec)
+    plain, _ = resolved({**spec, "tp_comm_overlap": False, "tp_overlap_cfg": {}})
+    r, pipelined = run(spec), run({**OVERLAP, "tp": 2})
+    tail = next(c for c in r.collectives if c.name == "TP reduce-scatter (last split)")
+    assert tail.nbytes == 2048 * job.model.hidden * HALF_BYTES / 2
+    on, off = step_module.unit_times(job), step_module.unit_times(plain)
+    work = step_module.layer_work(job.model, job.device, micro_batch=1, seq_len=2048, tp=2,
+                                  elem_bytes=2)  # fmt: skip
+    seconds = {k.name: k.seconds for k in work.backward}
+    # no SM held in the forward; the column-parallel backward GEMMs beside 8 of 132 SMs
+    assert on.layer_forward == pytest.approx(off.layer_forward, rel=1e-12)
+    assert on.layer_backward - off.layer_backward == pytest.approx(
+        (132 / 124 - 1) * (seconds["qkv dgrad+wgrad"] + seconds["mlp up dgrad+wgrad"]), rel=1e-9
+    )
+    assert r.job["tp_overlap_cfg"]["proj_fprop"] == {"method": "ring_exchange", "num_sm": 1,
+                                                     "set_sm_margin": False}  # fmt: skip
+    assert r.step_time < pipelined.step_time
 
 
 def test_tp_overlap_exposes_communication_longer_than_its_gemm() -> None:
@@ -1849,3 +1963,47 @@ def test_uniform_groups_keep_one_input_per_group() -> None:
 def test_recompute_layers_a_job_cannot_use_are_named(job: dict[str, Any], message: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(message)):
         resolved(job)
+
+
+# ---------------------------------------------------------------- per-communicator NCCL options
+def test_a_communicators_nccl_options_bound_the_channels_of_its_collectives() -> None:
+    """Megatron-Core's --nccl-communicator-config-path entries, by its communicator names:
+    dp_cp bounds the gradient reduce-scatters and ZeRO's gathers (Megatron-Core's DDP reduces
+    over dp_cp with or without context parallelism), tp the TP collectives; fewer channels,
+    less bandwidth, fewer SMs taken from the compute beside them. Names the step runs no
+    collective on are accepted and reported as not read."""
+    spec = {"model": "llama3-8b", "tp": 2, "global_batch": 16, "seq_len": 4096, "zero_stage": 1}
+    job, cluster = resolved(spec)
+    bounded = {"dp_cp": {"max_ctas": 2}, "tp": {"min_ctas": 4, "max_ctas": 4},
+               "embd": {"max_ctas": 1, "cga_cluster_size": 2}}  # fmt: skip
+    capped, _ = resolved({**spec, "nccl_communicators": bounded})
+    groups, plain = job_groups(capped, cluster), job_groups(job, cluster)
+    assert (groups.dp.min_ctas, groups.dp.max_ctas) == (None, 2)
+    assert (groups.tp.min_ctas, groups.tp.max_ctas) == (4, 4)
+    assert plain.dp.max_ctas is None and groups.pp.max_ctas is None
+    rs = CollectiveTask(Op.REDUCE_SCATTER, 2.0**30, groups.dp)
+    assert AnalyticEngine().cost(rs, cluster).channels <= 2
+    assert cost(Op.REDUCE_SCATTER, 2.0**30, groups.dp, cluster) > cost(
+        Op.REDUCE_SCATTER, 2.0**30, plain.dp, cluster
+    )
+    r, free = run({**spec, "nccl_communicators": bounded}), run(spec)
+    dp = {c.name: c for c in r.collectives if c.category == "dp"}
+    dp_free = {c.name: c for c in free.collectives if c.category == "dp"}
+    assert all(dp[n].time_each > dp_free[n].time_each for n in dp)
+    assert r.job["nccl_communicators"] == bounded
+    assert r.job["nccl_communicators_not_read"] == ["embd"]
+    assert free.job["nccl_communicators"] is None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"dpcp": {"max_ctas": 8}}, "dpcp"),
+     ({"dp_cp": {"max_ctas": 0}}, "max_ctas"),
+     ({"dp_cp": {"max_ctas": 65}}, "max_ctas"),
+     ({"dp_cp": {"min_ctas": 9, "max_ctas": 8}}, "min_ctas 9 is above max_ctas 8"),
+     ({"dp_cp": {"maxctas": 8}}, "maxctas"),
+     ({"dp_cp": 8}, "dp_cp")],
+)  # fmt: skip
+def test_nccl_options_it_cannot_use_are_named(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        scenario({"model": "llama3-8b", "nccl_communicators": options})

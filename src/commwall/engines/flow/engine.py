@@ -147,13 +147,15 @@ class FlowEngine:
     ) -> _Compiled:
         task = exact_shape(task)
         analytic = self.analytic.cost(task, cluster)
-        fabric = ideal.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
+        fabric = task.group.limited(
+            ideal.comm_fabric(task.group.n_domains, task.group.ranks_per_domain)
+        )
         if analytic.algo in ALGORITHMS:
             capped = evaluate(task.op, task.nbytes, fabric, analytic.algo, analytic.proto)
         else:  # a one-rank "collective" (local copy): nothing crosses a link
             capped = analytic
         members = group_members(task.group, cluster)
-        plan = compile_collective(task.op, task.nbytes, members, cluster, capped)
+        plan = compile_collective(task.op, task.nbytes, members, cluster, capped, group=task.group)
         stages = [_stage(stage, net, connections, pxn) for stage in plan.stages]
         return _Compiled(plan, stages, analytic)
 

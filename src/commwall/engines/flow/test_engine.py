@@ -266,3 +266,25 @@ def test_rail_only_forwards_cross_rail_over_nvlink() -> None:
     task = CollectiveTask(Op.ALLTOALL, 2.0**26, g, "direct", Proto.SIMPLE)
     result = FlowEngine("all").run(Schedule.single(task), cl, "ecmp")
     assert result.makespan > 0
+
+
+@pytest.mark.parametrize("name", ["h100x4", "nvl72 x2 racks"])
+def test_a_communicators_cta_bounds_reach_the_flows_as_they_reach_the_closed_form(
+    name: str,
+) -> None:
+    """A group's maxCTAs (Megatron-Core's per-communicator NCCL options) lowers its channels
+    in both engines alike: the flow engine compiles the bounded cost, within 2% of it, and the
+    bounded collective is slower than NCCL's default channel count."""
+    preset, nodes, extra = AGREEMENT_CLUSTERS[name]
+    cl = cluster(preset, nodes, **extra)
+    group = world_group(cl, cl.world())
+    bounded = replace(group, max_ctas=2)
+    analytic = get_engine("analytic")
+    for op in (Op.ALL_REDUCE, Op.REDUCE_SCATTER, Op.ALL_GATHER):
+        task = CollectiveTask(op, 2.0**30, bounded, "ring", Proto.SIMPLE)
+        closed = analytic.cost(task, cl)
+        assert closed.channels <= 2
+        free = analytic.cost(replace(task, group=group), cl)
+        assert closed.time > free.time
+        flow = flow_time(cl, task)
+        assert abs(flow - closed.time) / closed.time < 0.02, (op, flow, closed.time)

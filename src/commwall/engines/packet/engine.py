@@ -159,8 +159,9 @@ class _Builder:
         if task in self.plans:
             return self.plans[task]
         exact = exact_shape(task)
-        fabric = self.ideal.comm_fabric(exact.group.n_domains, exact.group.ranks_per_domain)
-        real = self.cluster.comm_fabric(exact.group.n_domains, exact.group.ranks_per_domain)
+        shape = exact.group.n_domains, exact.group.ranks_per_domain
+        fabric = exact.group.limited(self.ideal.comm_fabric(*shape))
+        real = exact.group.limited(self.cluster.comm_fabric(*shape))
         choice = choose(
             exact.op, exact.nbytes, real, algo=exact.algo, proto=exact.proto, policy=policy
         )
@@ -184,7 +185,9 @@ class _Builder:
         if best.algo not in ("local",):
             capped = evaluate(exact.op, exact.nbytes, fabric, best.algo, best.proto)
         members = group_members(exact.group, self.cluster)
-        plan = compile_collective(exact.op, exact.nbytes, members, self.cluster, capped)
+        plan = compile_collective(
+            exact.op, exact.nbytes, members, self.cluster, capped, group=exact.group
+        )
         self.plans[task] = plan
         return plan
 
