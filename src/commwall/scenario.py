@@ -548,6 +548,32 @@ def _model_form(value: Any) -> str:
     return _DEFINITION if isinstance(value, dict | ModelDef) else _ZOO_NAME
 
 
+def _options_file(what: str) -> Any:
+    """A validator that reads a string as the path of a YAML ``what`` (a framework's own
+    configuration file: Megatron-Core's ``--nccl-communicator-config-path``, its
+    ``--tp-comm-overlap-cfg``) and gives its mapping; anything else passes through. A path in a
+    scenario file is relative to that file (:func:`load_scenario`), else to the working
+    directory."""
+
+    def read(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            data = yaml_document(read_text_file(value, what), value)
+        except ScenarioError as err:
+            raise ValueError(f"{value}: {'; '.join(err.messages)}") from None
+        if not isinstance(data, dict) or not data:
+            raise ValueError(
+                f"{value}: the {what} holds {type(data).__name__ if data else 'nothing'}; "
+                "allowed: a mapping of names to options"
+            )
+        if expanded_size(data, 10_000) > 10_000:
+            raise ValueError(f"{value}: the {what} expands to over 10,000 values")
+        return data
+
+    return read
+
+
 #: Megatron-Core's communicator names whose NCCL options change a collective the step model
 #: runs (``parallel_state.py``: ``get_nccl_options(name, ...)``): tensor, context (and its
 #: hierarchical a2a+p2p groups), the gradients' data-parallel-with-context group, pipeline,
@@ -579,6 +605,12 @@ class NcclCommSpec(_Strict):
         le=8,
         description="NCCL's cgaClusterSize: accepted and reported; not modelled (it groups "
         "a collective's CTAs, no bandwidth effect in the model).",
+    )
+    is_high_priority_stream: bool | None = Field(
+        default=None, description="Accepted and reported; not modelled."
+    )
+    net_name: Literal["IB", "ib", "Socket", "socket"] | None = Field(
+        default=None, description="Accepted and reported; not modelled."
     )
 
     @model_validator(mode="after")
@@ -1041,7 +1073,7 @@ class JobSpec(_Strict):
         "run beside its GEMMs (ring exchange, pipelined in 4 splits, bulk) instead of blocking; "
         "needs tp > 1 and sequence_parallel.",
     )
-    tp_overlap_cfg: UbConfig = Field(
+    tp_overlap_cfg: Annotated[UbConfig, BeforeValidator(_options_file("Userbuffers file"))] = Field(
         default_factory=lambda: UbConfig(),
         description="With tp_comm_overlap, Transformer Engine's Userbuffers settings per GEMM, "
         "as a --tp-comm-overlap-cfg file (TE's ub_cfgs) gives them: qkv_fprop, proj_fprop, "
@@ -1049,7 +1081,8 @@ class JobSpec(_Strict):
         "fc1_wgrad, each with method, num_sm, num_splits, set_sm_margin (modelled) and "
         "aggregate, cga_size, atomic_gemm, fp8_buf, use_ce (accepted, not modelled). Default: TE's "
         "initialize_ub defaults (ring exchanges for the all-gathers, pipelined reduce-scatters "
-        "in 4 splits on 16 SMs, bulk overlaps on 16 SMs).",
+        "in 4 splits on 16 SMs, bulk overlaps on 16 SMs). Or the path of that file "
+        "(relative to the scenario file).",
     )
     tp_backward_overlap: bool = Field(
         default=True,
@@ -1063,14 +1096,17 @@ class JobSpec(_Strict):
         "row-parallel layer still blocks. false: every backward TP collective blocks (Megatron-"
         "LM before 2022).",
     )
-    nccl_communicators: NcclCommunicators = Field(
+    nccl_communicators: Annotated[
+        NcclCommunicators, BeforeValidator(_options_file("NCCL communicator file"))
+    ] = Field(
         default_factory=lambda: NcclCommunicators(),
         description="Per-communicator NCCL options, keyed by Megatron-Core's communicator "
         "names, as its --nccl-communicator-config-path file gives them (e.g. NVIDIA's MLPerf "
         "conf/nccl/custom_communicator_cta.yaml: dp_cp: {max_ctas: 8}, cp: {max_ctas: 1}). "
         "min_ctas/max_ctas bound the channels of the collectives on tp, cp, hcp, dp_cp (the "
         "gradient and ZeRO collectives), pp, ep, ep_tp, ep_dp; Megatron-Core's other names are "
-        "accepted and reported as not read. Default: NCCL's own channel counts.",
+        "accepted and reported as not read. Or the path of that file (relative to the "
+        "scenario file). Default: NCCL's own channel counts.",
     )
 
     comm_sm_contention: bool = Field(
@@ -1478,9 +1514,14 @@ def yaml_document(text: str, origin: str, loader: type[yaml.SafeLoader] | None =
         raise ScenarioError([what], origin) from None
 
 
-def load_scenario_text(text: str, origin: str = "scenario") -> Scenario:
+#: The job fields that may name a framework's configuration file instead of holding it.
+_OPTION_FILES: Final = ("nccl_communicators", "tp_overlap_cfg")
+
+
+def load_scenario_text(text: str, origin: str = "scenario", base: Path | None = None) -> Scenario:
     """Parse YAML text into a :class:`Scenario`; an empty document is an error (run without a
-    file for the built-in default)."""
+    file for the built-in default). ``base``: the directory relative file paths in it
+    (``job.nccl_communicators``, ``job.tp_overlap_cfg``) start from."""
     data = yaml_document(text, origin)
     if data is None:
         raise ScenarioError(
@@ -1498,13 +1539,19 @@ def load_scenario_text(text: str, origin: str = "scenario") -> Scenario:
             ],
             origin,
         )
+    job = data.get("job") if isinstance(data, dict) else None
+    if base is not None and isinstance(job, dict):
+        for key in _OPTION_FILES:
+            where = job.get(key)
+            if isinstance(where, str) and not Path(where).is_absolute():
+                job[key] = str(base / where)
     return parse_scenario(data, origin)
 
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file."""
     p = Path(path)
-    scenario = load_scenario_text(read_text_file(p, "scenario"), str(p))
+    scenario = load_scenario_text(read_text_file(p, "scenario"), str(p), p.parent)
     model = scenario.job.model
     if isinstance(model, ModelDef) and model.hf_config and not Path(model.hf_config).is_absolute():
         # a config.json next to the scenario file is found from any working directory

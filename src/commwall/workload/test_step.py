@@ -2007,3 +2007,42 @@ def test_a_communicators_nccl_options_bound_the_channels_of_its_collectives() ->
 def test_nccl_options_it_cannot_use_are_named(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(message)):
         scenario({"model": "llama3-8b", "nccl_communicators": options})
+
+
+def test_a_jobs_nccl_and_userbuffers_files_are_read_as_the_framework_reads_them(
+    tmp_path: Any,
+) -> None:
+    """``nccl_communicators`` and ``tp_overlap_cfg`` may name the framework's own files
+    (Megatron-Core's --nccl-communicator-config-path, --tp-comm-overlap-cfg), relative to the
+    scenario file: the same step as the mappings inline; an empty, non-mapping or missing file
+    is an error naming it."""
+    from commwall.scenario import load_scenario
+
+    cta = "dp_cp: {min_ctas: 1, max_ctas: 8, cga_cluster_size: 4}\ncp: {max_ctas: 1}\n"
+    ub = "proj_fprop: {method: ring_exchange, num_sm: 1, set_sm_margin: 0, atomic_gemm: 0}\n"
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "cta.yaml").write_text(cta)
+    (tmp_path / "conf" / "ub.yaml").write_text(ub)
+    job = {"model": "llama3-8b", "tp": 2, "cp": 2, "global_batch": 16, "seq_len": 8192,
+           "tp_comm_overlap": True}  # fmt: skip
+    text = "cluster: {preset: dgx-h100, nodes: 4}\njob:\n" + "".join(
+        f"  {k}: {str(v).lower() if isinstance(v, bool) else v}\n" for k, v in job.items()
+    )
+    files = tmp_path / "job.yaml"
+    files.write_text(text + "  nccl_communicators: conf/cta.yaml\n  tp_overlap_cfg: conf/ub.yaml\n")
+    from_files = simulate(load_scenario(files))
+    inline = run({**job, "nccl_communicators": {"dp_cp": {"min_ctas": 1, "max_ctas": 8,
+                                                           "cga_cluster_size": 4},
+                                                 "cp": {"max_ctas": 1}},
+                  "tp_overlap_cfg": {"proj_fprop": {"method": "ring_exchange", "num_sm": 1,
+                                                    "set_sm_margin": 0, "atomic_gemm": 0}}})  # fmt: skip
+    assert from_files.step_time == pytest.approx(inline.step_time, rel=1e-12)
+    assert from_files.job["nccl_communicators"] == inline.job["nccl_communicators"]
+    for body, message in (("", "holds nothing"), ("- 1\n", "holds list"),
+                          ("dp_cp: {max_ctas: '${oc.env:X,8}'}\n", "valid integer")):  # fmt: skip
+        (tmp_path / "conf" / "cta.yaml").write_text(body)
+        with pytest.raises(ScenarioError, match=re.escape(message)):
+            load_scenario(files)
+    files.write_text(text + "  nccl_communicators: conf/none.yaml\n")
+    with pytest.raises(ScenarioError, match=re.escape("none.yaml: cannot read the file")):
+        load_scenario(files)
