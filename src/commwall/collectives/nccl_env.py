@@ -31,6 +31,7 @@ from commwall.collectives.tuner import parse_algo, parse_proto
 __all__ = [
     "MODEL_READS",
     "apply_nccl_env",
+    "bounded_channels",
     "describe_env",
     "env_lines",
     "limit_channels",
@@ -54,6 +55,13 @@ def _env_int(env: dict[str, str], key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def bounded_channels(channels: int, low: int | None, high: int | None) -> int:
+    """``channels`` raised to ``low`` and lowered to ``high`` (``None``: no bound), at least 1
+    and at most NCCL's 64 (:func:`limit_channels`)."""
+    raised = max(channels, low) if low is not None else channels
+    return max(1, min(raised, high if high is not None else _MAX_CHANNELS, _MAX_CHANNELS))
+
+
 def limit_channels(fabric: CommFabric, low: int | None, high: int | None) -> CommFabric:
     """``fabric`` with its channels raised to ``low`` and lowered to ``high`` (``None``: no
     bound), as NCCL applies a communicator's ``minCTAs`` / ``maxCTAs`` — from
@@ -61,8 +69,7 @@ def limit_channels(fabric: CommFabric, low: int | None, high: int | None) -> Com
     (``connect.cc``: ``nChannels = min(..., config.maxCTAs)``) — and its p2p channels with them
     (``p2pnChannels = pow2Up(nChannels)``, ``paths.cc``); never more than NCCL's 64.
     """
-    bounded = max(fabric.channels, low) if low is not None else fabric.channels
-    channels = max(1, min(bounded, high if high is not None else _MAX_CHANNELS, _MAX_CHANNELS))
+    channels = bounded_channels(fabric.channels, low, high)
     if channels == fabric.channels:
         return fabric
     return replace(fabric, channels=channels, p2p_channels=min(pow2_up(channels), _MAX_CHANNELS))

@@ -81,6 +81,7 @@ from commwall.collectives.cost import (
 from commwall.collectives.fabric import CommFabric
 from commwall.collectives.halving_doubling import halving_doubling_steps
 from commwall.collectives.in_network import nvls_rate
+from commwall.collectives.nccl_env import bounded_channels
 from commwall.collectives.ops import Op
 from commwall.collectives.ring import ring
 from commwall.collectives.schedule import Group
@@ -362,9 +363,7 @@ class _Context:
         (:meth:`~commwall.cluster.Cluster.channels`), within its CTA bounds."""
         n = self.cluster.channels(n_domains, ranks_per_domain)
         group = self.group
-        if group is None or (group.min_ctas is None and group.max_ctas is None):
-            return n
-        return max(1, min(max(n, group.min_ctas or 1), group.max_ctas or n, 64))
+        return n if group is None else bounded_channels(n, group.min_ctas, group.max_ctas)
 
     def require_uniform(self) -> None:
         """Refuse copies of unequal shape (the algorithm indexes ranks by domain position)."""
