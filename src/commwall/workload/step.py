@@ -883,6 +883,7 @@ class _Builder:
         # each stage's context-parallel rings not yet waited for: the next chunk's compute, or
         # the next layer's where a pass runs layer by layer, waits for them
         self.rings: dict[int, tuple[int, ...]] = {}
+        self.forward_only = False  # an evaluation step's forwards alone (build)
         self.sp = self.spec.sequence_parallel and job.tp > 1
         self.nccl_beside = backward_tp_overlap(job)  # job.tp_backward_overlap in effect
         self.modules = recompute_modules(self.spec)  # what a selective recomputation re-runs
@@ -1363,6 +1364,17 @@ class _Builder:
             nbytes = self.tp_bytes * (gather_bytes if op is Op.ALL_GATHER else 1.0)
             if i == column:
                 nbytes *= self.plan.latent_share[k]
+            if self.forward_only and op is Op.ALL_GATHER:
+                # no gradient kept (an evaluation step): Transformer Engine's LayerNormLinear
+                # turns its Userbuffers all-gather off (``ub_overlap_ag_fprop and
+                # is_grad_enabled``, every TE release since 1.x) and gathers the input with
+                # NCCL before the GEMM, on the compute stream
+                gather = CollectiveTask(op, nbytes, self.groups.tp)
+                self.add(f"s{stage} {tag} TP {label}", gather, "tp", compute, (), layers)
+                done = last = self.add(
+                    f"s{stage} {tag} compute", ComputeTask(layers * gemm), "compute", compute
+                )
+                continue
             done = self.add(
                 f"s{stage} {tag} compute beside TP {label}",
                 ComputeTask(layers * gemm),
@@ -1841,6 +1853,7 @@ class _Builder:
         parameter gather."""
         job = self.job
         m, pp = job.micro_batches, job.pp
+        self.forward_only = forward_only
         queues = [ops_1f1b(s, pp, m, self.v) for s in range(pp)]
         if forward_only:
             queues = [[op for op in q if op[0] == "F"] for q in queues]

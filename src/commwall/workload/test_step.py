@@ -2046,3 +2046,25 @@ def test_a_jobs_nccl_and_userbuffers_files_are_read_as_the_framework_reads_them(
     files.write_text(text + "  nccl_communicators: conf/none.yaml\n")
     with pytest.raises(ScenarioError, match=re.escape("none.yaml: cannot read the file")):
         load_scenario(files)
+
+
+def test_an_evaluation_step_gathers_the_layernorm_linear_inputs_without_userbuffers() -> None:
+    """With no gradient kept Transformer Engine's LayerNormLinear (QKV, MLP up) turns its
+    Userbuffers all-gather off and gathers with NCCL before the GEMM (``ub_overlap_ag_fprop
+    and is_grad_enabled``); the row-parallel reduce-scatters stay overlapped."""
+    from commwall.workload.step import build_step
+
+    spec = {**OVERLAP, "tp": 2, "pp": 1}
+    job, cluster = resolved(spec)
+    plan = build_step(job, cluster, forward_only=True)
+    names = [(p.name, p.stream) for p in plan.schedule.phases if p.category == "tp"]
+    assert ("s0 F0 TP all-gather", "s0.compute") in names
+    assert not any("all-gather (overlapped)" in n for n, _ in names)
+    assert any("reduce-scatter (overlapped)" in n for n, _ in names)
+    train = build_step(job, cluster)
+    overlapped = [p for p in train.schedule.phases if p.name == "s0 F0 TP all-gather (overlapped)"]
+    blocking = [p for p in plan.schedule.phases if p.name == "s0 F0 TP all-gather"]
+    # the same gathers (QKV's and MLP up's input, every layer), now on the compute stream
+    assert sorted((p.task.nbytes, p.repeat) for p in blocking) == sorted(
+        (p.task.nbytes, p.repeat) for p in overlapped
+    )
