@@ -80,7 +80,7 @@ from commwall.collectives.schedule import (
     Schedule,
 )
 from commwall.scenario import UB_GEMMS, UbGemmSpec
-from commwall.workload.compute import Kernel, LayerWork, layer_work
+from commwall.workload.compute import KERNEL_LAUNCH, Kernel, LayerWork, layer_work
 from commwall.workload.contention import PAIRED_STREAM, UB_STREAM
 from commwall.workload.dispatch import dispatch_share
 from commwall.workload.job import Job, recompute_modules, recomputed_layers
@@ -458,6 +458,16 @@ def _beside_tp(job: Job, u: UnitTimes, seconds: dict[str, float], sms: int | Non
     def slow(name: str) -> float:
         return 1.0 if sms is None else sms / max(1, sms - ub[name].held_sms)
 
+    def reduce(name: str) -> float:
+        # a ring-exchanged reduce-scatter ends with a kernel that sums the tp slices it
+        # received into the rank's shard (``reduce_bf16`` after ``split_overlap_rs_p2p``,
+        # comm_gemm_overlap.cpp): it reads the GEMM's whole 16-bit output and writes 1/tp of it
+        if sms is None or ub[name].method != "ring_exchange" or job.device is None:
+            return 0.0
+        tokens = job.spec.micro_batch * job.spec.seq_len / job.cp
+        nbytes = 2.0 * tokens * job.model.hidden * (1.0 + 1.0 / job.tp)
+        return nbytes / job.device.hbm + KERNEL_LAUNCH
+
     blocks: tuple[tuple[str, str, str, str], ...] = (("qkv", "attention out", "qkv", "proj"),)
     if not job.model.is_moe:
         blocks += (("mlp up", "mlp down", "fc1", "fc2"),)
@@ -468,6 +478,7 @@ def _beside_tp(job: Job, u: UnitTimes, seconds: dict[str, float], sms: int | Non
         col_f, row_f = slow(f"{col_ub}_fprop"), slow(f"{row_ub}_fprop")
         ahead += [seconds[column] * col_f, seconds[row] * row_f]
         extra_f += seconds[column] * (col_f - 1.0) + seconds[row] * (row_f - 1.0)
+        extra_f += reduce(f"{row_ub}_fprop")
         col_grads, row_grads = seconds[f"{column} dgrad+wgrad"], seconds[f"{row} dgrad+wgrad"]
         row_d, col_d, col_w = (
             slow(f"{row_ub}_dgrad"),

@@ -1538,8 +1538,12 @@ def test_a_ring_exchanged_reduce_scatter_holds_no_sms_and_exposes_its_last_of_tp
     work = step_module.layer_work(job.model, job.device, micro_batch=1, seq_len=2048, tp=2,
                                   elem_bytes=2)  # fmt: skip
     seconds = {k.name: k.seconds for k in work.backward}
-    # no SM held in the forward; the column-parallel backward GEMMs beside 8 of 132 SMs
-    assert on.layer_forward == pytest.approx(off.layer_forward, rel=1e-12)
+    # no SM held in the forward (its one extra pass: the slices' sum after each
+    # reduce-scatter); the column-parallel backward GEMMs beside 8 of 132 SMs
+    from commwall.workload.compute import KERNEL_LAUNCH
+
+    sums = 2 * (2.0 * 2048 * job.model.hidden * 1.5 / job.device.hbm + KERNEL_LAUNCH)
+    assert on.layer_forward - off.layer_forward == pytest.approx(sums, rel=1e-9)
     assert on.layer_backward - off.layer_backward == pytest.approx(
         (132 / 124 - 1) * (seconds["qkv dgrad+wgrad"] + seconds["mlp up dgrad+wgrad"]), rel=1e-9
     )
@@ -2068,3 +2072,21 @@ def test_an_evaluation_step_gathers_the_layernorm_linear_inputs_without_userbuff
     assert sorted((p.task.nbytes, p.repeat) for p in blocking) == sorted(
         (p.task.nbytes, p.repeat) for p in overlapped
     )
+
+
+def test_a_ring_exchanged_reduce_scatter_sums_its_slices_in_one_more_pass() -> None:
+    """After a ring-exchanged reduce-scatter Transformer Engine sums the tp slices each rank
+    received (``reduce_bf16`` after ``split_overlap_rs_p2p``): a memory pass reading the GEMM's
+    whole 16-bit output and writing 1/tp of it, for attention out and MLP down each."""
+    from commwall.workload.compute import KERNEL_LAUNCH
+
+    held = {"num_sm": 16, "set_sm_margin": True}
+    ring = {"proj_fprop": {"method": "ring_exchange", **held},
+            "fc2_fprop": {"method": "ring_exchange", **held}}  # fmt: skip
+    job, _ = resolved({**OVERLAP, "tp_overlap_cfg": ring})
+    pipelined, _ = resolved(OVERLAP)
+    on, off = step_module.unit_times(job), step_module.unit_times(pipelined)
+    t, h, tokens = 8, job.model.hidden, 2048
+    one = 2.0 * tokens * h * (1 + 1 / t) / job.device.hbm + KERNEL_LAUNCH
+    assert on.layer_forward - off.layer_forward == pytest.approx(2 * one, rel=1e-9)
+    assert on.layer_backward == pytest.approx(off.layer_backward, rel=1e-12)
