@@ -451,8 +451,8 @@ def _beside_tp(job: Job, u: UnitTimes, seconds: dict[str, float], sms: int | Non
     column-parallel backward GEMMs (the bulk input all-gather beside dgrad, the bulk
     reduce-scatter beside wgrad). ``seconds`` holds each GEMM's forward (``"qkv"``) and
     backward (``"qkv dgrad+wgrad"``) time, as :func:`~commwall.workload.compute.layer_work`
-    names them; ``sms`` None (the flat model, whose efficiency holds any such cost): none
-    slower."""
+    names them; a ring-exchanged forward reduce-scatter adds its slices' sum to the forward.
+    ``sms`` None (the flat model, whose efficiency holds any such cost): none slower, no sum."""
     ub = ub_gemms(job)
 
     def slow(name: str) -> float:
