@@ -1234,6 +1234,10 @@ def _unfused_rotary(
     )
 
 
+#: The name of a ring's merge kernels (:func:`_ring_merges`; its gradient's adds " (grad)").
+RING_MERGES: Final = "ring attention merges"
+
+
 def _ring_merges(
     model: ModelSpec, dev: Device, tokens: int, t: int, elem_bytes: int, cp: int, ring: int
 ) -> tuple[Kernel, Kernel] | None:
@@ -1256,8 +1260,8 @@ def _ring_merges(
     q = tokens * model.o_dim / (cp * t)
     kv = tokens * (model.k_dim + model.v_dim) / (cp * t)
     passes = 2.0 + 3.0 * 0.75 * (ring - 1)  # reads and writes of each element, all steps
-    fwd = _memory("ring attention merges", elem_bytes * q * passes, dev, 2 * ring)
-    bwd = _memory("ring attention merges (grad)", elem_bytes * (q + kv) * passes, dev, 2 * ring)
+    fwd = _memory(RING_MERGES, elem_bytes * q * passes, dev, 2 * ring)
+    bwd = _memory(f"{RING_MERGES} (grad)", elem_bytes * (q + kv) * passes, dev, 2 * ring)
     return fwd, bwd
 
 

@@ -80,7 +80,7 @@ from commwall.collectives.schedule import (
     Schedule,
 )
 from commwall.scenario import UB_GEMMS, UbGemmSpec
-from commwall.workload.compute import KERNEL_LAUNCH, Kernel, LayerWork, layer_work
+from commwall.workload.compute import KERNEL_LAUNCH, RING_MERGES, Kernel, LayerWork, layer_work
 from commwall.workload.contention import PAIRED_STREAM, UB_STREAM
 from commwall.workload.dispatch import dispatch_share
 from commwall.workload.job import Job, recompute_modules, recomputed_layers
@@ -265,9 +265,7 @@ class UnitTimes:
 def _ring_window(kernels: Iterable[Kernel]) -> float:
     """Seconds of the attention kernels and their ring merges among ``kernels``."""
     return sum(
-        k.seconds
-        for k in kernels
-        if k.kind == "attention" or k.name.startswith("ring attention merges")
+        k.seconds for k in kernels if k.kind == "attention" or k.name.startswith(RING_MERGES)
     )
 
 
@@ -895,6 +893,7 @@ class _Builder:
         # the next layer's where a pass runs layer by layer, waits for them
         self.rings: dict[int, tuple[int, ...]] = {}
         self.forward_only = False  # an evaluation step's forwards alone (build)
+        self.ub = ub_gemms(job)  # how Userbuffers overlaps each GEMM (job.tp_overlap_cfg)
         self.sp = self.spec.sequence_parallel and job.tp > 1
         self.nccl_beside = backward_tp_overlap(job)  # job.tp_backward_overlap in effect
         self.modules = recompute_modules(self.spec)  # what a selective recomputation re-runs
@@ -1355,7 +1354,7 @@ class _Builder:
         )
         # the forward reduce-scatters' last slices, exposed after their GEMMs (attention out,
         # then MLP down)
-        ub = ub_gemms(self.job)
+        ub = self.ub
         tails = (ub["proj_fprop"].exposed, ub["fc2_fprop"].exposed) if forward else (0.0, 0.0)
         # FP8: Userbuffers all-gathers the GEMM's FP8 input, one byte an element (TE's default
         # ``fp8_buf`` for every all-gather overlap; NVFP4 taken the same way, its gathered data

@@ -1999,6 +1999,14 @@ def test_a_communicators_nccl_options_bound_the_channels_of_its_collectives() ->
     assert free.job["nccl_communicators"] is None
 
 
+def test_the_communicators_the_model_reads_are_those_its_groups_are() -> None:
+    """The scenario's list of modelled communicator names (what the job summary calls read)
+    is the set of Megatron-Core communicators the step's groups map to."""
+    from commwall.scenario import NCCL_MODELLED_COMMUNICATORS
+
+    assert set(step_module.MEGATRON_COMMUNICATOR.values()) == set(NCCL_MODELLED_COMMUNICATORS)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [({"dpcp": {"max_ctas": 8}}, "dpcp"),
