@@ -85,10 +85,10 @@ def test_run_quotes_the_published_runs_of_its_regime() -> None:
     that misses often asks for a measured step."""
     moe = EXAMPLES / "deepseek-v3-gb300-nvl72.yaml"
     text = _flat(runner.invoke(app, ["run", str(moe)]).output)
-    assert "accuracy on 12 published host-synced MoE GB200/GB300 runs of 65-512 GPUs" in text
+    assert "accuracy on 13 published host-synced MoE GB200/GB300 runs of 65-512 GPUs" in text
     assert "commwall calibrate step" in text
     data = json.loads(runner.invoke(app, ["run", str(moe), "--json"]).stdout)
-    assert data["accuracy"]["layers"] == "MoE, host-synced" and data["accuracy"]["runs"] == 12
+    assert data["accuracy"]["layers"] == "MoE, host-synced" and data["accuracy"]["runs"] == 13
     assert data["job"]["experts"] == 256
     dense = json.loads(runner.invoke(app, ["run", "--json"]).stdout)["accuracy"]
     assert (dense["family"], dense["layers"], dense["scale"]) == (

@@ -65,3 +65,21 @@ def test_the_test_extra_pins_torch_and_the_readme_says_how_to_get_the_cpu_build(
     assert torch == ["torch==2.13.0"]  # exact: "2.13.0+cpu" satisfies it, a newer CUDA build not
     readme = (ROOT / "README.md").read_text()
     assert "PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu" in readme
+
+
+def test_the_readme_shows_what_commwall_run_prints() -> None:
+    """The block under "`commwall run` with no argument" is that command's output at 120
+    columns, line for line: a model change that moves the default step, its breakdown or the
+    accuracy note quoted under it must update the README in the same commit."""
+    from typer.testing import CliRunner
+
+    from commwall.cli import app
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"`commwall run` with no argument.*?```\n(.*?)```", text, re.S)
+    assert block, "README.md lost its `commwall run` block"
+    result = CliRunner().invoke(app, ["run"], env={"COLUMNS": "120", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    expected = [ln.rstrip() for ln in block.group(1).strip().splitlines()]
+    assert [ln.rstrip() for ln in out.strip().splitlines()] == expected

@@ -14,10 +14,13 @@ time with the measured one. Measured figures become step times as their source c
 * ``tflops_per_gpu`` with ``flops: model`` — :meth:`ModelSpec.training_flops_per_token` per
   token (``6·N_matmul + 12·l·(a·d)·s``, PaLM's count, as Llama 3 reports MFU);
 * ``tflops_per_gpu`` with ``flops: megatron`` — what Megatron-LM's ``--log-throughput`` divides
-  by (``transformer_flops`` in ``megatron/training/training.py``, 2025-): per token
-  ``3·2·(l·(h·(q + 2·kv) + q·s/2·2 + q·h + m·f·h) + h·V)``, the attention core halved by the
-  causal mask, ``m`` 3 for a gated MLP and 2 otherwise, ``V`` the padded vocabulary (dense
-  models only; it gives 989.0 TFLOP/s for MIT ORCD's logged 11,374 ms B200 step, as logged).
+  by (``transformer_flops`` in ``megatron/training/training.py``, 2025-;
+  :func:`megatron_flops_per_token`): per token ``3·2·(l·(h·(q + 2·kv) + q·s/2·2 + q·h + m·f·h)
+  + h·V)`` for a dense model, the attention core halved by the causal mask, ``m`` 3 for a gated
+  MLP and 2 otherwise, ``V`` the padded vocabulary; MoE layers count their ``top_k`` routed and
+  shared experts, multi-head latent attention its latent projections, and ``job.mtp_layers``
+  the MTP modules. It gives 989.0 TFLOP/s for MIT ORCD's logged 11,374 ms B200 step, as
+  logged, and Megatron-Bridge's tables' own TFLOP/s from their tokens/s.
 
 ``measured.eval_step_time_s``, where a source times one (MLPerf Training logs'
 ``validation_step_time``), is an evaluation step: the forwards of one global batch alone. The
@@ -131,19 +134,59 @@ class TrainingRun:
         if formula == "model":
             return float(self.spec.training_flops_per_token(s) * batch * s)
         if formula == "megatron":
-            m = self.spec
-            if m.n_experts > 1:
-                raise ValidationDataError(
-                    f"{self.id}: measured.flops 'megatron' is for dense models; "
-                    f"{m.name} has {m.n_experts} experts"
-                )
-            q, kv, h = m.q_dim, m.kv_dim, m.hidden
-            mlp = (3 if m.gated_mlp else 2) * m.ffn_hidden * h
-            layer = h * (q + 2 * kv) + q * s + q * h + mlp  # q·s/2 (causal) × 2 products
-            return float(6 * (m.n_layers * layer + h * m.vocab) * batch * s)
+            mtp = int(j.get("mtp_layers", 0))
+            return float(megatron_flops_per_token(self.spec, s, mtp) * batch * s)
         raise ValidationDataError(
             f"{self.id}: measured.flops {formula!r}; allowed: narayanan, model, megatron"
         )
+
+
+def megatron_flops_per_token(m: ModelSpec, seq_len: int, mtp_layers: int = 0) -> float:
+    """FLOPs per token Megatron-LM's ``--log-throughput`` divides by: ``transformer_flops`` in
+    ``num_floating_point_operations`` (``megatron/training/training.py`` @effebd81, 2025-10).
+
+    Every GEMM counts three times (forward, data and weight gradients) at two FLOPs a
+    multiply-add. Per layer — the ``mtp_layers`` multi-token-prediction modules count as more
+    layers, MoE when the last layer is — the MLP is ``12·h·g·f`` with ``g`` 3/2 gated, 1 not
+    (``--swiglu``), ``f`` the dense FFN, or ``top_k`` routed experts' widths plus the shared
+    expert's on a MoE layer. Attention with MHA or GQA is ``6·(h·(q + 2·kv) + q·s + q·h)``:
+    the projections and the two products of the core, halved by the causal mask. With
+    multi-head latent attention (``r_q``, ``r_kv`` the latent ranks, ``d``, ``d_r``, ``d_v``
+    a head's key, rotary and value widths) it is ``6·(r_q·(h + n·(d + d_r) + 1) + r_kv·(h +
+    n·(d + d_v) + 1) + h·d_r + n·d_v·h + s·n·(d + d_r)/2 + s·n·d_v/2)``, the query term
+    ``h·n·(d + d_r)`` without ``r_q``. Each MTP module adds ``6·(3·h + 2·h²)`` (its norms and
+    projection) and the logits ``6·h·V`` once per head. A sliding window or an attention chunk
+    does not enter: the count is the full causal square, as Megatron's is.
+
+    >>> from commwall.workload.models import get_model
+    >>> round(megatron_flops_per_token(get_model("deepseek-v3"), 4096) / 1e9, 2)
+    249.81
+    """
+    h, s = m.hidden, seq_len
+    layers = m.n_layers + mtp_layers
+    moe = 0
+    if m.is_moe:
+        moe = m.moe_layer_count + (mtp_layers if m.is_moe_layer(m.n_layers - 1) else 0)
+    gated = 1.5 if m.gated_mlp else 1.0
+    mlp = (
+        12
+        * h
+        * gated
+        * ((layers - moe) * m.ffn_hidden + moe * (m.expert_ffn * m.top_k + m.shared_ffn_hidden))
+    )
+    if m.mla:
+        n, d, rope, d_v = m.n_heads, m.head_dim, m.qk_rope_head_dim, m.v_head
+        q = (
+            h * n * (d + rope)
+            if m.q_lora_rank is None
+            else m.q_lora_rank * (h + n * (d + rope) + 1)
+        )
+        kv = (m.kv_lora_rank or 0) * (h + n * (d + d_v) + 1)
+        attn = q + kv + h * rope + n * d_v * h + s * n * (d + rope) / 2 + s * n * d_v / 2
+    else:
+        attn = h * (m.q_dim + 2 * m.kv_dim) + m.q_dim * s + m.q_dim * h
+    mtp = mtp_layers * (3 * h + 2 * h * h)
+    return float(6 * layers * attn + mlp + 6 * mtp + 6 * h * m.vocab * (mtp_layers + 1))
 
 
 @dataclass(frozen=True)
