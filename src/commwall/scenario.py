@@ -489,6 +489,15 @@ class ModelDef(_Strict):
         description="Rotary positions extended by YaRN (GPT-OSS; Hugging Face rope_scaling "
         "rope_type yarn): Megatron runs its rotary unfused for them.",
     )
+    activation_clamp: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Bound on a gated MLP's two halves before the activation (GPT-OSS: 7, "
+        "Hugging Face swiglu_limit; Megatron-Core's activation_func_clamp_value): Megatron-Core "
+        "clamps outside its fused expert activation, extra passes the step prices unless "
+        "job.te_op_fuser fuses them. Default: no clamp.",
+    )
     dense_layers: int = Field(
         default=0,
         ge=0,
@@ -929,6 +938,16 @@ class JobSpec(_Strict):
         "NGC PyTorch 25.09): on Blackwell it picks cuDNN's measured fused-attention rate of "
         "the newest measured release at or below it (9.13, 9.17, 9.22; docs/compute-model.md). "
         "Default: the newest measured. A100 and Hopper have one measurement each.",
+    )
+    te_op_fuser: bool = Field(
+        default=False,
+        description="Megatron-Core's --use-transformer-engine-op-fuser: a MoE layer's experts "
+        "run as Transformer Engine's fused operations (the grouped GEMMs with the activation, "
+        "its clamp, the routing probabilities and the biases inside; Megatron-Bridge's MXFP8 "
+        "recipes pair it with the CuTeDSL grouped MLP). Off, Megatron-Core's TEGroupedMLP "
+        "clamps a clamped GLU (model.activation_clamp) and adds the second GEMM's biases "
+        "times the probabilities in eager PyTorch, extra passes the step prices. Off by "
+        "default, as in Megatron-Core.",
     )
     fp8_output_proj: bool = Field(
         default=False,

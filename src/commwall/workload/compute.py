@@ -672,6 +672,7 @@ def layer_work(
     cudnn: tuple[int, int] | None = None,
     attention_dropout: bool = False,
     fp8_output_proj: bool = False,
+    eager_experts: bool = True,
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
@@ -693,7 +694,10 @@ def layer_work(
     ``attention_dropout``: the fused attention kernels run their dropout variant
     (:data:`DROPOUT_SHARE`; the unfused kind always prices its dropout pass);
     ``fp8_output_proj``: under the ``mxfp8`` recipe the LM head runs in MXFP8 as a decoder
-    layer's GEMM does, casts included (Megatron-Core's ``--fp8-output-proj``).
+    layer's GEMM does, casts included (Megatron-Core's ``--fp8-output-proj``);
+    ``eager_experts``: a MoE layer's experts run as Megatron-Core's ``TEGroupedMLP`` (not
+    Transformer Engine's fused operations, ``job.te_op_fuser``), whose clamp of a clamped GLU
+    and second-GEMM biases are eager PyTorch passes (:func:`_eager_expert_passes`).
     """
     tokens = micro_batch * seq_len // context_parallel
     h, t = model.hidden, tp
@@ -797,6 +801,12 @@ def layer_work(
         routed = _token_permutation(model, dev, tokens, t, e, local, elem_bytes)
         fwd.append(routed[0])
         bwd.append(routed[1])
+        if eager_experts:
+            for pair in _eager_expert_passes(
+                model, dev, per_expert * local, width, local, elem_bytes
+            ):
+                fwd.append(pair[0])
+                bwd.append(pair[1])
         if model.shared_ffn_hidden:
             gemm(
                 "shared expert up", tokens, mlp_in * model.shared_ffn_hidden // t, h,
@@ -1100,6 +1110,65 @@ def _token_permutation(
     )
 
 
+#: The kernel of the clamp Megatron-Core runs before a clamped GLU's fused expert activation
+#: (:func:`_eager_expert_passes`); ``moe_act`` recomputation re-runs it with the activation.
+EAGER_CLAMP: Final = "experts' GLU clamp, eager"
+#: Bytes a clamped GLU's eager clamp moves per element of the experts' first GEMM output
+#: (both halves, ``M`` elements of ``e`` bytes), forward and backward, and its kernels.
+#: Megatron-Core's ``weighted_bias_quick_geglu_impl`` (``fusions/fused_bias_geglu.py``
+#: @d98e8a6, since 2e29a5e1e3 "Add quick geglu activation for gpt-oss", 2025-09), when
+#: ``activation_func_clamp_value`` is set, splits the input in its halves, clamps the gate
+#: above and the linear half both ways and concatenates them before its compiled activation:
+#: forward two clamps (read and write half each) and the ``cat`` (read and write all), ``4·e``
+#: a element, three kernels. Autograd's backward masks each clamp's gradient (the gate: a
+#: comparison writing a 1-byte mask and a ``where``; the linear half: two comparisons, their
+#: ``logical_and`` and a ``where``) and concatenates the halves' gradients: ``5.5·e + 4``
+#: bytes, seven kernels (15 bytes in BF16; the operations as traced on CPU PyTorch).
+#: SwiGLU's clamp (``weighted_bias_swiglu_impl``) sits inside its compiled kernel instead.
+EAGER_CLAMP_BYTES: Final = ((4.0, 0.0, 3), (5.5, 4.0, 7))
+#: Bytes per element of the experts' second GEMM output (``R`` routed rows × ``h``, ``e``
+#: bytes) that adding its biases times the routing probabilities moves, forward and backward,
+#: and kernels per local expert and in all. ``TEGroupedMLP`` builds that GEMM with
+#: ``skip_bias_add`` and adds the bias itself (``_apply_bias``, ``transformer/moe/experts.py``
+#: @d98e8a6, since a329dd6da5 "Enable bias in expert mlp [gpt-oss 5/5]", 2025-09): per local
+#: expert ``t + b·p`` over its rows (the product written, the sum reading two and writing
+#: one), then one ``cat`` (read and write all): ``6·e``, two kernels an expert and one. Its
+#: backward: the split's gradient concatenated (``2·e``), ``grad·p`` and its sum over the rows
+#: for the bias, ``grad·b`` and its sum over the hidden size for the probabilities (``3·e``
+#: each): ``8·e``, four kernels an expert and two. (The packed path the same file takes with
+#: ``moe_use_grouped_tensor`` computes in FP32 and moves more; it is not modelled.)
+EXPERT_BIAS_BYTES: Final = ((6.0, 2, 1), (8.0, 4, 2))
+#: The kernel of those bias passes (``moe`` recomputation re-runs it with the experts).
+EAGER_EXPERT_BIAS: Final = "experts' second bias times probabilities, eager"
+
+
+def _eager_expert_passes(
+    model: ModelSpec, dev: Device, rows: int, width: int, local: int, elem_bytes: int
+) -> tuple[tuple[Kernel, Kernel], ...]:
+    """The eager PyTorch passes Megatron-Core's ``TEGroupedMLP`` adds around the experts'
+    fused GEMMs and activation for a clamped GLU (``model.activation_clamp``:
+    :data:`EAGER_CLAMP_BYTES` over the ``rows × 2·width`` first GEMM output) and for expert
+    biases (``model.linear_bias``: :data:`EXPERT_BIAS_BYTES` over the ``rows × h`` second GEMM
+    output, ``local`` experts), forward and backward; none for a model with neither."""
+    out: list[tuple[Kernel, Kernel]] = []
+    e = float(elem_bytes)
+    if model.activation_clamp is not None and model.gated_mlp:
+        elements = rows * 2.0 * width
+        (f_e, f_b, f_k), (b_e, b_b, b_k) = EAGER_CLAMP_BYTES
+        out.append((
+            _memory(EAGER_CLAMP, (f_e * e + f_b) * elements, dev, f_k),
+            _memory(f"{EAGER_CLAMP} (grad)", (b_e * e + b_b) * elements, dev, b_k),
+        ))  # fmt: skip
+    if model.linear_bias:
+        elements = rows * float(model.hidden)
+        (f_e, f_per, f_one), (b_e, b_per, b_one) = EXPERT_BIAS_BYTES
+        out.append((
+            _memory(EAGER_EXPERT_BIAS, f_e * e * elements, dev, f_per * local + f_one),
+            _memory(f"{EAGER_EXPERT_BIAS} (grad)", b_e * e * elements, dev, b_per * local + b_one),
+        ))  # fmt: skip
+    return tuple(out)
+
+
 #: The forward kernels each of Megatron-Core's ``recompute_modules`` re-runs, by the GEMM names
 #: :func:`layer_work` gives them (their low-precision casts with them); the attention core
 #: (``core_attn``) and the element-wise parts are added by :func:`_recomputed`.
@@ -1107,7 +1176,7 @@ RECOMPUTED_GEMMS: Final = {
     "mla_up_proj": ("q", "q up", "kv up"),
     "mlp": ("mlp up", "mlp down"),
     "moe": ("router", "experts up", "experts down", "moe token permutation",
-            "shared expert up", "shared expert down"),
+            "shared expert up", "shared expert down", EAGER_EXPERT_BIAS),
     "shared_experts": ("shared expert up", "shared expert down"),
 }  # fmt: skip
 
@@ -1133,6 +1202,8 @@ def _recomputed(
     activations (``moe_act`` the routed experts', ``mlp``/``shared_experts`` their own,
     ``moe`` both), ``layernorm`` the two norms (a read and a write of the hidden state each)."""
     names = {n for m in modules for n in RECOMPUTED_GEMMS.get(m, ())}
+    if "moe_act" in modules or "moe" in modules:  # the clamp runs inside the activation call
+        names.add(EAGER_CLAMP)
     kernels = [k for k in fwd if k.name.split(" fp")[0] in names]
     if "core_attn" in modules:
         kernels = [*attention, *kernels]

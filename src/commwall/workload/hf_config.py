@@ -35,7 +35,8 @@ starcoder2     as llama for the shapes, plus ``use_bias`` (true: biases on every
 gpt_oss        as mixtral with ``head_dim`` (64) and ``intermediate_size`` the expert's width;
                biases on the attention projections and the experts (``attention_bias`` false
                is refused: the experts keep theirs), ``sliding_window`` (128) on the layers
-               ``layer_types`` names (default: every other one, from the first). Not counted:
+               ``layer_types`` names (default: every other one, from the first), the GLU's
+               clamp ``swiglu_limit`` (default 7: ``activation_clamp``). Not counted:
                each layer's attention sinks (one logit per head) and router bias, 2,304 and
                4,608 parameters in gpt-oss-120b
 deepseek_v2,   ``num_hidden_layers``, ``hidden_size``, ``intermediate_size`` (the dense layers'),
@@ -693,6 +694,7 @@ def _gpt_oss(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         n_experts=get.positive("num_local_experts"),
         top_k=get.positive("num_experts_per_tok"),
         linear_bias=True,
+        activation_clamp=get.bound("swiglu_limit", 7.0),
         **_window(windows, _Reader(windows), "gpt_oss"),
     )
 
@@ -837,6 +839,17 @@ class _Reader:
     def optional(self, key: str, default: int | None, least: int = 0) -> Any:
         value = self.data.get(key)
         return default if value is None else self._int(key, value, least)
+
+    def bound(self, key: str, default: float) -> float:
+        """A positive, finite number (an int or a float) under ``key``, ``default`` when absent."""
+        value = self.data.get(key, default)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 < value < float("inf")
+        ):
+            raise ModelDefinitionError(f"{key}: {value!r}: must be a positive, finite number")
+        return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)

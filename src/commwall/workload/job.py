@@ -262,6 +262,7 @@ class Job:
             "fp8_attention": self.spec.fp8_attention,
             "attention_dropout": self.spec.attention_dropout,
             "fp8_output_proj": self.spec.fp8_output_proj,
+            "te_op_fuser": self.spec.te_op_fuser,
             "tp_overlap_cfg": {
                 name: entry.model_dump(exclude_none=True)
                 for name, entry in self.spec.tp_overlap_cfg.given().items()

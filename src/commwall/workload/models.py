@@ -27,6 +27,7 @@ Parameter counting follows the modules of the reference implementations (Hugging
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
@@ -107,6 +108,10 @@ class ModelSpec:
     from 0.16 falls back to its unfused rotary whenever the attention factor is not 1
     (``apply_rotary_pos_emb``, ``models/common/embeddings/rope_utils.py``, 987395813 "Fixes for
     gpt-oss"); :func:`commwall.workload.compute.layer_work` prices that unfused path.
+    ``activation_clamp`` bounds a gated MLP's two halves before the activation (GPT-OSS: the
+    gate clamped above at 7, the linear half to ±7; Hugging Face ``swiglu_limit``, Megatron-Core's
+    ``activation_func_clamp_value``). No shape or FLOP changes; Megatron-Core clamps outside its
+    fused expert activation (:data:`commwall.workload.compute.EAGER_CLAMP_BYTES`).
     ``sandwich_norm`` adds a norm after the attention and after the MLP, before each residual
     add, to the two before them (Gemma 2 and 3: "post-norm and pre-norm with RMSNorm", Gemma
     Team 2024, "Gemma 2: Improving Open Language Models at a Practical Size", §2): four norms a
@@ -180,6 +185,7 @@ class ModelSpec:
     v_head_dim: int | None = None
     mtp_layers: int = 0
     yarn_rope: bool = False
+    activation_clamp: float | None = None
 
     def __post_init__(self) -> None:
         for field_name in (
@@ -291,6 +297,13 @@ class ModelSpec:
             raise ModelDefinitionError(
                 f"{self.name}: norm={self.norm!r} is invalid: allowed values are "
                 "'rmsnorm', 'layernorm'"
+            )
+        if self.activation_clamp is not None and not (
+            self.gated_mlp and 0 < self.activation_clamp < math.inf
+        ):
+            raise ModelDefinitionError(
+                f"{self.name}: activation_clamp={self.activation_clamp!r} is invalid: a positive, "
+                "finite bound, for a gated MLP (gated_mlp: true) only"
             )
         if self.yarn_rope and (self.learned_pos_emb or self.kv_lora_rank is not None):
             what = "learned_pos_emb" if self.learned_pos_emb else "kv_lora_rank"
@@ -1224,6 +1237,7 @@ _ZOO: dict[str, ModelSpec] = {
                 sliding_window=128,
                 sliding_window_layers=layers // 2,
                 yarn_rope=True,
+                activation_clamp=7.0,
                 published_params=published,
                 source=(
                     f"OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card' Table 1 and its architecture section: "
@@ -1231,7 +1245,7 @@ _ZOO: dict[str, ModelSpec] = {
                     f"attention and the experts, a 128-token window on every other layer, YaRN "
                     f"rotary positions (rope_scaling factor 32); Hugging Face "
                     f"openai/gpt-oss-{size} config.json (hidden 2880, 64 heads of "
-                    f"64, 8 KV heads, vocab 201088, untied); {published / 1e9:g}B total; the "
+                    f"64, 8 KV heads, vocab 201088, swiglu_limit 7, untied); {published / 1e9:g}B total; the "
                     f"attention sinks and router biases are not counted"
                 ),
             )

@@ -360,6 +360,7 @@ def _layer_work(job: Job, model: ModelSpec) -> LayerWork:
         cudnn=job.cudnn,
         attention_dropout=spec.attention_dropout > 0,
         fp8_output_proj=spec.fp8_output_proj,
+        eager_experts=not spec.te_op_fuser,
     )
 
 

@@ -14,6 +14,10 @@ from commwall.workload import WorkloadError
 from commwall.workload.compute import (
     ATTENTION_FP8,
     CUDNN_RELEASES,
+    EAGER_CLAMP,
+    EAGER_CLAMP_BYTES,
+    EAGER_EXPERT_BIAS,
+    EXPERT_BIAS_BYTES,
     FP4_CEILING,
     GEMM_CEILING,
     GEMM_FIXED,
@@ -826,6 +830,48 @@ def test_yarn_rotary_runs_megatrons_unfused_passes() -> None:
         replace(get_model("gpt3-175b"), yarn_rope=True)
     with pytest.raises(CommwallError, match="yarn_rope=True is invalid with kv_lora_rank"):
         replace(get_model("deepseek-v3"), yarn_rope=True)
+
+
+def test_te_grouped_mlp_runs_a_clamped_glu_and_expert_biases_as_eager_passes() -> None:
+    """Megatron-Core's TEGroupedMLP clamps GPT-OSS's GLU outside its compiled activation (two
+    clamps and a cat: 4 reads and writes of each first-GEMM output element forward, 15 bytes
+    backward in BF16) and adds the second GEMM's biases times the routing probabilities per
+    expert (12 and 16 bytes an output element; 2E+1 and 4E+2 kernels); moe_act recomputation
+    re-runs the clamp, moe the bias pass; the TE op fuser (eager_experts False) runs neither,
+    and a model with neither feature pays nothing."""
+    model = get_model("gpt-oss-120b")
+    assert model.activation_clamp == 7.0 and model.linear_bias
+    mb, s, ep = 4, 4096, 64  # 2 local experts, 16,384 tokens x top-4 routed rows
+    kw = {"micro_batch": mb, "seq_len": s, "tp": 1, "ep": ep, "elem_bytes": 2}
+    work = layer_work(model, GB200_FP8, recompute="none", **kw)  # type: ignore[arg-type]
+    fwd = {k.name: k for k in work.forward}
+    bwd = {k.name: k for k in work.backward}
+    rows, local = mb * s * model.top_k, model.n_experts // ep
+    first = rows * 2 * model.expert_ffn
+    assert fwd[EAGER_CLAMP].nbytes == pytest.approx(8 * first)  # 3.02 GB
+    assert bwd[f"{EAGER_CLAMP} (grad)"].nbytes == pytest.approx(15 * first)
+    second = rows * model.hidden
+    assert fwd[EAGER_EXPERT_BIAS].nbytes == pytest.approx(12 * second)  # 2.26 GB
+    assert bwd[f"{EAGER_EXPERT_BIAS} (grad)"].nbytes == pytest.approx(16 * second)
+    assert EAGER_CLAMP_BYTES == ((4.0, 0.0, 3), (5.5, 4.0, 7))
+    assert EXPERT_BIAS_BYTES == ((6.0, 2, 1), (8.0, 4, 2))
+    launch = fwd[EAGER_EXPERT_BIAS].seconds - fwd[EAGER_EXPERT_BIAS].nbytes / GB200_FP8.hbm
+    assert launch == pytest.approx((2 * local + 1) * KERNEL_LAUNCH, rel=1e-6)
+    fused = layer_work(model, GB200_FP8, recompute="none", eager_experts=False, **kw)  # type: ignore[arg-type]
+    names = {k.name for k in (*fused.forward, *fused.backward)}
+    assert not {EAGER_CLAMP, EAGER_EXPERT_BIAS} & names
+    assert len(work.forward) == len(fused.forward) + 2
+    act = layer_work(model, GB200_FP8, recompute="selective", recompute_modules=("moe_act",), **kw)  # type: ignore[arg-type]
+    assert EAGER_CLAMP in {k.name for k in act.recompute}
+    assert EAGER_EXPERT_BIAS not in {k.name for k in act.recompute}
+    whole = layer_work(model, GB200_FP8, recompute="selective", recompute_modules=("moe",), **kw)  # type: ignore[arg-type]
+    assert {EAGER_CLAMP, EAGER_EXPERT_BIAS} <= {k.name for k in whole.recompute}
+    qwen = layer_work(get_model("qwen3-30b-a3b"), GB200_FP8, recompute="none", **kw)  # type: ignore[arg-type]
+    assert not {EAGER_CLAMP, EAGER_EXPERT_BIAS} & {k.name for k in qwen.forward}
+    with pytest.raises(CommwallError, match=r"activation_clamp=-1\.0 is invalid"):
+        replace(model, activation_clamp=-1.0)
+    with pytest.raises(CommwallError, match="for a gated MLP"):
+        replace(get_model("gpt3-175b"), activation_clamp=7.0)
 
 
 def test_attention_dropout_runs_the_fused_kernels_at_their_measured_dropout_share() -> None:

@@ -306,6 +306,21 @@ def test_gpt_oss_matches_its_model_card(
         model_from_hf_config({**GPT_OSS_120B, "attention_bias": False})
 
 
+def test_gpt_oss_s_swiglu_limit_is_the_glu_clamp() -> None:
+    """``swiglu_limit`` is the clamp of GPT-OSS's GLU (``activation_clamp``, as the zoo model
+    has it; GptOssConfig's default 7 when absent); a value that is not a positive, finite
+    number is named with the key."""
+    assert model_from_hf_config(GPT_OSS_120B).activation_clamp == 7.0
+    assert get_model("gpt-oss-120b").activation_clamp == 7.0
+    absent = {k: v for k, v in GPT_OSS_120B.items() if k != "swiglu_limit"}
+    assert model_from_hf_config(absent).activation_clamp == 7.0
+    assert model_from_hf_config({**GPT_OSS_120B, "swiglu_limit": 5}).activation_clamp == 5.0
+    for bad in (0, -7.0, "7", True, None, float("inf")):
+        with pytest.raises(ModelDefinitionError, match=r"swiglu_limit: .* positive, finite"):
+            model_from_hf_config({**GPT_OSS_120B, "swiglu_limit": bad})
+    assert model_from_hf_config(LLAMA3_8B).activation_clamp is None
+
+
 def test_a_yarn_rope_scaling_marks_the_rotary_unfused_where_megatron_runs_it_so() -> None:
     """GPT-OSS's ``rope_scaling`` (``rope_type`` yarn) sets ``yarn_rope``, as the zoo model has
     it, under either key and in older files' ``type``; Llama 3.1's ``llama3`` scaling and none

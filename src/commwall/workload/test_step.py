@@ -2098,3 +2098,25 @@ def test_a_ring_exchanged_reduce_scatter_sums_its_slices_in_one_more_pass() -> N
     one = 2.0 * tokens * h * (1 + 1 / t) / job.device.hbm + KERNEL_LAUNCH
     assert on.layer_forward - off.layer_forward == pytest.approx(2 * one, rel=1e-9)
     assert on.layer_backward == pytest.approx(off.layer_backward, rel=1e-12)
+
+
+def test_the_te_op_fuser_drops_the_eager_expert_passes_of_a_gpt_oss_step() -> None:
+    """``job.te_op_fuser`` (Megatron-Core's --use-transformer-engine-op-fuser) runs GPT-OSS's
+    experts as fused operations: the step loses the eager clamp and bias passes TEGroupedMLP
+    runs (compute.EAGER_CLAMP_BYTES, EXPERT_BIAS_BYTES), and the job summary says which. An
+    inline model takes the clamp as ``activation_clamp``; a model with neither feature steps
+    the same either way."""
+    gpt = {"model": "gpt-oss-20b", "tp": 1, "ep": 8, "global_batch": 32, "seq_len": 4096}
+    eager, fused = run(gpt, nodes=1), run({**gpt, "te_op_fuser": True}, nodes=1)
+    assert eager.job["te_op_fuser"] is False and fused.job["te_op_fuser"] is True
+    assert eager.breakdown["compute"] > fused.breakdown["compute"] * 1.02
+    inline = {**gpt, "model": {"name": "clamped", "n_layers": 4, "hidden": 2880,
+              "ffn_hidden": 2880, "n_heads": 64, "n_kv_heads": 8, "head_dim": 64,
+              "vocab": 201088, "n_experts": 32, "top_k": 4, "gated_mlp": True,
+              "activation_clamp": 7.0}}  # fmt: skip
+    plain = {**inline, "model": {**inline["model"], "activation_clamp": None}}
+    assert run(inline, nodes=1).step_time > run(plain, nodes=1).step_time
+    mixtral = run(MOE, nodes=2).step_time
+    assert run({**MOE, "te_op_fuser": True}, nodes=2).step_time == mixtral
+    with pytest.raises(ScenarioError, match="activation_clamp"):
+        run({**inline, "model": {**inline["model"], "activation_clamp": -1}}, nodes=1)
