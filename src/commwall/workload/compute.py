@@ -1120,7 +1120,7 @@ EAGER_CLAMP: Final = "experts' GLU clamp, eager"
 #: ``activation_func_clamp_value`` is set, splits the input in its halves, clamps the gate
 #: above and the linear half both ways and concatenates them before its compiled activation:
 #: forward two clamps (read and write half each) and the ``cat`` (read and write all), ``4·e``
-#: a element, three kernels. Autograd's backward masks each clamp's gradient (the gate: a
+#: an element, three kernels. Autograd's backward masks each clamp's gradient (the gate: a
 #: comparison writing a 1-byte mask and a ``where``; the linear half: two comparisons, their
 #: ``logical_and`` and a ``where``) and concatenates the halves' gradients: ``5.5·e + 4``
 #: bytes, seven kernels (15 bytes in BF16; the operations as traced on CPU PyTorch).
