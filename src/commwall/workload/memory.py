@@ -360,10 +360,16 @@ class LayerShape:
     v_dim: int = 0
     o_dim: int = 0
     latent: int = 0
+    #: a clamped GLU clamped in eager PyTorch before the experts' activation (Megatron-Core's
+    #: TEGroupedMLP, compute.EAGER_CLAMP_BYTES): the clamps keep the unclamped first GEMM
+    #: output for their backward beside the clamped copy the activation keeps
+    eager_clamp: bool = False
 
     @classmethod
-    def of(cls, model: ModelSpec) -> LayerShape:
-        """The shape of ``model``'s layers; GPT-style layers (biases, LayerNorm) have dropout."""
+    def of(cls, model: ModelSpec, *, eager_experts: bool = True) -> LayerShape:
+        """The shape of ``model``'s layers; GPT-style layers (biases, LayerNorm) have dropout;
+        ``eager_experts``: the experts run as Megatron-Core's TEGroupedMLP (not Transformer
+        Engine's fused operations), which clamps a clamped GLU eagerly."""
         moe = model.is_moe
         return cls(
             q_dim=model.q_dim,
@@ -384,6 +390,7 @@ class LayerShape:
                 if model.mla
                 else 0
             ),
+            eager_clamp=moe and eager_experts and model.activation_clamp is not None,
         )
 
     def per_hidden(
@@ -394,7 +401,8 @@ class LayerShape:
         ``discarded``: the selective-recompute modules (Megatron-Core's ``recompute_modules``)
         whose tensors the backward recomputes instead of keeping: ``mla_up_proj`` MLA's Q, K
         and V; ``layernorm`` the two norms' outputs (the QKV and MLP inputs); ``moe_act`` the
-        routed experts' activation outputs (their second GEMM's inputs); ``mlp`` a dense
+        routed experts' activation outputs (their second GEMM's inputs) and, with an eager
+        clamp, the unclamped first GEMM output its clamps keep; ``mlp`` a dense
         layer's MLP tensors; ``shared_experts`` the shared expert's; ``moe`` the routed copies
         of each token and every expert's MLP tensors. Each block keeps its input."""
         h, act = float(hidden), 2.0 * (2.0 if self.gated_mlp else 1.0) + 2.0
@@ -409,6 +417,8 @@ class LayerShape:
         if self.expert_ffn_hidden:
             unsplit += self.top_k * 2 * h  # the routed copies of each token
             split += self.top_k * act * self.expert_ffn_hidden
+            if self.eager_clamp:  # the unclamped first GEMM output, 16-bit, both halves
+                split += self.top_k * 4.0 * self.expert_ffn_hidden
         if fp8:
             unsplit -= 2 * h  # the QKV and MLP inputs: one byte an element instead of two
             split += (self.o_dim or self.q_dim) - (self.ffn_hidden + self.shared_ffn_hidden)
@@ -431,12 +441,13 @@ class LayerShape:
             unsplit -= 2 * one * h
         if "mlp" in modules:
             split -= mlp * self.ffn_hidden
+        clamp = 4.0 * routed if self.eager_clamp else 0.0  # re-run with the activation
         if "moe" in modules and routed:
             unsplit -= self.top_k * one * h
-            split -= mlp * (routed + self.shared_ffn_hidden)
+            split -= mlp * (routed + self.shared_ffn_hidden) + clamp
             return unsplit, split
         if "moe_act" in modules:
-            split -= one * routed
+            split -= one * routed + clamp
         if "shared_experts" in modules:
             split -= mlp * self.shared_ffn_hidden
         return unsplit, split
@@ -459,6 +470,7 @@ def _stage_activation_bytes(
     recompute_num_layers: int | None = None,
     recompute_method: str = "uniform",
     chunks: int = 1,
+    eager_experts: bool = True,
 ) -> float:
     """Activations of the first or last pipeline stage (Korthikanti et al. §4.2.3, §4.3).
 
@@ -489,7 +501,7 @@ def _stage_activation_bytes(
             sequence_parallel=sequence_parallel,
             recompute=how,
             flash_attention=flash_attention,
-            layer=LayerShape.of(kind),
+            layer=LayerShape.of(kind, eager_experts=eager_experts),
             fp8=fp8,
             recompute_modules=recompute_modules,
         )
@@ -579,6 +591,7 @@ def memory_per_gpu(
     recompute_num_layers: int | None = None,
     recompute_method: str = "uniform",
     virtual_stages: int = 1,
+    eager_experts: bool = True,
 ) -> MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage of a TP x PP x DP (x EP) job.
 
@@ -602,7 +615,9 @@ def memory_per_gpu(
       (1F1B: ``inflight_microbatches`` defaults to ``pp`` on the first stage), plus embedding
       and output-layer terms (Korthikanti et al. §4.3); ``recompute_modules``: what a selective
       recomputation re-runs; ``recompute_method`` and ``recompute_num_layers``: which layers a
-      full one re-runs, over ``virtual_stages`` model chunks a stage.
+      full one re-runs, over ``virtual_stages`` model chunks a stage; ``eager_experts``: a
+      MoE layer's experts run as Megatron-Core's TEGroupedMLP, whose eager clamp of a clamped
+      GLU keeps the unclamped first GEMM output too (:class:`LayerShape`).
 
     The reported stage is whichever of the first and last stages needs more in total.
     ``MemoryModelError`` names the bad argument, its value and what is allowed.
@@ -665,6 +680,7 @@ def memory_per_gpu(
             recompute_num_layers=recompute_num_layers,
             recompute_method=recompute_method,
             chunks=virtual_stages,
+            eager_experts=eager_experts,
         )
         total = weights + grads + optim + acts
         candidate = MemoryBreakdown(weights, grads, optim, acts, total)

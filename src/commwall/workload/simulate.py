@@ -552,6 +552,7 @@ def simulate(
         recompute_num_layers=spec.recompute_num_layers,
         recompute_method=spec.recompute_method,
         virtual_stages=job.virtual_stages,
+        eager_experts=not spec.te_op_fuser,
         inflight_microbatches=inflight_micro_batches(job),
         flash_attention=spec.attention != "unfused",
         # NVFP4 saves its GEMM inputs in under a byte (9/16 a copy): counted as FP8's byte

@@ -481,3 +481,25 @@ def test_the_last_stage_holds_the_multi_token_prediction_modules() -> None:
     assert last > memory._stage_activation_bytes(m, **args, first=False)
     first = memory._stage_activation_bytes(mtp, **args, first=True)
     assert first == memory._stage_activation_bytes(m, **args, first=True)
+
+
+def test_an_eager_glu_clamp_keeps_the_unclamped_expert_output_too() -> None:
+    """Megatron-Core's TEGroupedMLP clamps GPT-OSS's GLU in eager PyTorch (compute.
+    EAGER_CLAMP_BYTES): the clamps keep the unclamped first GEMM output, both halves in 16 bits
+    (4 bytes a routed expert width element a copy), beside what the activation keeps; the TE
+    op fuser's fused activation does not, and recomputing moe_act (or the whole moe block)
+    drops it with the activation, which re-runs the clamp."""
+    m = get_model("gpt-oss-120b")
+    eager, fused = LayerShape.of(m), LayerShape.of(m, eager_experts=False)
+    assert eager.eager_clamp and not fused.eager_clamp
+    h, routed = m.hidden, m.top_k * m.expert_ffn
+    (u1, s1), (u0, s0) = eager.per_hidden(h), fused.per_hidden(h)
+    assert u1 == u0 and (s1 - s0) * h == pytest.approx(4.0 * routed)
+    for modules in (("moe_act",), ("moe",)):
+        a, b = (x.per_hidden(h, discarded=modules) for x in (eager, fused))
+        assert a == pytest.approx(b)
+    assert not LayerShape.of(get_model("qwen3-30b-a3b")).eager_clamp
+    kw = {"tp": 1, "pp": 1, "dp": 64, "ep": 64, "micro_batch": 4, "seq_len": 4096}
+    more = memory_per_gpu(m, recompute="none", **kw).activations
+    less = memory_per_gpu(m, recompute="none", eager_experts=False, **kw).activations
+    assert more - less == pytest.approx(m.n_layers * 4 * 4096 * 4.0 * routed, rel=1e-9)
