@@ -103,3 +103,36 @@ def test_the_all_to_all_moves_every_copy_and_the_flex_backends_one_per_unit() ->
 def test_inconsistent_splits_are_refused(args: tuple[int, ...], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         units_reached(*args)  # type: ignore[arg-type]
+
+
+def test_hybridep_s_bytes_as_an_all_to_all_fall_among_its_published_rates() -> None:
+    """The step prices HybridEP's kernels as NCCL all-to-alls of the bytes it sends (one copy a
+    destination rank). NVIDIA publishes two sets of HybridEP rates (GB/s one way, top-8): the
+    DeepSeek-V3 GB200 guide's plot (Megatron-LM
+    docs/discussions/deepseek-v3-gb200-optimization/images/image6.png @eb0783b6, 32 CUDA
+    blocks) 714.66 dispatch and 657.72 combine over a 36-GPU GB200 NVLink domain and 368.9 /
+    368.87 over one DGX H100 (16 blocks); DeepEP's Hybrid-EP_Implementation.md, through the
+    PyTorch API, 523 / 522 on 16 GB200 and 484 / 465 on 32 (32 SMs) — about 30 % apart.
+    Taking the size as DeepEP's benchmark shape (4,096 tokens of hidden 7,168 in BF16, an
+    assumption: neither says), the model's all-to-all of those bytes runs at 697 GB/s on the
+    36 GB200, inside the published range and near the plot's, and within 12 % of the plot's
+    H100 rate (394 GB/s)."""
+    from commwall.cluster import build_cluster
+    from commwall.collectives import Op
+    from commwall.collectives.schedule import CollectiveTask, Group
+    from commwall.engines import AnalyticEngine
+    from commwall.scenario import parse_scenario
+
+    def rate(cluster: dict[str, object], experts: int) -> float:
+        sc = parse_scenario({"name": "hybridep", "cluster": cluster, "job": {"model": "llama3-8b"}})
+        cl = build_cluster(sc.cluster)
+        ranks = cl.n_gpus
+        copies = units_reached(experts, 8, (experts // ranks,) * ranks)  # destinations a token
+        nbytes = 4096 * copies * 7168 * 2
+        task = CollectiveTask(Op.ALLTOALL, nbytes, Group("ep", 1, ranks))
+        return nbytes / AnalyticEngine().cost(task, cl).time / 1e9
+
+    gb200 = rate({"preset": "gb200-nvl72", "nodes": 9, "scale_up_domain": 36}, 288)
+    assert 465.0 <= gb200 <= 714.66
+    assert gb200 == pytest.approx((714.66 + 657.72) / 2, rel=0.05)
+    assert rate({"preset": "dgx-h100", "nodes": 1}, 256) == pytest.approx(368.9, rel=0.12)
