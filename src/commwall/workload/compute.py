@@ -1152,7 +1152,7 @@ def _eager_expert_passes(
     output, ``local`` experts), forward and backward; none for a model with neither."""
     out: list[tuple[Kernel, Kernel]] = []
     e = float(elem_bytes)
-    if model.activation_clamp is not None and model.gated_mlp:
+    if model.activation_clamp is not None:  # ModelSpec holds it to a gated MLP
         elements = rows * 2.0 * width
         (f_e, f_b, f_k), (b_e, b_b, b_k) = EAGER_CLAMP_BYTES
         out.append((

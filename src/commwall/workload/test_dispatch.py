@@ -7,6 +7,11 @@ import math
 import numpy as np
 import pytest
 
+from commwall.cluster import build_cluster
+from commwall.collectives import Op
+from commwall.collectives.schedule import CollectiveTask, Group
+from commwall.engines import AnalyticEngine
+from commwall.scenario import parse_scenario
 from commwall.workload.dispatch import (
     DEEPEP_NVL_PEERS,
     dispatch_share,
@@ -117,11 +122,6 @@ def test_hybridep_s_bytes_as_an_all_to_all_fall_among_its_published_rates() -> N
     assumption: neither says), the model's all-to-all of those bytes runs at 697 GB/s on the
     36 GB200, inside the published range and near the plot's, and within 12 % of the plot's
     H100 rate (394 GB/s)."""
-    from commwall.cluster import build_cluster
-    from commwall.collectives import Op
-    from commwall.collectives.schedule import CollectiveTask, Group
-    from commwall.engines import AnalyticEngine
-    from commwall.scenario import parse_scenario
 
     def rate(cluster: dict[str, object], experts: int) -> float:
         sc = parse_scenario({"name": "hybridep", "cluster": cluster, "job": {"model": "llama3-8b"}})
