@@ -278,14 +278,14 @@ def test_runs_are_picked_by_source_prefix_and_role() -> None:
 
 
 def test_the_command_runs_only_the_picked_runs() -> None:
-    result = runner.invoke(app, ["validate", "--training", "--source", "mbridge260401", "--json"])
+    result = runner.invoke(app, ["validate", "--training", "--source", "mbridge260201", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [r["id"] for r in data["runs"]] == [
-        r.id for r in select_training_runs(source="mbridge260401")
+        r.id for r in select_training_runs(source="mbridge260201")
     ]
     assert data["overall"]["model"]["n"] == len(data["runs"]) == 1
-    text = runner.invoke(app, ["validate", "--training", "--source", "mbridge260401"]).output
+    text = runner.invoke(app, ["validate", "--training", "--source", "mbridge260201"]).output
     assert "By regime: what `commwall run` quotes under a step" in text
     (cell,) = [c for c in accuracy_table(data) if c.family == c.scale == "all"]
     assert cell.runs == 1 and f"{cell.median:+.1%}" in text
