@@ -52,7 +52,7 @@ class KnownBias:
 
 
 #: None at present: every GPU family's dense runs are within 7 % on their median (A100 -6 %,
-#: B200 -1 %, B300 +2 %, H100 -3 %, H200 -1 %, GB200 -2 %, GB300 +2 % in the table of stop 54;
+#: B200 -1 %, B300 +2 %, H100 -4 %, H200 -1 %, GB200 -2 %, GB300 +2 % in the table of stop 54;
 #: two H100 RoCE runs at -25 % are too few to call a family's bias), and a slow test
 #: (``test_training.py``) fails when a family of five or more runs with no entry here drifts
 #: beyond 10 %. The last entries were
