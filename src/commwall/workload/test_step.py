@@ -2156,7 +2156,7 @@ def test_a_layer_runs_as_long_as_korthikanti_table_4_timed_it() -> None:
                    "micro_batch": 4, "seq_len": 2048, "precision": "fp16",
                    "recompute": recompute, "sequence_parallel": sp, "attention": "unfused",
                    "attention_dropout": 0.1, "zero_stage": 0}  # fmt: skip
-            sc = parse_scenario({"cluster": {"preset": "dgx-a100", "nodes": 1}, "job": job})
+            sc = scenario(job, nodes=1, preset="dgx-a100")
             report = simulate(sc)
             steps.append(
                 (report.step_time - report.breakdown["optimizer"], evaluation_step_time(sc))
