@@ -853,8 +853,9 @@ class JobSpec(_Strict):
         "need): no MoE layer waits on the host, and with moe_a2a_overlap the all-to-alls hide "
         "wholly beside the other micro-batch's compute. false (Megatron-Core's dropless "
         "default: each MoE layer copies its token counts to the host and waits): every MoE "
-        "layer forward outside a pass paired by moe_a2a_overlap idles the GPU for the "
-        "measured host gap (workload.host.HOST_SYNC_GAP, or moe_host_wait), and the overlap "
+        "layer forward outside a pass paired by moe_a2a_overlap (on a Grace host, GB200 or "
+        "GB300, paired ones too) idles the GPU for the measured host gap "
+        "(workload.host.HOST_SYNC_GAP, or moe_host_wait), and the overlap "
         "hides the measured 36.55 % of the all-to-alls (step.EP_OVERLAP_SYNCED). Needs a MoE "
         "model.",
     )

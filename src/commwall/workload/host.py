@@ -11,6 +11,9 @@ The wait is not derived from a CPU model: it is measured, twice, in A/B runs of 
 (:data:`HOST_SYNC_GAP`), and scaled down for fewer local experts than the measurements had
 (:data:`HOST_SYNC_EXPERTS`). ``job.moe_host_wait`` replaces it with the user's own figure,
 e.g. from an Nsight profile: the step minus the GPU-active time, over the MoE layer forwards.
+
+Under ``job.moe_a2a_overlap`` a paired pass's partner fills the wait on an x86 host, as the
+BF16 measurement shows; on a Grace host it does not (:func:`paired_pass_waits`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,34 @@ HOST_SYNC_GAP: Final[dict[str, float]] = {"bf16": 1.8928 / (64 * 48), "low": 1.2
 HOST_SYNC_EXPERTS: Final = 8
 #: Precisions whose expert GEMMs take Transformer Engine's low-precision host path.
 LOW_PRECISION: Final = ("fp8", "fp4")
+#: Catalog GPUs whose host is NVIDIA's Arm Grace CPU: a GB200 or GB300 superchip puts two GPUs
+#: beside one Grace (an NVL72 rack: 36 Grace CPUs, 72 GPUs; NVIDIA's GB200 and GB300 NVL72
+#: pages), so no other host exists for them.
+GRACE_HOSTED: Final = frozenset({"gb200", "gb300"})
+
+
+def paired_pass_waits(gpu: str) -> bool:
+    """Whether a MoE pass that ``job.moe_a2a_overlap`` pairs with another still leaves the GPU
+    waiting on the host on catalog GPU ``gpu``: on a Grace host (:data:`GRACE_HOSTED`) it does,
+    on an x86 host the partner's compute fills the wait.
+
+    x86: Megatron-Bridge's Nsight A/B of the overlap on 16 H100 (the BF16 measurement of
+    :data:`HOST_SYNC_GAP`): with the overlap the GPU-active interval union, 21.221 s, covers the
+    whole 20.99 s step. Grace: NVIDIA's DeepSeek-V3-on-GB200 write-up (Megatron-LM eb0783b6d3,
+    ``docs/discussions/deepseek-v3-gb200-optimization/deepseek-v3-gb200-optimization.md``) says
+    the 1F1B all-to-all overlap "divides the forward and backward into multiple stages for
+    scheduling, and there is some synchronization between different stages, which aggravates
+    the CPU overhead, so the overall benefit is negative on the GB200" (Megatron-LM PR #2184:
+    "EP Overlap brings extra cpu overhead and may cause GPU bubble"); and Megatron-LM's
+    Qwen3-235B-A22B recipes on 128 GB200 (``examples/moe_recipes``), both with the overlap on,
+    gain 14 % (its README: 1,018 → 1,159.5 TFLOP/s) to 38 % (PR #5728's rerun: 876.2 →
+    1,208.3) from partial CUDA graphs to a full-iteration graph with a dispatch that never
+    waits — the gap the overlap left.
+
+    >>> paired_pass_waits("gb200"), paired_pass_waits("gb300"), paired_pass_waits("h100-sxm")
+    (True, True, False)
+    """
+    return gpu in GRACE_HOSTED
 
 
 def host_wait(

@@ -17,7 +17,7 @@ from commwall.cluster import Cluster
 from commwall.scenario import NCCL_MODELLED_COMMUNICATORS, JobSpec, ScenarioError
 from commwall.workload.compute import ATTENTION_FP8, Device, attention_kernel, device_for
 from commwall.workload.hf_config import ModelDefinitionError, resolve_model
-from commwall.workload.host import host_wait
+from commwall.workload.host import host_wait, paired_pass_waits
 from commwall.workload.models import ModelSpec, UnknownModelError
 from commwall.workload.pipeline_layout import LayoutError, VirtualStage, even_layout, parse_layout
 
@@ -65,6 +65,9 @@ class Job:
     layout: tuple[VirtualStage, ...] = ()
     """What each virtual stage ``chunk·pp + stage`` holds (:mod:`~commwall.workload.pipeline_layout`);
     empty: Megatron's default (:func:`~commwall.workload.pipeline_layout.even_layout`)."""
+    paired_waits: bool = False
+    """A MoE pass paired under ``job.moe_a2a_overlap`` still waits on the host: the GPU's host
+    is a Grace CPU (:func:`commwall.workload.host.paired_pass_waits`)."""
 
     @property
     def expert_tp(self) -> int:
@@ -658,4 +661,5 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         device=device,
         cp=spec.cp,
         layout=layout,
+        paired_waits=paired_pass_waits(cluster.gpu.name),
     )

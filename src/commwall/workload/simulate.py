@@ -645,8 +645,8 @@ def fit_host_wait(
     makes ``scenario``'s step last ``measured`` seconds, with the step before and after:
     ``(wait, step_before, step_after)``.
 
-    The step grows with the wait (each MoE layer forward outside a paired pass adds it to its
-    stage's compute stream) and piecewise linearly, so false position with the Illinois
+    The step grows with the wait (each MoE layer forward outside a paired pass, and on a Grace
+    host inside one too, adds it to its stage's compute stream) and piecewise linearly, so false position with the Illinois
     correction (Dowell and Jarratt 1971) finds it in a few steps, to 0.05 % of the step. Only
     the wait moves: a measured step shorter than the model's with no wait cannot be reached.
     """
@@ -669,7 +669,8 @@ def fit_host_wait(
     if f_lo == f_hi:
         raise StepFitError(
             "the step does not change with job.moe_host_wait (moe_a2a_overlap pairs every MoE "
-            "pass, so none waits): nothing to fit; fit compute_scale instead"
+            "pass, and on an x86 host a paired pass does not wait): nothing to fit; fit "
+            "compute_scale instead"
         )
     if not f_lo <= 0.0 <= f_hi:
         raise StepFitError(

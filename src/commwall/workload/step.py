@@ -1224,10 +1224,13 @@ class _Builder:
         """How many of ``layers`` MoE layers of kind ``k`` wait on the host in this pass
         (:attr:`Job.host_wait <commwall.workload.job.Job.host_wait>` each): every forward, and
         in a backward each forward a recomputation re-runs (full, or the ``moe`` module); none
-        sync-free, or in a pass paired under ``job.moe_a2a_overlap``, whose partner's compute
-        fills the wait (Megatron-Bridge's Nsight A/B: with the overlap the GPU-active union,
-        21.221 s, covers the 20.99 s step; :mod:`commwall.workload.host`)."""
-        if not self.host_gap or not self.plan.moe[k] or self.ep_beside:
+        sync-free, or on an x86 host in a pass paired under ``job.moe_a2a_overlap``, whose
+        partner's compute fills the wait (Megatron-Bridge's Nsight A/B: with the overlap the
+        GPU-active union, 21.221 s, covers the 20.99 s step); on a Grace host a paired pass
+        waits as one alone does (:func:`commwall.workload.host.paired_pass_waits`)."""
+        if not self.host_gap or not self.plan.moe[k]:
+            return 0
+        if self.ep_beside and not self.job.paired_waits:
             return 0
         backward = tag.startswith("B")
         return self.moe_forwards_again(backward, layers, k) if backward else layers

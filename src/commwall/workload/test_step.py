@@ -277,6 +277,22 @@ def test_host_gap_recurs_in_recomputed_forwards_and_hides_in_paired_passes() -> 
     assert run({**MOE, "moe_a2a_overlap": True, "moe_sync_free": True}).breakdown["host"] == 0.0
 
 
+def test_paired_passes_wait_on_a_grace_host() -> None:
+    """On GB200 (a Grace host) a pass paired under moe_a2a_overlap waits as one alone does:
+    every MoE layer forward of every micro-batch, as without the overlap; on DGX H100 (x86)
+    only the unpaired first forward waits (the test above)."""
+    grace = {**MOE, "global_batch": 288}  # one NVL72 rack: dp 72, 4 micro-batches
+    s = scenario(grace, 18, "gb200-nvl72")
+    cluster = build_cluster(s.cluster)
+    job = resolve_job(s.job, cluster)
+    assert job.paired_waits and cluster.gpu.name == "gb200"
+    every = host_gap(MOE) * job.layers_per_stage * job.micro_batches
+    for overlap in (False, True):
+        r = run({**grace, "moe_a2a_overlap": overlap}, 18, "gb200-nvl72")
+        assert r.breakdown["host"] == pytest.approx(every, rel=1e-9)
+    assert not resolved(MOE)[0].paired_waits
+
+
 def test_expert_parallelism_spans_dp_times_cp_with_context_parallelism() -> None:
     """With CP, EP subdivides the dp × cp ranks (Megatron-Core's expert grid over the same
     GPUs): cp = 2, dp = 4 allows ep = 8; each rank routes its s/cp tokens (the all-to-all
