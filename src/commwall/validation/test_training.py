@@ -261,8 +261,14 @@ def test_the_command_refuses_collective_filters() -> None:
 
 def test_runs_are_picked_by_source_prefix_and_role() -> None:
     mlperf = select_training_runs(source="mlperf")
-    assert len(mlperf) == 64 and all(r.id.startswith("mlperf") for r in mlperf)
-    assert {r.id.split("-")[0] for r in mlperf} == {"mlperf31", "mlperf40", "mlperf50", "mlperf51"}
+    assert len(mlperf) == 69 and all(r.id.startswith("mlperf") for r in mlperf)
+    assert {r.id.split("-")[0] for r in mlperf} == {
+        "mlperf31",
+        "mlperf40",
+        "mlperf41",
+        "mlperf50",
+        "mlperf51",
+    }
     assert len(select_training_runs(source="mlperf50")) == 12
     held = select_training_runs(role="held_out", source="nemo24")
     assert held and all(r.role == "held_out" and r.id.startswith("nemo2407") for r in held)

@@ -646,9 +646,10 @@ def fit_host_wait(
     ``(wait, step_before, step_after)``.
 
     The step grows with the wait (each MoE layer forward outside a paired pass, and on a Grace
-    host inside one too, adds it to its stage's compute stream) and piecewise linearly, so false position with the Illinois
-    correction (Dowell and Jarratt 1971) finds it in a few steps, to 0.05 % of the step. Only
-    the wait moves: a measured step shorter than the model's with no wait cannot be reached.
+    host inside one too, adds it to its stage's compute stream) and piecewise linearly, so
+    false position with the Illinois correction (Dowell and Jarratt 1971) finds it in a few
+    steps, to 0.05 % of the step. Only the wait moves: a measured step shorter than the
+    model's with no wait cannot be reached.
     """
     _check_measured(measured)
     spec = scenario.job
