@@ -55,8 +55,10 @@ def scenario(
     return parse_scenario({"cluster": cluster, "job": {**SMALL, **job}})
 
 
-def resolved(job: dict[str, Any], nodes: int = 4, **overrides: Any) -> tuple[Job, Cluster]:
-    s = scenario(job, nodes, **overrides)
+def resolved(
+    job: dict[str, Any], nodes: int = 4, preset: str = "dgx-h100", **overrides: Any
+) -> tuple[Job, Cluster]:
+    s = scenario(job, nodes, preset, **overrides)
     cluster = build_cluster(s.cluster)
     return resolve_job(s.job, cluster), cluster
 
@@ -282,9 +284,7 @@ def test_paired_passes_wait_on_a_grace_host() -> None:
     every MoE layer forward of every micro-batch, as without the overlap; on DGX H100 (x86)
     only the unpaired first forward waits (the test above)."""
     grace = {**MOE, "global_batch": 288}  # one NVL72 rack: dp 72, 4 micro-batches
-    s = scenario(grace, 18, "gb200-nvl72")
-    cluster = build_cluster(s.cluster)
-    job = resolve_job(s.job, cluster)
+    job, cluster = resolved(grace, 18, "gb200-nvl72")
     assert job.paired_waits and cluster.gpu.name == "gb200"
     every = host_gap(MOE) * job.layers_per_stage * job.micro_batches
     for overlap in (False, True):
