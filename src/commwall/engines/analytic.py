@@ -64,22 +64,27 @@ class AnalyticEngine:
     ) -> Result:
         """List-schedule ``schedule``; ``routing`` and ``seed`` do not change a closed form."""
         stream_free: dict[str, float] = {}
-        #: id(task) -> what a collective phase of that task reports (the task kept alive so its
-        #: id is not reused): a step repeats the same task objects, so each is priced once
+        #: id(task) -> what a collective phase of that task reports (the schedule holds every
+        #: task for the run, so no id is reused): a step repeats the same task objects
         seen: dict[int, _Priced] = {}
+        #: ... and by what the price depends on: a step's tasks repeat the same calls (a
+        #: pipeline send per micro-batch), so each distinct call is priced once
+        calls: dict[tuple[object, ...], _Priced] = {}
         ends: list[float] = []
         results: list[PhaseResult] = []
         bytes_moved = 0.0
+        # locals, not attribute lookups, in the loop: a step has tens of thousands of phases
+        free_of, set_free = stream_free.get, stream_free.__setitem__
+        priced_of, price = seen.get, self._price
+        add_end, add_result = ends.append, results.append
         for index, phase in enumerate(schedule.phases):
-            after = phase.after
-            if not after:
-                ready = 0.0
-            elif len(after) == 1:
-                ready = ends[after[0]]
-            else:
-                ready = max(ends[d] for d in after)
+            ready = 0.0
+            for d in phase.after:
+                end = ends[d]
+                if end > ready:
+                    ready = end
             stream = phase.stream
-            free = stream_free.get(stream, 0.0)
+            free = free_of(stream, 0.0)
             start = ready if ready > free else free
             task = phase.task
             if isinstance(task, ComputeTask):
@@ -88,9 +93,15 @@ class AnalyticEngine:
                     phase.name, phase.category, stream, start, start + duration, phase.repeat
                 )
             else:
-                priced = seen.get(id(task))
+                priced = priced_of(id(task))
                 if priced is None:
-                    priced = seen[id(task)] = self._price(task, cluster)
+                    group = task.group
+                    call = (task.op, task.nbytes, task.algo, task.proto, group.n_domains,
+                            group.ranks_per_domain, group.min_ctas, group.max_ctas)  # fmt: skip
+                    priced = calls.get(call)
+                    if priced is None:
+                        priced = calls[call] = price(task, cluster)
+                    seen[id(task)] = priced
                 if priced.over:
                     _check_capacity(phase.name, priced.cost, priced.fabric)
                 duration = priced.time * phase.repeat
@@ -112,9 +123,10 @@ class AnalyticEngine:
                 )
             if duration < 0:
                 raise InvariantError(f"phase {index} {phase.name!r} has negative duration")
-            ends.append(result.end)
-            stream_free[stream] = result.end
-            results.append(result)
+            end = result.end
+            add_end(end)
+            set_free(stream, end)
+            add_result(result)
         check_order(schedule, results)
         makespan = max(ends, default=0.0)
         return Result(
@@ -145,7 +157,7 @@ class _Priced(NamedTuple):
     proto: str
     busbw: float
     bottleneck: str
-    task: CollectiveTask  #: kept alive so its id is not reused within the run
+    task: CollectiveTask  #: the first task priced so (tasks with the same call share it)
 
 
 #: Algorithms whose busbw may legitimately exceed a rank's links: the network reduces for them.

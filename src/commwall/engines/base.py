@@ -113,10 +113,14 @@ def check_order(
     overlaps the previous phase of its stream. ``tolerance`` (relative and absolute, seconds)
     absorbs float rounding of engines that integrate over events."""
     last_end: dict[str, float] = {}
+    ends = [res.end for res in results]
+    keep = 1 - tolerance
     for phase, res in zip(schedule.phases, results, strict=True):
+        start = res.start
         for dep in phase.after:
-            if res.start < results[dep].end * (1 - tolerance) - tolerance:
+            if start < ends[dep] * keep - tolerance:
                 raise InvariantError(f"phase {phase.name!r} started before phase {dep} ended")
-        if res.start < last_end.get(phase.stream, 0.0) * (1 - tolerance) - tolerance:
-            raise InvariantError(f"phase {phase.name!r} overlaps its stream {phase.stream!r}")
-        last_end[phase.stream] = res.end
+        stream = phase.stream
+        if start < last_end.get(stream, 0.0) * keep - tolerance:
+            raise InvariantError(f"phase {phase.name!r} overlaps its stream {stream!r}")
+        last_end[stream] = res.end

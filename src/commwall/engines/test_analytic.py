@@ -92,6 +92,30 @@ def test_repeat_multiplies_collective_time_and_bytes(cluster: Cluster) -> None:
     assert one.counters["collective_bytes"] == 64 * MIB
 
 
+def test_tasks_making_the_same_call_share_one_price(cluster: Cluster) -> None:
+    """A step makes the same call from many task objects (a pipeline send per micro-batch):
+    the engine prices each distinct call once, so equal calls report identical phases, and a
+    call differing in what the price depends on (its communicator's CTA bound, its size) is
+    priced apart."""
+    group = Group("dp", 2, 8)
+    same = [CollectiveTask(Op.ALL_REDUCE, 64 * MIB, group) for _ in range(3)]
+    bounded = CollectiveTask(Op.ALL_REDUCE, 64 * MIB, Group("dp", 2, 8, max_ctas=2))
+    larger = CollectiveTask(Op.ALL_REDUCE, 128 * MIB, group)
+    tasks = [*same, bounded, larger]
+    run = AnalyticEngine().run(
+        Schedule([Phase(f"x{i}", t, "dp", f"c{i}") for i, t in enumerate(tasks)]), cluster
+    )
+    alone = [AnalyticEngine().run(Schedule([Phase("x", t, "dp", "c")]), cluster) for t in tasks]
+    for phase, single in zip(run.phases, alone, strict=True):
+        assert phase.duration == single.phases[0].duration  # what each costs alone, exactly
+        assert (phase.algo, phase.proto, phase.busbw) == (
+            single.phases[0].algo, single.phases[0].proto, single.phases[0].busbw,
+        )  # fmt: skip
+    first, *_, capped, big = run.phases
+    assert capped.duration > first.duration  # 2 CTAs: fewer channels, slower
+    assert big.duration > first.duration
+
+
 # ---------------------------------------------------------------- collective costs
 @pytest.mark.parametrize(
     ("op", "nbytes", "group"),

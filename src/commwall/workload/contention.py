@@ -56,9 +56,11 @@ the same seed: deterministic.
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -159,6 +161,43 @@ class _Layout:
         return cls(dict(compute), dict(beside), share, work)
 
 
+#: What :func:`_derived` computed from a schedule, by ``(id(schedule), what)``: the schedule
+#: (held weakly, its entries dropped with it) and its phase count when computed.
+_DERIVED: dict[tuple[int, str], tuple[weakref.ref[Schedule], int, Any]] = {}
+
+
+def _derived(schedule: Schedule, what: str, compute: Callable[[Schedule], Any]) -> Any:
+    """``compute(schedule)``, kept while ``schedule`` lives and has as many phases: a step plan
+    is built once per job and run for every cluster of a sweep (``build_step``'s cache), so
+    what depends on the schedule alone is found once. Schedules only grow (``Schedule.add``;
+    a plan is shared read-only, and :func:`stretched` copies), so a grown one is found again."""
+    key = (id(schedule), what)
+    kept = _DERIVED.get(key)
+    if kept is not None and kept[0]() is schedule and kept[1] == len(schedule.phases):
+        return kept[2]
+    value = compute(schedule)
+
+    def forget(_: weakref.ref[Schedule]) -> None:
+        _DERIVED.pop(key, None)
+
+    _DERIVED[key] = (weakref.ref(schedule, forget), len(schedule.phases), value)
+    return value
+
+
+def _layout_after(base: Schedule, schedule: Schedule, changed: dict[int, float]) -> _Layout:
+    """:meth:`_Layout.of` ``schedule``, which is ``base`` with the compute phases ``changed``
+    longer (:func:`stretched`): ``base``'s layout (kept, :func:`_derived`) with their work."""
+    layout: _Layout = _derived(base, "layout", _Layout.of)
+    if not changed:
+        return layout
+    work = dict(layout.work)
+    phases = schedule.phases
+    for i in changed:
+        if i in work:
+            work[i] = phases[i].task.seconds * phases[i].repeat  # type: ignore[union-attr]
+    return _Layout(layout.compute, layout.beside, layout.share, work)
+
+
 def stretch(
     schedule: Schedule,
     result: Result,
@@ -237,6 +276,37 @@ def _slowdowns(
     return sm_slow, hbm / np.maximum(hbm - HBM_PER_LINK_BYTE * moved, MIN_HBM_SHARE * hbm)
 
 
+class _Pair(NamedTuple):
+    """A GEMM phase with the ``.tp`` collectives right after it (:func:`paired_stretch`)."""
+
+    at: int  #: the GEMM phase's index
+    work: ComputeTask
+    repeat: int
+    calls: tuple[tuple[CollectiveTask, int], ...]  # (task, repeat), in stream order
+
+
+def _pairs(schedule: Schedule) -> tuple[_Pair, ...]:
+    """Every GEMM phase of ``schedule`` (``sm_bound`` set) followed by :data:`PAIRED_STREAM`
+    TP collectives, with them."""
+    out: list[_Pair] = []
+    phases = schedule.phases
+    n = len(phases)
+    for i, gemm in enumerate(phases):
+        work = gemm.task
+        if not isinstance(work, ComputeTask) or work.sm_bound is None:
+            continue
+        calls: list[tuple[CollectiveTask, int]] = []
+        j = i + 1
+        while j < n and phases[j].category == "tp" and phases[j].stream.endswith(PAIRED_STREAM):
+            task = phases[j].task
+            assert isinstance(task, CollectiveTask)
+            calls.append((task, phases[j].repeat))
+            j += 1
+        if calls:
+            out.append(_Pair(i, work, gemm.repeat, tuple(calls)))
+    return tuple(out)
+
+
 def paired_stretch(
     schedule: Schedule, cluster: Cluster, *, sms: int, hbm: float, policy: str
 ) -> dict[int, float]:
@@ -249,21 +319,11 @@ def paired_stretch(
     analytic = AnalyticEngine(policy)
     costs: dict[tuple[CollectiveTask, float], tuple[float, float]] = {}
     extra: dict[int, float] = {}
-    phases = schedule.phases
-    for i, gemm in enumerate(phases):
-        work = gemm.task
-        if not isinstance(work, ComputeTask) or work.sm_bound is None:
-            continue
-        left = work.seconds * gemm.repeat
+    for i, work, repeat, calls in _derived(schedule, "pairs", _pairs):
+        assert work.sm_bound is not None
+        left = work.seconds * repeat
         elapsed = 0.0
-        j = i + 1
-        while (
-            j < len(phases)
-            and phases[j].category == "tp"
-            and phases[j].stream.endswith(PAIRED_STREAM)
-        ):
-            task = phases[j].task
-            assert isinstance(task, CollectiveTask)
+        for task, times in calls:
             known = costs.get((task, work.sm_bound))
             if known is None:
                 cost = analytic.cost(task, cluster)
@@ -274,14 +334,13 @@ def paired_stretch(
                 sigma = float(beta * sm_slow[0] + (1.0 - beta) * hbm_slow[0])
                 known = costs[task, beta] = (cost.time, sigma)
             seconds, sigma = known
-            overlap = seconds * phases[j].repeat
+            overlap = seconds * times
             if left > 0:
                 used = min(overlap, left * sigma)
                 elapsed += used
                 left -= used / sigma
-            j += 1
-        if j > i + 1 and elapsed + left > work.seconds * gemm.repeat + 1e-15:
-            extra[i] = elapsed + left - work.seconds * gemm.repeat
+        if elapsed + left > work.seconds * repeat + 1e-15:
+            extra[i] = elapsed + left - work.seconds * repeat
     return extra
 
 
@@ -331,10 +390,11 @@ def run_contended(
     and what the contention added. ``sms`` and ``hbm`` (achieved bytes/s) are one GPU's. The
     GEMMs beside their own TP collectives are priced first (:func:`paired_stretch`)."""
     paired = paired_stretch(schedule, cluster, sms=sms, hbm=hbm, policy=policy)
+    base = schedule
     if paired:
         schedule = stretched(schedule, paired)
     result = engine.run(schedule, cluster, routing, seed=seed)
-    layout = _Layout.of(schedule)
+    layout = _layout_after(base, schedule, paired)
     if not layout.compute or not layout.beside:
         return result, Contention(paired, 0)
     extra: dict[int, float] = {}

@@ -22,10 +22,13 @@ waiting on the network or NVLink — the "communication wall". MFU = model FLOPs
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from commwall.cluster import Cluster, build_cluster
 from commwall.engines import get_engine
@@ -279,8 +282,10 @@ class StepReport:
         }
 
 
-def _stage_of(phase: PhaseResult) -> int:
-    return int(phase.stream.split(".", 1)[0][1:])
+@functools.lru_cache(maxsize=4096)
+def _stage_of(stream: str) -> int:
+    """The pipeline stage of a stream (``s3.compute``: 3); a step has a few dozen streams."""
+    return int(stream.split(".", 1)[0][1:])
 
 
 def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[str, float]]:
@@ -308,8 +313,9 @@ def account(plan: StepPlan, result: Result, job: Job) -> tuple[int, float, dict[
     cp_wait = 0.0  # ... or on the context-parallel K/V ring
     tp_wait = 0.0  # ... or on tensor-parallel communication overlapped with the GEMMs
     free = 0.0
+    compute = f"s{stage}.compute"
     for i, p in enumerate(phases):
-        if p.stream != f"s{stage}.compute":
+        if p.stream != compute:
             continue
         busy[p.category] += p.duration
         if p.end <= last_bwd:
@@ -405,7 +411,7 @@ def collective_stats(result: Result, stage: int) -> tuple[CollectiveStat, ...]:
     """Aggregate the critical stage's collective phases by kind (sizes averaged over calls)."""
     table: dict[str, list[PhaseResult]] = {}
     for p in result.phases:
-        if p.op is not None and _stage_of(p) == stage:
+        if p.op is not None and _stage_of(p.stream) == stage:
             table.setdefault(_strip_tags(p.name), []).append(p)
     stats = []
     for name, rows in table.items():
@@ -425,7 +431,10 @@ def collective_stats(result: Result, stage: int) -> tuple[CollectiveStat, ...]:
 _MICRO_BATCH_TAG = re.compile(r"^[FB]\d+(c\d+)?$")
 
 
+@functools.lru_cache(maxsize=65536)
 def _strip_tags(name: str) -> str:
+    """A phase's name without its stage and micro-batch tags: what its calls are grouped by
+    (a step's phases repeat a few thousand names, so each is parsed once)."""
     words = name.split()[1:]  # drop the stage tag
     keep = [w for w in words if not _MICRO_BATCH_TAG.match(w) and w != "B-last"]
     text = " ".join(keep)
@@ -477,6 +486,25 @@ def fabric_summary(cluster: Cluster) -> dict[str, Any]:
         network_cost_usd_by_part={str(k): float(v) for k, v in bom.cost_usd.items()},
     )
     return _one_node(summary) if cluster.n_nodes == 1 else summary
+
+
+#: fabric_summary by cluster spec (its JSON): a sweep's points share a few clusters
+_FABRICS: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_FABRICS_KEPT: Final = 256
+
+
+def _fabric_of(scenario: Scenario, cluster: Cluster) -> dict[str, Any]:
+    """:func:`fabric_summary` of ``cluster``, built from ``scenario.cluster``: computed once per
+    cluster spec in this process (a sweep's points differ mostly in the job, and the bill of
+    materials of a large fabric takes longer than an analytic step) and copied out."""
+    key = scenario.cluster.model_dump_json()
+    summary = _FABRICS.pop(key, None)
+    if summary is None:
+        summary = fabric_summary(cluster)
+    _FABRICS[key] = summary  # most recently used last
+    while len(_FABRICS) > _FABRICS_KEPT:
+        _FABRICS.popitem(last=False)
+    return copy.deepcopy(summary)
 
 
 def _maybe_float(value: Any) -> float | None:
@@ -562,7 +590,7 @@ def simulate(
         ),
     )
     return StepReport(
-        fabric=fabric_summary(cl),
+        fabric=_fabric_of(scenario, cl) if cluster is None else fabric_summary(cl),
         scenario=scenario.name,
         cluster=cl.summary(),
         job=job.summary,

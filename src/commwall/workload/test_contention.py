@@ -177,6 +177,37 @@ def test_a_gemm_beside_its_tp_chain_is_priced_before_the_run(cluster: Cluster) -
     assert result.phases[0].end == pytest.approx(elapsed + left, rel=1e-12)
 
 
+def test_what_a_schedule_alone_decides_is_found_once_and_dropped_with_it(
+    cluster: Cluster,
+) -> None:
+    """A plan is run on many clusters (a sweep): its GEMM/TP pairs and layout are kept while the
+    schedule lives, found again when it grows, and forgotten when it is freed."""
+    import gc
+
+    from commwall.workload import contention
+
+    gather = CollectiveTask(Op.ALL_GATHER, 2**24, NODE)
+    schedule = Schedule(
+        [
+            Phase("gemm", ComputeTask(2e-3, sm_bound=1.0), "compute", "s0.compute"),
+            Phase("gather", gather, "tp", "s0.tp"),
+        ]
+    )
+    first = contention._derived(schedule, "pairs", contention._pairs)
+    assert contention._derived(schedule, "pairs", contention._pairs) is first
+    assert [(p.at, p.calls) for p in first] == [(0, ((gather, 1),))]
+    schedule.add(Phase("gemm 2", ComputeTask(1e-3, sm_bound=1.0), "compute", "s0.compute"))
+    schedule.add(Phase("gather 2", gather, "tp", "s0.tp", (), 3))
+    grown = contention._derived(schedule, "pairs", contention._pairs)
+    assert [(p.at, p.calls) for p in grown] == [(0, ((gather, 1),)), (2, ((gather, 3),))]
+    assert paired_stretch(schedule, cluster, sms=SMS, hbm=HBM, policy="nccl").keys() == {0, 2}
+    key = (id(schedule), "pairs")
+    assert key in contention._DERIVED
+    del schedule
+    gc.collect()
+    assert key not in contention._DERIVED
+
+
 def test_sm_bound_share_is_checked() -> None:
     with pytest.raises(CollectiveError, match="sm_bound"):
         ComputeTask(1.0, sm_bound=1.5)

@@ -1420,6 +1420,30 @@ def test_context_parallel_settings_it_cannot_run_are_named(
         run(parse_scenario({"cluster": {"preset": "dgx-h100", "nodes": 2}, "job": spec}))
 
 
+def test_a_fabric_is_costed_once_per_cluster_and_each_report_owns_its_copy() -> None:
+    """simulate() keeps a cluster spec's fabric summary (a sweep runs many jobs on each
+    cluster): the same numbers as costing it afresh, another spec costed apart, and a report's
+    summary its own (editing it changes no later report)."""
+    from commwall.workload.simulate import fabric_summary
+
+    def scenario(nodes: int) -> Any:
+        return parse_scenario(
+            {"cluster": {"preset": "dgx-h100", "nodes": nodes},
+             "job": {"model": "llama3-8b", "tp": 8, "global_batch": 64, "seq_len": 4096}}
+        )  # fmt: skip
+
+    first = simulate(scenario(4))
+    fresh = fabric_summary(build_cluster(scenario(4).cluster))
+    assert first.fabric == fresh
+    first.fabric["power_w"]["switches"] = -1.0
+    first.fabric["switches"] = -1
+    again = simulate(scenario(4))
+    assert again.fabric == fresh
+    other = simulate(scenario(8))
+    assert other.fabric == fabric_summary(build_cluster(scenario(8).cluster))
+    assert other.fabric["endpoints"] == 2 * fresh["endpoints"]
+
+
 def test_energy_and_money_per_million_tokens_follow_power_time_and_prices() -> None:
     from commwall import simulate
     from commwall.scenario import ScenarioError, parse_scenario
