@@ -43,7 +43,9 @@ GEMM and wait for after it (``job.tp_backward_overlap``) are priced on that GEMM
 run (:func:`paired_stretch`: the phase does ``C/σ`` of its work while a collective of ``C``
 seconds runs, the rest at full speed), as the fixed point below would find for them when
 nothing else overlaps: every backward has them, and pricing them there saves a rerun of the
-step per design.
+step per design. A step plan is shared by a sweep's designs (``build_step``'s cache), so its
+pairs are found once, and the stretch, the stretched schedule and its layout are kept by the
+pairs' prices, which only the scale-up side of a cluster sets (:func:`_paired_run`).
 
 **The fixed point.** Given where the collectives ran, each compute phase ends where its work is
 done at the rate above (solved exactly, the overlap its own stretch adds included). Stretching
@@ -276,35 +278,76 @@ def _slowdowns(
     return sm_slow, hbm / np.maximum(hbm - HBM_PER_LINK_BYTE * moved, MIN_HBM_SHARE * hbm)
 
 
-class _Pair(NamedTuple):
-    """A GEMM phase with the ``.tp`` collectives right after it (:func:`paired_stretch`)."""
+class _Pairs(NamedTuple):
+    """The GEMM phases of a schedule with the :data:`PAIRED_STREAM` TP collectives right after
+    them (:func:`paired_stretch`), found once per schedule (:func:`_derived`)."""
 
-    at: int  #: the GEMM phase's index
-    work: ComputeTask
-    repeat: int
-    calls: tuple[tuple[CollectiveTask, int], ...]  # (task, repeat), in stream order
+    #: (GEMM phase index, its task, its work in all repeats, ((call, repeats), ...) in stream
+    #: order), ``call`` an index into ``calls``
+    gemms: tuple[tuple[int, ComputeTask, float, tuple[tuple[int, int], ...]], ...]
+    #: each distinct (collective, the GEMM's SM-bound share) the GEMMs meet
+    calls: tuple[tuple[CollectiveTask, float], ...]
 
 
-def _pairs(schedule: Schedule) -> tuple[_Pair, ...]:
-    """Every GEMM phase of ``schedule`` (``sm_bound`` set) followed by :data:`PAIRED_STREAM`
-    TP collectives, with them."""
-    out: list[_Pair] = []
+def _pairs(schedule: Schedule) -> _Pairs:
+    """:class:`_Pairs` of ``schedule``."""
+    gemms: list[tuple[int, ComputeTask, float, tuple[tuple[int, int], ...]]] = []
+    calls: dict[tuple[CollectiveTask, float], int] = {}
     phases = schedule.phases
     n = len(phases)
     for i, gemm in enumerate(phases):
         work = gemm.task
         if not isinstance(work, ComputeTask) or work.sm_bound is None:
             continue
-        calls: list[tuple[CollectiveTask, int]] = []
+        chain: list[tuple[int, int]] = []
         j = i + 1
         while j < n and phases[j].category == "tp" and phases[j].stream.endswith(PAIRED_STREAM):
             task = phases[j].task
             assert isinstance(task, CollectiveTask)
-            calls.append((task, phases[j].repeat))
+            chain.append((calls.setdefault((task, work.sm_bound), len(calls)), phases[j].repeat))
             j += 1
-        if calls:
-            out.append(_Pair(i, work, gemm.repeat, tuple(calls)))
+        if chain:
+            gemms.append((i, work, work.seconds * gemm.repeat, tuple(chain)))
+    return _Pairs(tuple(gemms), tuple(calls))
+
+
+def _pair_prices(
+    calls: tuple[tuple[CollectiveTask, float], ...],
+    cluster: Cluster,
+    *,
+    sms: int,
+    hbm: float,
+    policy: str,
+) -> tuple[tuple[float, float], ...]:
+    """For each (collective, SM-bound share ``β``) of ``calls``: the collective's seconds as
+    the analytic engine prices it, and ``σ`` (module doc) beside its channels and busbw."""
+    analytic = AnalyticEngine(policy)
+    out: list[tuple[float, float]] = []
+    for task, beta in calls:
+        cost = analytic.cost(task, cluster)
+        taken = np.array([max(0, min(cost.channels, sms - 1))], dtype=np.float64)
+        moved = np.array([max(0.0, cost.busbw)], dtype=np.float64)
+        sm_slow, hbm_slow = _slowdowns(taken, moved, sms, hbm)
+        out.append((cost.time, float(beta * sm_slow[0] + (1.0 - beta) * hbm_slow[0])))
     return tuple(out)
+
+
+def _paired_extra(pairs: _Pairs, prices: tuple[tuple[float, float], ...]) -> dict[int, float]:
+    """:func:`paired_stretch` of the schedule ``pairs`` came from, its calls at ``prices``."""
+    extra: dict[int, float] = {}
+    for i, _, total, chain in pairs.gemms:
+        left = total
+        elapsed = 0.0
+        for call, times in chain:
+            seconds, sigma = prices[call]
+            overlap = seconds * times
+            if left > 0:
+                used = min(overlap, left * sigma)
+                elapsed += used
+                left -= used / sigma
+        if elapsed + left > total + 1e-15:
+            extra[i] = elapsed + left - total
+    return extra
 
 
 def paired_stretch(
@@ -316,32 +359,34 @@ def paired_stretch(
     the analytic engine prices it), so the phase does ``C/σ`` of its work while one runs (``σ``
     of the module doc, with the phase's own share ``β``) and the rest at full speed after —
     what :func:`stretch` finds for such a pair when nothing else overlaps it."""
-    analytic = AnalyticEngine(policy)
-    costs: dict[tuple[CollectiveTask, float], tuple[float, float]] = {}
-    extra: dict[int, float] = {}
-    for i, work, repeat, calls in _derived(schedule, "pairs", _pairs):
-        assert work.sm_bound is not None
-        left = work.seconds * repeat
-        elapsed = 0.0
-        for task, times in calls:
-            known = costs.get((task, work.sm_bound))
-            if known is None:
-                cost = analytic.cost(task, cluster)
-                taken = np.array([max(0, min(cost.channels, sms - 1))], dtype=np.float64)
-                moved = np.array([max(0.0, cost.busbw)], dtype=np.float64)
-                sm_slow, hbm_slow = _slowdowns(taken, moved, sms, hbm)
-                beta = work.sm_bound
-                sigma = float(beta * sm_slow[0] + (1.0 - beta) * hbm_slow[0])
-                known = costs[task, beta] = (cost.time, sigma)
-            seconds, sigma = known
-            overlap = seconds * times
-            if left > 0:
-                used = min(overlap, left * sigma)
-                elapsed += used
-                left -= used / sigma
-        if elapsed + left > work.seconds * repeat + 1e-15:
-            extra[i] = elapsed + left - work.seconds * repeat
-    return extra
+    pairs: _Pairs = _derived(schedule, "pairs", _pairs)
+    prices = _pair_prices(pairs.calls, cluster, sms=sms, hbm=hbm, policy=policy)
+    return _paired_extra(pairs, prices)
+
+
+#: Paired runs kept per schedule, by their calls' prices (:func:`_paired_run`).
+_PAIRED_RUNS_KEPT: Final = 8
+
+
+def _paired_run(
+    schedule: Schedule, cluster: Cluster, *, sms: int, hbm: float, policy: str
+) -> tuple[dict[int, float], Schedule, _Layout]:
+    """:func:`paired_stretch` of ``schedule``, the schedule it stretches and that schedule's
+    layout: kept per schedule by the paired calls' prices, which only the scale-up side of a
+    cluster sets (a sweep's designs that differ in the fabric share them)."""
+    pairs: _Pairs = _derived(schedule, "pairs", _pairs)
+    prices = _pair_prices(pairs.calls, cluster, sms=sms, hbm=hbm, policy=policy)
+    runs: dict[tuple[tuple[float, float], ...], tuple[dict[int, float], Schedule, _Layout]]
+    runs = _derived(schedule, "paired runs", lambda _: {})
+    kept = runs.pop(prices, None)
+    if kept is None:
+        extra = _paired_extra(pairs, prices)
+        run = stretched(schedule, extra) if extra else schedule
+        kept = (extra, run, _layout_after(schedule, run, extra))
+    runs[prices] = kept  # most recently used last
+    while len(runs) > _PAIRED_RUNS_KEPT:
+        runs.pop(next(iter(runs)))
+    return kept
 
 
 def as_measured(schedule: Schedule, extra: dict[int, float]) -> Schedule:
@@ -389,12 +434,9 @@ def run_contended(
     """Run ``schedule`` with the compute beside collectives slowed (module doc): the last run
     and what the contention added. ``sms`` and ``hbm`` (achieved bytes/s) are one GPU's. The
     GEMMs beside their own TP collectives are priced first (:func:`paired_stretch`)."""
-    paired = paired_stretch(schedule, cluster, sms=sms, hbm=hbm, policy=policy)
-    base = schedule
-    if paired:
-        schedule = stretched(schedule, paired)
+    kept, schedule, layout = _paired_run(schedule, cluster, sms=sms, hbm=hbm, policy=policy)
+    paired = dict(kept)  # the caller's own: the kept one serves later runs
     result = engine.run(schedule, cluster, routing, seed=seed)
-    layout = _layout_after(base, schedule, paired)
     if not layout.compute or not layout.beside:
         return result, Contention(paired, 0)
     extra: dict[int, float] = {}

@@ -180,8 +180,10 @@ def test_a_gemm_beside_its_tp_chain_is_priced_before_the_run(cluster: Cluster) -
 def test_what_a_schedule_alone_decides_is_found_once_and_dropped_with_it(
     cluster: Cluster,
 ) -> None:
-    """A plan is run on many clusters (a sweep): its GEMM/TP pairs and layout are kept while the
-    schedule lives, found again when it grows, and forgotten when it is freed."""
+    """A plan is run on many clusters (a sweep): its GEMM/TP pairs are kept while the
+    schedule lives, found again when it grows, and forgotten when it is freed; the paired run
+    (stretch, stretched schedule, layout) is kept by the calls' prices, and each caller gets
+    its own copy of the stretch."""
     import gc
 
     from commwall.workload import contention
@@ -195,12 +197,24 @@ def test_what_a_schedule_alone_decides_is_found_once_and_dropped_with_it(
     )
     first = contention._derived(schedule, "pairs", contention._pairs)
     assert contention._derived(schedule, "pairs", contention._pairs) is first
-    assert [(p.at, p.calls) for p in first] == [(0, ((gather, 1),))]
-    schedule.add(Phase("gemm 2", ComputeTask(1e-3, sm_bound=1.0), "compute", "s0.compute"))
+    assert [(i, chain) for i, _, _, chain in first.gemms] == [(0, ((0, 1),))]
+    assert first.calls == ((gather, 1.0),)
+    schedule.add(Phase("gemm 2", ComputeTask(1e-3, sm_bound=0.5), "compute", "s0.compute"))
     schedule.add(Phase("gather 2", gather, "tp", "s0.tp", (), 3))
     grown = contention._derived(schedule, "pairs", contention._pairs)
-    assert [(p.at, p.calls) for p in grown] == [(0, ((gather, 1),)), (2, ((gather, 3),))]
-    assert paired_stretch(schedule, cluster, sms=SMS, hbm=HBM, policy="nccl").keys() == {0, 2}
+    assert [(i, chain) for i, _, _, chain in grown.gemms] == [(0, ((0, 1),)), (2, ((1, 3),))]
+    assert grown.calls == ((gather, 1.0), (gather, 0.5))  # a share of its own: priced apart
+    extra = paired_stretch(schedule, cluster, sms=SMS, hbm=HBM, policy="nccl")
+    assert extra.keys() == {0, 2}
+    kept, run, layout = contention._paired_run(schedule, cluster, sms=SMS, hbm=HBM, policy="nccl")
+    assert (
+        kept == extra and run is not schedule and layout.work[0] == pytest.approx(2e-3 + extra[0])
+    )
+    again = contention._paired_run(schedule, cluster, sms=SMS, hbm=HBM, policy="nccl")
+    assert again[1] is run  # the same prices: the same stretched schedule
+    _, cont = contended(schedule, cluster)
+    cont.extra[0] = -1.0  # the caller's copy
+    assert contention._paired_run(schedule, cluster, sms=SMS, hbm=HBM, policy="nccl")[0] == extra
     key = (id(schedule), "pairs")
     assert key in contention._DERIVED
     del schedule
