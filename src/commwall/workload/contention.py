@@ -364,8 +364,9 @@ def paired_stretch(
     return _paired_extra(pairs, prices)
 
 
-#: Paired runs kept per schedule, by their calls' prices (:func:`_paired_run`).
-_PAIRED_RUNS_KEPT: Final = 8
+#: Paired runs kept per schedule, by their calls' prices (:func:`_paired_run`): each holds a copy of
+#: the schedule and its layout, and a sweep's designs rarely differ on the scale-up side.
+_PAIRED_RUNS_KEPT: Final = 2
 
 
 def _paired_run(
