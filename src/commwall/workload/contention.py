@@ -377,17 +377,20 @@ def _paired_run(
     cluster sets (a sweep's designs that differ in the fabric share them)."""
     pairs: _Pairs = _derived(schedule, "pairs", _pairs)
     prices = _pair_prices(pairs.calls, cluster, sms=sms, hbm=hbm, policy=policy)
-    runs: dict[tuple[tuple[float, float], ...], tuple[dict[int, float], Schedule, _Layout]]
+    # None for no stretch: what _DERIVED keeps must not hold ``schedule`` itself, or it would
+    # never be freed (nor its entries dropped)
+    runs: dict[tuple[tuple[float, float], ...], tuple[dict[int, float], Schedule | None, _Layout]]
     runs = _derived(schedule, "paired runs", lambda _: {})
     kept = runs.pop(prices, None)
     if kept is None:
         extra = _paired_extra(pairs, prices)
-        run = stretched(schedule, extra) if extra else schedule
-        kept = (extra, run, _layout_after(schedule, run, extra))
+        run = stretched(schedule, extra) if extra else None
+        kept = (extra, run, _layout_after(schedule, run or schedule, extra))
     runs[prices] = kept  # most recently used last
     while len(runs) > _PAIRED_RUNS_KEPT:
         runs.pop(next(iter(runs)))
-    return kept
+    extra, run, layout = kept
+    return extra, run or schedule, layout
 
 
 def as_measured(schedule: Schedule, extra: dict[int, float]) -> Schedule:

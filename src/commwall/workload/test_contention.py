@@ -220,6 +220,16 @@ def test_what_a_schedule_alone_decides_is_found_once_and_dropped_with_it(
     del schedule
     gc.collect()
     assert key not in contention._DERIVED
+    # nothing kept holds a schedule alive, with or without a paired stretch (a sweep or
+    # `commwall validate --training` runs hundreds of plans in one process)
+    alone = Schedule([Phase("gemm", ComputeTask(2e-3, sm_bound=1.0), "compute", "s0.compute")])
+    contended(alone, cluster)
+    assert contention._paired_run(alone, cluster, sms=SMS, hbm=HBM, policy="nccl")[1] is alone
+    keys = {k for k in contention._DERIVED if k[0] == id(alone)}
+    assert keys == {(id(alone), "pairs"), (id(alone), "paired runs"), (id(alone), "layout")}
+    del alone
+    gc.collect()
+    assert not keys & contention._DERIVED.keys()
 
 
 def test_sm_bound_share_is_checked() -> None:
