@@ -56,7 +56,6 @@ class AnalyticEngine:
             cost.proto.value,
             busbw,
             cost.bottleneck,
-            task,
         )
 
     def run(
@@ -144,7 +143,7 @@ class AnalyticEngine:
 
 
 class _Priced(NamedTuple):
-    """One collective task as its phases report it (computed once per task and run)."""
+    """One collective call as its phases report it (computed once per distinct call and run)."""
 
     cost: Cost
     fabric: CommFabric
@@ -157,7 +156,6 @@ class _Priced(NamedTuple):
     proto: str
     busbw: float
     bottleneck: str
-    task: CollectiveTask  #: the first task priced so (tasks with the same call share it)
 
 
 #: Algorithms whose busbw may legitimately exceed a rank's links: the network reduces for them.
