@@ -197,14 +197,18 @@ def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> N
     if evaluated:
         ev = Table(show_header=True, header_style="bold",
                    title="Forward only: evaluation steps, predicted vs measured")  # fmt: skip
-        for col in ("run", "measured", "model", "forward error", "step error"):
+        for col in ("run", "measured", "model", "forward error", "after the forward",
+                    "step error"):  # fmt: skip
             ev.add_column(col, justify="left" if col == "run" else "right")
         for r in evaluated:
             ev.add_row(r["id"], f"{r['eval_measured_s']:.4f} s", f"{r['eval_predicted_s']:.4f} s",
-                       f"{r['eval_error']:+.1%}", f"{r['error']:+.1%}")  # fmt: skip
+                       f"{r['eval_error']:+.1%}", f"{r['rest_error']:+.1%}",
+                       f"{r['error']:+.1%}")  # fmt: skip
         ev.add_row("these runs", "", "", _cell(data["evaluation"]["forward"]),
-                   _cell(data["evaluation"]["step"]))  # fmt: skip
+                   _cell(data["evaluation"]["rest"]), _cell(data["evaluation"]["step"]))  # fmt: skip
         out.print(ev)
+        out.print("after the forward: the step less its forwards (backward, gradient reduction, "
+                  "optimizer), model against measured")  # fmt: skip
     out.print("negative error = the model is faster than the run; sources: commwall validate "
               "--training --json")  # fmt: skip
     for x in data["not_compared"]:

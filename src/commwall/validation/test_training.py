@@ -217,13 +217,59 @@ def test_mlperf_evaluation_steps_time_the_forward_apart_from_the_rest() -> None:
         assert abs(got[one_node].eval_error) < 0.03, got[one_node].eval_error  # type: ignore[arg-type]
     cisco = got[ids[2]]  # +1.4 % forward, -20.4 % step
     assert abs(cisco.eval_error) < 0.03 and cisco.error < -0.15  # type: ignore[arg-type]
+    assert cisco.rest_error < cisco.error  # type: ignore[operator]  # the rest misses more
     report = training_report(tuple(runs[i] for i in ids))
-    assert report["evaluation"]["forward"]["n"] == 3
-    assert "## Forward only: evaluation steps" in training_markdown(report)
+    assert report["evaluation"]["forward"]["n"] == report["evaluation"]["rest"]["n"] == 3
+    assert [r["rest_error"] for r in report["runs"]] == [got[i].rest_error for i in ids]
+    text = training_markdown(report)
+    assert "## Forward only: evaluation steps" in text and "| after the forward |" in text
     no_eval = training_report((runs["korthikanti22-t5-megatron-22b-full"],))
-    assert no_eval["evaluation"]["forward"] == {"n": 0}
-    assert no_eval["runs"][0]["eval_error"] is None
+    assert no_eval["evaluation"]["forward"] == no_eval["evaluation"]["rest"] == {"n": 0}
+    assert no_eval["runs"][0]["eval_error"] is no_eval["runs"][0]["rest_error"] is None
     assert "Forward only" not in training_markdown(no_eval)
+
+
+def test_after_the_forward_is_the_step_less_its_forward_on_both_sides(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A 10 s step whose forwards take 3 s, predicted 9 s with 3.5 s of forward: the step is
+    10 % fast, the forward 16.7 % slow, and the 7 s after it, predicted 5.5 s, 21.4 % fast —
+    two errors cancelling, which the step alone hides. The command's table shows the column."""
+    from commwall.commands.validate import _training
+    from commwall.validation.training import TrainingComparison
+
+    (run,) = [r for r in load_training_runs() if r.id == "mlperf51-gb200-llama31-8b-8gpu"]
+    c = TrainingComparison(run, 10.0, 9.0, 9.0, {}, eval_measured=3.0, eval_predicted=3.5)
+    assert c.error == pytest.approx(-0.1)
+    assert c.eval_error == pytest.approx(0.5 / 3.0)
+    assert c.rest_error == pytest.approx(5.5 / 7.0 - 1.0)
+    assert TrainingComparison(run, 10.0, 9.0, 9.0, {}).rest_error is None
+    _training(False, False, (run,))
+    out = capsys.readouterr().out
+    assert "after the forward" in out and "the step less its forwards" in out
+
+
+@pytest.mark.parametrize("evaluation", [1.0, 1.5])
+def test_an_evaluation_step_not_shorter_than_the_step_is_refused(
+    evaluation: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    row = {"id": "x", "source": "http://x", "quote": "q", "preset": "dgx-h100", "nodes": 1,
+           "model": {}, "job": {},
+           "measured": {"step_time_s": 1.0, "eval_step_time_s": evaluation}}  # fmt: skip
+    text = yaml.safe_dump({"runs": [row]})
+    monkeypatch.setattr(
+        "commwall.validation.training.importlib.resources.files",
+        lambda _: SimpleNamespace(joinpath=lambda _: SimpleNamespace(read_text=lambda _: text)),
+    )
+    load_training_runs.cache_clear()
+    try:
+        with pytest.raises(ValidationDataError, match=r"x: measured.eval_step_time_s .* not "
+                           r"shorter than the step \(1 s\)"):  # fmt: skip
+            load_training_runs()
+    finally:
+        load_training_runs.cache_clear()
 
 
 @pytest.mark.parametrize("bad", ["fast", 0, -0.1, True, float("inf")])
