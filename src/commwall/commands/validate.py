@@ -159,7 +159,12 @@ def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> N
     from rich.table import Table
 
     from commwall.validation.accuracy import accuracy_table, regime_markdown
-    from commwall.validation.training import TRAINING_GROUPS, training_markdown, training_report
+    from commwall.validation.training import (
+        TRAINING_GROUPS,
+        training_markdown,
+        training_report,
+        unstated_rows,
+    )
 
     data = training_report(runs)
     if as_json:
@@ -209,6 +214,15 @@ def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> N
         out.print(ev)
         out.print("after the forward: the step less its forwards (backward, gradient reduction, "
                   "optimizer), model against measured")  # fmt: skip
+    unstated = unstated_rows(data)
+    if unstated:
+        un = Table(show_header=True, header_style="bold",
+                   title="Settings the source leaves unstated: the step at each allowed value")  # fmt: skip
+        for col in ("run", "setting", "taken", "error at each value"):
+            un.add_column(col, justify="left")
+        for rid, name, taken, errors in unstated:
+            un.add_row(rid, name, str(taken), ", ".join(f"{v}: {e:+.1%}" for v, e in errors))
+        out.print(un)
     out.print("negative error = the model is faster than the run; sources: commwall validate "
               "--training --json")  # fmt: skip
     for x in data["not_compared"]:

@@ -249,15 +249,21 @@ def test_after_the_forward_is_the_step_less_its_forward_on_both_sides(
     assert "after the forward" in out and "the step less its forwards" in out
 
 
-@pytest.mark.parametrize("evaluation", [1.0, 1.5])
-def test_an_evaluation_step_not_shorter_than_the_step_is_refused(
-    evaluation: float, monkeypatch: pytest.MonkeyPatch
+def _refused(
+    monkeypatch: pytest.MonkeyPatch,
+    message: str,
+    *,
+    job: dict[str, Any] | None = None,
+    measured: dict[str, Any] | None = None,
+    **extra: object,
 ) -> None:
+    """Loading a data file of one row ``x`` (a 1 s step unless ``measured``) with ``extra``
+    fields raises :class:`ValidationDataError` matching ``message``."""
     import yaml
 
     row = {"id": "x", "source": "http://x", "quote": "q", "preset": "dgx-h100", "nodes": 1,
-           "model": {}, "job": {},
-           "measured": {"step_time_s": 1.0, "eval_step_time_s": evaluation}}  # fmt: skip
+           "model": {}, "job": job or {}, "measured": measured or {"step_time_s": 1.0},
+           **extra}  # fmt: skip
     text = yaml.safe_dump({"runs": [row]})
     monkeypatch.setattr(
         "commwall.validation.training.importlib.resources.files",
@@ -265,32 +271,26 @@ def test_an_evaluation_step_not_shorter_than_the_step_is_refused(
     )
     load_training_runs.cache_clear()
     try:
-        with pytest.raises(ValidationDataError, match=r"x: measured.eval_step_time_s .* not "
-                           r"shorter than the step \(1 s\)"):  # fmt: skip
+        with pytest.raises(ValidationDataError, match=message):
             load_training_runs()
     finally:
         load_training_runs.cache_clear()
+
+
+@pytest.mark.parametrize("evaluation", [1.0, 1.5])
+def test_an_evaluation_step_not_shorter_than_the_step_is_refused(
+    evaluation: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _refused(monkeypatch, r"x: measured.eval_step_time_s .* not shorter than the step \(1 s\)",
+             measured={"step_time_s": 1.0, "eval_step_time_s": evaluation})  # fmt: skip
 
 
 @pytest.mark.parametrize("bad", ["fast", 0, -0.1, True, float("inf")])
 def test_an_evaluation_step_that_is_not_a_positive_time_is_refused(
     bad: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import yaml
-
-    row = {"id": "x", "source": "http://x", "quote": "q", "preset": "dgx-h100", "nodes": 1,
-           "model": {}, "job": {}, "measured": {"step_time_s": 1.0, "eval_step_time_s": bad}}  # fmt: skip
-    text = yaml.safe_dump({"runs": [row]})
-    monkeypatch.setattr(
-        "commwall.validation.training.importlib.resources.files",
-        lambda _: SimpleNamespace(joinpath=lambda _: SimpleNamespace(read_text=lambda _: text)),
-    )
-    load_training_runs.cache_clear()
-    try:
-        with pytest.raises(ValidationDataError, match=r"eval_step_time_s.*allowed: a positive"):
-            load_training_runs()
-    finally:
-        load_training_runs.cache_clear()
+    _refused(monkeypatch, r"eval_step_time_s.*allowed: a positive",
+             measured={"step_time_s": 1.0, "eval_step_time_s": bad})  # fmt: skip
 
 
 def test_a_run_the_model_cannot_build_is_listed_not_raised() -> None:
@@ -400,3 +400,61 @@ def test_the_bundled_regime_accuracy_is_what_the_table_says(full_report: dict[st
     """``commwall run``'s accuracy line (commwall.validation.accuracy) quotes the table as it
     is: regenerate with ``python -m commwall.validation.accuracy`` when this fails."""
     assert accuracy_table(full_report) == list(load_accuracy())
+
+
+def test_a_setting_the_source_leaves_unstated_is_priced_at_each_value_it_allows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Megatron-LM's H100 table states no micro-batch: its 1.7B row takes 1 and lists 2 and 4
+    as ``unstated``; each is the step a scenario with that micro-batch prices, the taken one
+    the row's own error, and the report, its markdown and the command show them all."""
+    from commwall.commands.validate import _training
+    from commwall.workload.simulate import simulate
+
+    (run,) = [r for r in load_training_runs() if r.id == "mlm2024-h100-gpt-1p7b"]
+    assert run.unstated == {"micro_batch": (1, 2, 4)} and run.job["micro_batch"] == 1
+    (c,), _ = training_comparisons((run,))
+    assert [(n, v) for n, v, _ in c.alternatives] == [("micro_batch", 2), ("micro_batch", 4)]
+    direct = simulate(parse_scenario(run.scenario(micro_batch=4), run.id)).step_time
+    assert c.alternatives[1][2] == direct
+    (errors,) = c.unstated_errors().values()
+    assert [v for v, _ in errors] == [1, 2, 4] and errors[0][1] == c.error
+    assert errors[2][1] == pytest.approx(direct / c.measured - 1.0)
+    report = training_report((run,))
+    assert report["runs"][0]["unstated"] == [
+        {"setting": "micro_batch", "taken": 1, "errors": [list(e) for e in errors]}
+    ]
+    text = training_markdown(report)
+    assert "## Settings the source leaves unstated" in text
+    span = "yes" if min(e for _, e in errors) <= 0 <= max(e for _, e in errors) else "no"
+    row = f"| mlm2024-h100-gpt-1p7b | `micro_batch` | 1 | 1: {errors[0][1]:+.1%}, 2: "
+    assert row in text and text.split(row)[1].split("\n")[0].endswith(f"| {span} |")
+    plain = training_report((run_without_unstated := replace(run, unstated={}),))
+    assert plain["runs"][0]["unstated"] == []
+    assert "## Settings the source leaves unstated" not in training_markdown(plain)
+    assert training_comparisons((run_without_unstated,))[0][0].alternatives == ()
+    _training(False, False, (run,))
+    assert "Settings the source leaves unstated" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("unstated", "message"),
+    [
+        ([1, 2], r"x: unstated \[1, 2\]; allowed: a mapping"),
+        ({}, r"x: unstated \{\}; allowed: a mapping"),
+        ({"tp": [1, 2]}, r"x: unstated.tp: it changes the GPUs or the tokens.*allowed: any job "
+         r"setting but cp, dp, ep, global_batch, pp, seq_len, tp"),
+        ({"recompute": ["none", "full"]}, r"x: unstated.recompute: the row's job sets no"),
+        ({"micro_batch": [1]}, r"x: unstated.micro_batch \[1\]; allowed: a list of two or more"),
+        ({"micro_batch": [1, 1]}, r"unstated.micro_batch \[1, 1\]; allowed: a list of two"),
+        ({"micro_batch": [[1], [2]]}, r"unstated.micro_batch \[\[1\], \[2\]\]; allowed"),
+        ({"micro_batch": "1, 2"}, r"unstated.micro_batch '1, 2'; allowed"),
+        ({"micro_batch": [2, 4]}, r"unstated.micro_batch \[2, 4\] leaves out the job's own "
+         r"micro_batch 1"),
+        ({"micro_batch": [True, 2]}, r"\[True, 2\] leaves out the job's own micro_batch 1"),
+    ],
+)  # fmt: skip
+def test_an_unstated_entry_the_report_cannot_price_is_refused(
+    unstated: object, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _refused(monkeypatch, message, job={"micro_batch": 1}, unstated=unstated)

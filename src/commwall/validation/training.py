@@ -28,6 +28,13 @@ report compares it with :func:`~commwall.workload.simulate.evaluation_step_time`
 error can be told apart into its forward and the rest (backward, gradient reduction,
 optimizer).
 
+``unstated``, where a row has one, names job settings the source leaves unstated and that
+move the prediction, each with the values the source allows (``micro_batch: [1, 2, 4]``); the
+row's ``job`` takes one of them (its ``assumed`` entry says why). The report prices the row
+at every other value too (:attr:`TrainingComparison.alternatives`), so an error that a
+setting nobody published decides is shown as the range it spans, recomputed with the model —
+never fitted, and never the figure the table's medians use.
+
 ``measured.peak_memory_gib``, where a source gives it (MIT ORCD's sweep: PyTorch's maximum
 allocated on rank 0), is the run's peak memory; a test holds the memory model to it.
 
@@ -53,6 +60,9 @@ from commwall.workload.models import ModelSpec
 
 DATA_FILE: Final = "training_public.yaml"
 _METRICS: Final = ("step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu")
+#: Job settings an ``unstated`` entry may not vary: they change the GPUs or the tokens of a
+#: step, so the measured step itself (tokens/s and TFLOP/s convert through them).
+_FIXED_SETTINGS: Final = frozenset({"tp", "pp", "dp", "cp", "ep", "global_batch", "seq_len"})
 
 
 class ValidationDataError(CommwallError, ValueError):
@@ -78,6 +88,9 @@ class TrainingRun:
     #: Cluster fields beyond the preset and node count (e.g. ``scale_up_domain`` for a partial
     #: NVL72 rack), as a scenario's ``cluster:`` takes them.
     cluster: dict[str, Any] = field(default_factory=dict)
+    #: Job settings the source leaves unstated, each with the values it allows (the job's own
+    #: among them; module docstring).
+    unstated: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @functools.cached_property
     def spec(self) -> ModelSpec:
@@ -95,9 +108,10 @@ class TrainingRun:
         j = self.job
         return int(j["tp"] * j.get("cp", 1) * j["pp"] * j["dp"])
 
-    def scenario(self, compute_efficiency: float | None = None) -> dict[str, Any]:
-        """The run as a scenario mapping (optionally on the old flat compute model)."""
-        job = {**self.job, "model": self.model}
+    def scenario(self, compute_efficiency: float | None = None, **settings: Any) -> dict[str, Any]:
+        """The run as a scenario mapping (optionally on the old flat compute model; ``settings``
+        replace job fields, as :attr:`unstated` alternatives do)."""
+        job = {**self.job, **settings, "model": self.model}
         if compute_efficiency is not None:
             job["compute_efficiency"] = compute_efficiency
         return {
@@ -201,6 +215,9 @@ class TrainingComparison:
     #: The measured evaluation step and the model's, where the run times one.
     eval_measured: float | None = None
     eval_predicted: float | None = None
+    #: ``(setting, value, predicted step)`` at each value of the run's unstated settings
+    #: (:attr:`TrainingRun.unstated`) other than the one its job takes, one setting at a time.
+    alternatives: tuple[tuple[str, Any, float], ...] = ()
 
     @property
     def error(self) -> float:
@@ -225,6 +242,21 @@ class TrainingComparison:
         if self.eval_measured is None or self.eval_predicted is None:
             return None
         return (self.predicted - self.eval_predicted) / (self.measured - self.eval_measured) - 1.0
+
+    def unstated_errors(self) -> dict[str, list[tuple[Any, float]]]:
+        """For each unstated setting, ``(value, error)`` at each value the source allows, in
+        the data file's order, the job's own value with the run's :attr:`error`."""
+        out: dict[str, list[tuple[Any, float]]] = {}
+        for name, values in self.run.unstated.items():
+            at = [(v, p) for n, v, p in self.alternatives if n == name]
+            taken = self.run.job[name]
+            out[name] = [
+                (v, self.error)
+                if _same(v, taken)
+                else (v, next(p for w, p in at if _same(w, v)) / self.measured - 1.0)
+                for v in values
+            ]
+        return out
 
     @property
     def flat_error(self) -> float:
@@ -257,6 +289,7 @@ def load_training_runs() -> tuple[TrainingRun, ...]:
             raise ValidationDataError(
                 f"{row['id']}: every assumed entry must be text (quote a ': ')"
             )
+        unstated = _unstated(row)
         run = TrainingRun(
             id=row["id"],
             role=row.get("role", "dev"),
@@ -270,6 +303,7 @@ def load_training_runs() -> tuple[TrainingRun, ...]:
             skip=row.get("skip"),
             assumed=tuple(assumed),
             cluster=dict(row.get("cluster") or {}),
+            unstated=unstated,
         )
         if evaluation is not None and not evaluation < run.measured_step():
             raise ValidationDataError(
@@ -279,6 +313,53 @@ def load_training_runs() -> tuple[TrainingRun, ...]:
             )
         runs.append(run)
     return tuple(runs)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of one type (YAML's ``1``, ``1.0`` and ``true`` are three settings)."""
+    return type(a) is type(b) and bool(a == b)
+
+
+def _unstated(row: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """A row's ``unstated`` mapping, checked (:class:`ValidationDataError` naming the row, the
+    setting and what is allowed): job settings other than :data:`_FIXED_SETTINGS`, each with
+    two or more distinct numbers, strings or booleans, the job's own value among them."""
+    raw = row.get("unstated")
+    if raw is None:
+        return {}
+    rid = row.get("id")
+    if not isinstance(raw, dict) or not raw:
+        raise ValidationDataError(
+            f"{rid}: unstated {raw!r}; allowed: a mapping of job settings to the values the "
+            "source allows"
+        )
+    job = row.get("job") or {}
+    out: dict[str, tuple[Any, ...]] = {}
+    for name, values in raw.items():
+        where = f"{rid}: unstated.{name}"
+        if name in _FIXED_SETTINGS:
+            raise ValidationDataError(
+                f"{where}: it changes the GPUs or the tokens of the measured step; allowed: "
+                f"any job setting but {', '.join(sorted(_FIXED_SETTINGS))}"
+            )
+        if name not in job:
+            raise ValidationDataError(f"{where}: the row's job sets no {name!r} to vary")
+        if (
+            not isinstance(values, list)
+            or len(values) < 2
+            or not all(isinstance(v, (bool, int, float, str)) for v in values)
+            or any(_same(a, b) for i, a in enumerate(values) for b in values[i + 1 :])
+        ):
+            raise ValidationDataError(
+                f"{where} {values!r}; allowed: a list of two or more distinct numbers, strings "
+                "or booleans"
+            )
+        if not any(_same(v, job[name]) for v in values):
+            raise ValidationDataError(
+                f"{where} {values!r} leaves out the job's own {name} {job[name]!r}"
+            )
+        out[str(name)] = tuple(values)
+    return out
 
 
 #: The flat constant the model replaced (``compute_efficiency: 0.5`` in every example until
@@ -316,9 +397,31 @@ def training_comparisons(
                 dict(report.breakdown),
                 eval_measured,
                 eval_predicted,
+                _alternatives(run),
             )
         )
     return compared, skipped
+
+
+def _alternatives(run: TrainingRun) -> tuple[tuple[str, Any, float], ...]:
+    """``run``'s step at each value of its unstated settings but its own, one at a time
+    (:attr:`TrainingComparison.alternatives`); one the model cannot run is a data-file error."""
+    from commwall.workload.simulate import simulate
+
+    out = []
+    for name, values in run.unstated.items():
+        for value in values:
+            if _same(value, run.job[name]):
+                continue
+            try:
+                scenario = parse_scenario(run.scenario(**{name: value}), run.id)
+                out.append((name, value, simulate(scenario).step_time))
+            except ScenarioError as e:
+                raise ValidationDataError(
+                    f"{run.id}: unstated.{name} {value!r}: the model cannot run it: "
+                    + "; ".join(e.messages)
+                ) from e
+    return tuple(out)
 
 
 def summary(errors: list[float]) -> dict[str, float | int]:
@@ -410,6 +513,10 @@ def training_report(runs: tuple[TrainingRun, ...] | None = None) -> dict[str, An
                 "eval_predicted_s": c.eval_predicted,
                 "eval_error": c.eval_error,
                 "rest_error": c.rest_error,
+                "unstated": [
+                    {"setting": name, "taken": c.run.job[name], "errors": [list(e) for e in errs]}
+                    for name, errs in c.unstated_errors().items()
+                ],
                 "breakdown": c.breakdown,
                 "assumed": list(c.run.assumed),
                 "source": c.run.source,
@@ -512,9 +619,53 @@ def training_markdown(data: dict[str, Any], regimes: Sequence[str] = ()) -> str:
             f"{r['error']:+.1%} | {r['flat_s']:.3f} | {r['flat_error']:+.1%} | {assumed} |"
         )
     lines += _evaluation_markdown(data, cell)
+    lines += _unstated_markdown(data)
     lines += ["", "## Not compared", ""]
     lines += [f"- `{x['id']}`: {x['reason']}" for x in data["not_compared"]]
     return "\n".join(lines) + "\n"
+
+
+def unstated_rows(data: dict[str, Any]) -> list[tuple[str, str, Any, list[list[Any]]]]:
+    """``(run, setting, the value taken, [[value, error], ...])`` of every unstated setting in
+    a :func:`training_report` (older reports without the field: none)."""
+    return [
+        (r["id"], u["setting"], u["taken"], u["errors"])
+        for r in data["runs"]
+        for u in r.get("unstated", ())
+    ]
+
+
+def _value(v: Any) -> str:
+    return "true" if v is True else "false" if v is False else str(v)
+
+
+def _unstated_markdown(data: dict[str, Any]) -> list[str]:
+    """The section of :func:`training_markdown` on settings the sources leave unstated."""
+    rows = unstated_rows(data)
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Settings the source leaves unstated",
+        "",
+        "Rows whose source does not state a setting that moves the prediction (`unstated` in",
+        "the data file: the values the source allows; the row takes the one its `assumed` entry",
+        "defends, and the tables above use only that one). Each is priced again at every other",
+        "value, one setting at a time, with nothing else changed: where the measured step lies",
+        "inside the span, what decides the row's error is a setting nobody published, not the",
+        "model alone.",
+        "",
+        "| run | setting | taken | error at each value | span holds the measured step |",
+        "|---|---|---:|---|:---:|",
+    ]
+    for rid, name, taken, errors in rows:
+        each = ", ".join(f"{_value(v)}: {e:+.1%}" for v, e in errors)
+        low, high = min(e for _, e in errors), max(e for _, e in errors)
+        lines.append(
+            f"| {rid} | `{name}` | {_value(taken)} | {each} | "
+            f"{'yes' if low <= 0.0 <= high else 'no'} |"
+        )
+    return lines
 
 
 def _evaluation_markdown(data: dict[str, Any], cell: Callable[[dict[str, Any]], str]) -> list[str]:
