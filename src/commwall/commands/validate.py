@@ -161,6 +161,7 @@ def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> N
     from commwall.validation.accuracy import accuracy_table, regime_markdown
     from commwall.validation.training import (
         TRAINING_GROUPS,
+        setting_text,
         training_markdown,
         training_report,
         unstated_rows,
@@ -221,7 +222,8 @@ def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> N
         for col in ("run", "setting", "taken", "error at each value"):
             un.add_column(col, justify="left")
         for rid, name, taken, errors in unstated:
-            un.add_row(rid, name, str(taken), ", ".join(f"{v}: {e:+.1%}" for v, e in errors))
+            un.add_row(rid, name, setting_text(taken),
+                       ", ".join(f"{setting_text(v)}: {e:+.1%}" for v, e in errors))  # fmt: skip
         out.print(un)
     out.print("negative error = the model is faster than the run; sources: commwall validate "
               "--training --json")  # fmt: skip

@@ -635,7 +635,8 @@ def unstated_rows(data: dict[str, Any]) -> list[tuple[str, str, Any, list[list[A
     ]
 
 
-def _value(v: Any) -> str:
+def setting_text(v: Any) -> str:
+    """A setting's value as the data file writes it (YAML's `true`, not Python's `True`)."""
     return "true" if v is True else "false" if v is False else str(v)
 
 
@@ -659,10 +660,10 @@ def _unstated_markdown(data: dict[str, Any]) -> list[str]:
         "|---|---|---:|---|:---:|",
     ]
     for rid, name, taken, errors in rows:
-        each = ", ".join(f"{_value(v)}: {e:+.1%}" for v, e in errors)
+        each = ", ".join(f"{setting_text(v)}: {e:+.1%}" for v, e in errors)
         low, high = min(e for _, e in errors), max(e for _, e in errors)
         lines.append(
-            f"| {rid} | `{name}` | {_value(taken)} | {each} | "
+            f"| {rid} | `{name}` | {setting_text(taken)} | {each} | "
             f"{'yes' if low <= 0.0 <= high else 'no'} |"
         )
     return lines
