@@ -55,10 +55,18 @@ def validate(
         bool,
         typer.Option(
             "--training",
-            help="Training steps against published measured runs instead (all runs: about 7 "
+            help="Training steps against published measured runs instead (all runs: about 10 "
             "minutes on two cores; --source and --role pick fewer).",
         ),
     ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="With --training: worker processes, each comparing whole runs (default: the "
+            "CPUs, at most 4; 1: in this process).",
+        ),
+    ] = None,
     source: Annotated[
         str | None,
         typer.Option(
@@ -80,16 +88,18 @@ def validate(
         if markdown and (role, source) != (None, None):
             fail("--markdown: the page (docs/validation-training.md) is the whole table; "
                  "--role and --source apply to the terminal and --json")  # fmt: skip
-        from commwall.validation.training import select_training_runs
+        from commwall.validation.training import default_jobs, select_training_runs
 
         try:
             runs = select_training_runs(role, source)
         except ValueError as e:
             fail(str(e))
-        _training(as_json, markdown, runs)
+        _training(as_json, markdown, runs, jobs or default_jobs())
         return
     if source is not None:
         fail("--source: picks training runs; it applies with --training only")
+    if jobs is not None:
+        fail("--jobs: compares training runs in parallel; it applies with --training only")
 
     try:
         low = parse_size(min_size)
@@ -155,7 +165,7 @@ def _print(data: dict[str, Any], rows: bool) -> None:
         out.print(f"not compared: {x['id']} ({x['why']})", markup=False)
 
 
-def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> None:
+def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...], jobs: int = 1) -> None:
     from rich.table import Table
 
     from commwall.validation.accuracy import accuracy_table, regime_markdown
@@ -167,7 +177,7 @@ def _training(as_json: bool, markdown: bool, runs: tuple[TrainingRun, ...]) -> N
         unstated_rows,
     )
 
-    data = training_report(runs)
+    data = training_report(runs, jobs)
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return

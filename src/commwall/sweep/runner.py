@@ -15,7 +15,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -265,24 +265,22 @@ def _evaluate(args: tuple[int, dict[str, Any], dict[str, Any]]) -> dict[str, Any
     return evaluate_point(*args)
 
 
+def pool_context(preload: Sequence[str]) -> BaseContext:
+    """The start method of a local process pool whose workers call into ``preload``'s modules:
+    forkserver, not fork (the driver runs threads — a progress bar — and forking a threaded
+    process can copy a held lock into the child), its server importing ``preload`` once so each
+    worker starts warm and dying with this driver (:mod:`commwall.sweep.lifeline`); spawn where
+    forkserver is missing. Pair it with ``initializer=die_with_parent``."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    server = multiprocessing.get_context("forkserver")
+    server.set_forkserver_preload(["commwall.sweep._forkserver_lifeline", *preload])
+    return server
+
+
 def _pool(todo: list[Point], workers: int) -> Iterator[dict[str, Any]]:
     """Evaluate on a local process pool, yielding records as they finish."""
-    # forkserver, not fork: the driver runs threads (the progress bar), and forking a
-    # threaded process can copy a held lock into the child; the server preloads the simulator
-    # once so each worker starts warm
-    context: BaseContext
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        server = multiprocessing.get_context("forkserver")
-        server.set_forkserver_preload(
-            [
-                "commwall.sweep._forkserver_lifeline",  # dies with this driver (lifeline doc)
-                "commwall.sweep.evaluate",
-                "commwall.workload.simulate",
-            ]
-        )
-        context = server
-    else:
-        context = multiprocessing.get_context("spawn")
+    context = pool_context(["commwall.sweep.evaluate", "commwall.workload.simulate"])
     pending: set[Future[dict[str, Any]]] = set()
     queue = iter(todo)
     with ProcessPoolExecutor(

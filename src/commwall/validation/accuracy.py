@@ -263,10 +263,11 @@ def regime_markdown(report: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
-    """Print the bundled table recomputed from the whole validation (about 7 minutes on two cores)."""
-    from commwall.validation.training import training_report
+    """Print the bundled table recomputed from the whole validation (about 10 minutes on two
+    cores, on :func:`~commwall.validation.training.default_jobs` worker processes)."""
+    from commwall.validation.training import default_jobs, training_report
 
-    cells = accuracy_table(training_report())
+    cells = accuracy_table(training_report(workers=default_jobs()))
     sys.stdout.write(json.dumps({"regimes": [asdict(c) for c in cells]}, indent=1) + "\n")
 
 

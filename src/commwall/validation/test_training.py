@@ -300,6 +300,58 @@ def test_a_run_the_model_cannot_build_is_listed_not_raised() -> None:
     assert not compared and "job.tp" in skipped[0][1]
 
 
+def test_worker_processes_give_the_same_comparisons_in_the_same_order() -> None:
+    runs = {r.id: r for r in load_training_runs()}
+    small = runs["korthikanti22-t5-megatron-22b-full"]
+    picked = (
+        runs["korthikanti22-abstract-530b-2240gpu-seqsel"],  # skipped by the data file
+        runs["mlm2024-h100-gpt-1p7b"],  # unstated micro-batches: priced three times
+        replace(small, job={**small.job, "tp": 3}),  # the model cannot build it
+        small,
+    )
+    alone = training_comparisons(picked)
+    pooled = training_comparisons(picked, workers=2)
+    assert [c.run.id for c in pooled[0]] == ["mlm2024-h100-gpt-1p7b", small.id]
+    assert [(c.predicted, c.flat, c.alternatives, c.breakdown) for c in pooled[0]] == [
+        (c.predicted, c.flat, c.alternatives, c.breakdown) for c in alone[0]
+    ]
+    assert [(r.id, why) for r, why in pooled[1]] == [(r.id, why) for r, why in alone[1]]
+    assert [r.id for r, _ in pooled[1]] == [picked[0].id, small.id] and "job.tp" in pooled[1][1][1]
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.0])
+def test_workers_must_be_a_whole_number_from_one(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"workers: .* is not allowed; allowed: an integer >= 1"):
+        training_comparisons((), workers=bad)  # type: ignore[arg-type]
+
+
+def test_the_command_takes_jobs_with_training_only() -> None:
+    pooled = runner.invoke(
+        app, ["validate", "--training", "--source", "mbridge260201", "--jobs", "2", "--json"]
+    )
+    alone = runner.invoke(
+        app, ["validate", "--training", "--source", "mbridge260201", "--jobs", "1", "--json"]
+    )
+    assert pooled.exit_code == alone.exit_code == 0, pooled.output + alone.output
+    assert json.loads(pooled.stdout) == json.loads(alone.stdout)
+    for args, needle in (
+        (["validate", "--jobs", "2"], "--training only"),
+        (["validate", "--training", "--jobs", "0"], "--jobs"),
+    ):
+        bad = runner.invoke(app, args)
+        assert bad.exit_code == 2 and needle in bad.output, (args, bad.output)
+
+
+def test_the_default_jobs_are_the_cpus_at_most_four(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from commwall.validation import training
+
+    for cpus, jobs in ((1, 1), (2, 2), (64, training.MAX_DEFAULT_JOBS)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cpus: set(range(n)))
+        assert training.default_jobs() == jobs
+
+
 def test_the_command_refuses_collective_filters() -> None:
     result = runner.invoke(app, ["validate", "--training", "--op", "all_reduce"])
     assert result.exit_code == 2 and "--training" in result.output
@@ -353,8 +405,9 @@ def test_the_command_runs_only_the_picked_runs() -> None:
 
 @pytest.fixture(scope="module")
 def full_report() -> dict[str, Any]:
-    """The whole table, computed once for the slow tests below (~6 minutes)."""
-    return training_report()
+    """The whole table, computed once for the slow tests below, on two worker processes (the
+    serial table's figures: the docs it must match were written in one process)."""
+    return training_report(workers=2)
 
 
 @pytest.mark.slow

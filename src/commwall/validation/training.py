@@ -46,6 +46,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import math
+import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -368,39 +369,83 @@ OLD_EFFICIENCY: Final = 0.5
 
 
 def training_comparisons(
-    runs: tuple[TrainingRun, ...] | None = None,
+    runs: tuple[TrainingRun, ...] | None = None, workers: int = 1
 ) -> tuple[list[TrainingComparison], list[tuple[TrainingRun, str]]]:
-    """Compared runs, and the runs not compared with the reason."""
-    from commwall.workload.simulate import evaluation_step_time, simulate
+    """Compared runs, and the runs not compared with the reason, in the runs' order.
 
+    ``workers`` above 1 compares the runs on a local process pool of that many processes
+    (:func:`commwall.sweep.runner.pool_context`), each run whole in one worker: the same
+    comparisons, in the same order, as one process gives."""
+    todo = runs if runs is not None else load_training_runs()
+    live = [run for run in todo if not run.skip]
+    results = iter(_map_runs(live, workers))
     compared: list[TrainingComparison] = []
     skipped: list[tuple[TrainingRun, str]] = []
-    for run in runs if runs is not None else load_training_runs():
+    for run in todo:
         if run.skip:
             skipped.append((run, run.skip))
             continue
-        try:
-            scenario = parse_scenario(run.scenario(), run.id)
-            report = simulate(scenario)
-            flat = simulate(parse_scenario(run.scenario(OLD_EFFICIENCY), run.id))
-        except ScenarioError as e:
-            skipped.append((run, "the model cannot run it: " + "; ".join(e.messages)))
-            continue
-        eval_measured = run.measured_eval()
-        eval_predicted = None if eval_measured is None else evaluation_step_time(scenario)
-        compared.append(
-            TrainingComparison(
-                run,
-                run.measured_step(),
-                report.step_time,
-                flat.step_time,
-                dict(report.breakdown),
-                eval_measured,
-                eval_predicted,
-                _alternatives(run),
-            )
-        )
+        result = next(results)
+        if isinstance(result, str):
+            skipped.append((run, result))
+        else:
+            compared.append(result)
     return compared, skipped
+
+
+#: The most worker processes :func:`default_jobs` gives: each builds whole clusters and steps,
+#: and peaks at ~1.4 GB resident on the bundled table's largest runs.
+MAX_DEFAULT_JOBS: Final = 4
+
+
+def default_jobs() -> int:
+    """Worker processes for the whole table when none are asked for (``commwall validate
+    --training``, ``python -m commwall.validation.accuracy``): the CPUs this process may use,
+    at most :data:`MAX_DEFAULT_JOBS`."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_DEFAULT_JOBS, cpus or 1))
+
+
+def _map_runs(runs: list[TrainingRun], workers: int) -> list[TrainingComparison | str]:
+    """:func:`_compare` of each run, in order: in this process, or on ``workers`` processes."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers: {workers!r} is not allowed; allowed: an integer >= 1")
+    if workers == 1 or len(runs) < 2:
+        return [_compare(run) for run in runs]
+    from concurrent.futures import ProcessPoolExecutor
+
+    from commwall.sweep.lifeline import die_with_parent
+    from commwall.sweep.runner import pool_context
+
+    context = pool_context(["commwall.validation.training", "commwall.workload.simulate"])
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(runs)), mp_context=context, initializer=die_with_parent
+    ) as pool:
+        return list(pool.map(_compare, runs))
+
+
+def _compare(run: TrainingRun) -> TrainingComparison | str:
+    """``run`` compared, or why the model cannot run it (:func:`training_comparisons`)."""
+    from commwall.workload.simulate import evaluation_step_time, simulate
+
+    try:
+        scenario = parse_scenario(run.scenario(), run.id)
+        report = simulate(scenario)
+        flat = simulate(parse_scenario(run.scenario(OLD_EFFICIENCY), run.id))
+    except ScenarioError as e:
+        return "the model cannot run it: " + "; ".join(e.messages)
+    eval_measured = run.measured_eval()
+    eval_predicted = None if eval_measured is None else evaluation_step_time(scenario)
+    return TrainingComparison(
+        run,
+        run.measured_step(),
+        report.step_time,
+        flat.step_time,
+        dict(report.breakdown),
+        eval_measured,
+        eval_predicted,
+        _alternatives(run),
+    )
 
 
 def _alternatives(run: TrainingRun) -> tuple[tuple[str, Any, float], ...]:
@@ -462,10 +507,12 @@ def select_training_runs(
     return runs
 
 
-def training_report(runs: tuple[TrainingRun, ...] | None = None) -> dict[str, Any]:
-    """Every run compared (or those of ``runs``), grouped summaries, and the runs not compared
-    (JSON-ready)."""
-    compared, skipped = training_comparisons(runs)
+def training_report(
+    runs: tuple[TrainingRun, ...] | None = None, workers: int = 1
+) -> dict[str, Any]:
+    """Every run compared (or those of ``runs``, on ``workers`` processes:
+    :func:`training_comparisons`), grouped summaries, and the runs not compared (JSON-ready)."""
+    compared, skipped = training_comparisons(runs, workers)
 
     def group(key: str) -> dict[str, dict[str, Any]]:
         out: dict[str, list[TrainingComparison]] = {}
