@@ -326,13 +326,10 @@ def test_workers_must_be_a_whole_number_from_one(bad: object) -> None:
 
 
 def test_the_command_takes_jobs_with_training_only() -> None:
-    pooled = runner.invoke(
-        app, ["validate", "--training", "--source", "mbridge260201", "--jobs", "2", "--json"]
-    )
-    alone = runner.invoke(
-        app, ["validate", "--training", "--source", "mbridge260201", "--jobs", "1", "--json"]
-    )
+    pick = ["validate", "--training", "--source", "aicr2605", "--json", "--jobs"]
+    pooled, alone = runner.invoke(app, [*pick, "2"]), runner.invoke(app, [*pick, "1"])
     assert pooled.exit_code == alone.exit_code == 0, pooled.output + alone.output
+    assert len(json.loads(pooled.stdout)["runs"]) == 2  # two runs: two workers
     assert json.loads(pooled.stdout) == json.loads(alone.stdout)
     for args, needle in (
         (["validate", "--jobs", "2"], "--training only"),
