@@ -46,7 +46,6 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import math
-import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -377,15 +376,9 @@ def training_comparisons(
     (:func:`commwall.sweep.runner.pool_context`), each run whole in one worker: the same
     comparisons, in the same order, as one process gives."""
     todo = runs if runs is not None else load_training_runs()
-    live = [run for run in todo if not run.skip]
-    results = iter(_map_runs(live, workers))
     compared: list[TrainingComparison] = []
     skipped: list[tuple[TrainingRun, str]] = []
-    for run in todo:
-        if run.skip:
-            skipped.append((run, run.skip))
-            continue
-        result = next(results)
+    for run, result in zip(todo, _map_runs(list(todo), workers), strict=True):
         if isinstance(result, str):
             skipped.append((run, result))
         else:
@@ -402,8 +395,9 @@ def default_jobs() -> int:
     """Worker processes for the whole table when none are asked for (``commwall validate
     --training``, ``python -m commwall.validation.accuracy``): the CPUs this process may use,
     at most :data:`MAX_DEFAULT_JOBS`."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(MAX_DEFAULT_JOBS, cpus or 1))
+    from commwall.measure.bench import usable_cpus
+
+    return max(1, min(MAX_DEFAULT_JOBS, len(usable_cpus())))
 
 
 def _map_runs(runs: list[TrainingRun], workers: int) -> list[TrainingComparison | str]:
@@ -425,9 +419,12 @@ def _map_runs(runs: list[TrainingRun], workers: int) -> list[TrainingComparison 
 
 
 def _compare(run: TrainingRun) -> TrainingComparison | str:
-    """``run`` compared, or why the model cannot run it (:func:`training_comparisons`)."""
+    """``run`` compared, or why it is not: the data file's ``skip``, or why the model cannot
+    run it (:func:`training_comparisons`)."""
     from commwall.workload.simulate import evaluation_step_time, simulate
 
+    if run.skip:
+        return run.skip
     try:
         scenario = parse_scenario(run.scenario(), run.id)
         report = simulate(scenario)
