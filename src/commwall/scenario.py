@@ -526,6 +526,37 @@ class ModelDef(_Strict):
         description="How many layers attend in chunks (Llama 4: three of every four). "
         "Default: all.",
     )
+    hybrid_pattern: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100_000,
+        description="A hybrid model's layers, one symbol each as Megatron-Core's "
+        "--hybrid-layer-pattern: M a Mamba-2 mixer, * attention, - a dense MLP of ffn_hidden, "
+        "E the experts (Nemotron-H, Nemotron 3). Default: a transformer, every layer "
+        "attention and an MLP.",
+    )
+    mamba_heads: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="Mamba-2 heads (mamba_num_heads)."
+    )
+    mamba_head_dim: int = Field(
+        default=64, ge=1, le=100_000, description="Channels per Mamba-2 head (64)."
+    )
+    mamba_state: int = Field(
+        default=128, ge=1, le=100_000, description="Mamba-2 state size (ssm_state_size, 128)."
+    )
+    mamba_groups: int = Field(
+        default=8, ge=1, le=100_000, description="Mamba-2 groups of B and C (n_groups, 8)."
+    )
+    mamba_conv: int = Field(
+        default=4, ge=1, le=1_000, description="Mamba-2 causal convolution taps (conv_kernel)."
+    )
+    mamba_chunk: int = Field(
+        default=128, ge=1, le=1_000_000, description="Mamba-2 scan chunk (chunk_size, 128)."
+    )
+    rotary: bool = Field(
+        default=True,
+        description="Rotary positions in the attention (false: none, as Nemotron-H's).",
+    )
     q_lora_rank: int | None = Field(
         default=None,
         ge=1,

@@ -64,7 +64,15 @@ def catalog(
                     + (" + a shared expert" if m.is_moe and m.shared_ffn_hidden else "")
                     + (
                         f", {m.n_layers - m.moe_layer_count} of its layers dense"
-                        if m.has_dense_layers
+                        if m.has_dense_layers and not m.is_hybrid
+                        else ""
+                    )
+                    + (
+                        ", hybrid: "
+                        + ", ".join(f"{n} {k.block}" for k, n in m.layer_kinds)
+                        + f" layers (Mamba-2: {m.mamba_heads} heads of {m.mamba_head_dim}, "
+                        f"state {m.mamba_state})"
+                        if m.is_hybrid
                         else ""
                     )
                     + (f", MLA (latents {m.q_lora_rank}/{m.kv_lora_rank})" if m.mla else "")

@@ -56,7 +56,7 @@ import yaml
 from commwall.errors import CommwallError
 from commwall.scenario import ModelDef, ScenarioError, parse_scenario
 from commwall.workload.hf_config import model_from_def
-from commwall.workload.models import ModelSpec
+from commwall.workload.models import MAMBA_SCAN_FLOPS, ModelSpec
 
 DATA_FILE: Final = "training_public.yaml"
 _METRICS: Final = ("step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu")
@@ -172,10 +172,19 @@ def megatron_flops_per_token(m: ModelSpec, seq_len: int, mtp_layers: int = 0) ->
     projection) and the logits ``6·h·V`` once per head. A sliding window or an attention chunk
     does not enter: the count is the full causal square, as Megatron's is.
 
+    A hybrid model is counted by ``hybrid_flops`` (the same file @d98e8a6): per token forward,
+    an attention layer ``4·h·q·(1 + kv/q) + 2·s·q``, an MLP ``4·h·f·g``, a MoE layer
+    ``4·h·g·(top_k·f_e + f_shared)``, a Mamba-2 layer ``2·h·(2·d + 2·G·N + H) + 7·d·N + 2·d·h``
+    with ``d = 2·h`` whatever its heads (its own convention), and the logits ``2·h·V``; all ×3.
+
     >>> from commwall.workload.models import get_model
     >>> round(megatron_flops_per_token(get_model("deepseek-v3"), 4096) / 1e9, 2)
     249.81
+    >>> round(megatron_flops_per_token(get_model("nemotron-3-nano-30b-a3b"), 8192) / 1e9, 2)
+    22.28
     """
+    if m.is_hybrid:
+        return _megatron_hybrid_flops(m, seq_len)
     h, s = m.hidden, seq_len
     layers = m.n_layers + mtp_layers
     moe = 0
@@ -201,6 +210,29 @@ def megatron_flops_per_token(m: ModelSpec, seq_len: int, mtp_layers: int = 0) ->
         attn = h * (m.q_dim + 2 * m.kv_dim) + m.q_dim * s + m.q_dim * h
     mtp = mtp_layers * (3 * h + 2 * h * h)
     return float(6 * layers * attn + mlp + 6 * mtp + 6 * h * m.vocab * (mtp_layers + 1))
+
+
+def _megatron_hybrid_flops(m: ModelSpec, seq_len: int) -> float:
+    """:func:`megatron_flops_per_token` of a hybrid model (``hybrid_flops``)."""
+    h, pattern = m.hidden, m.hybrid_pattern or ""
+    gated = 1.5 if m.gated_mlp else 1.0
+    attention = 4 * h * (m.q_dim + m.kv_dim) + 2 * seq_len * m.q_dim
+    mlp = 4 * h * m.ffn_hidden * gated
+    moe = 4 * h * gated * (m.top_k * m.expert_ffn + m.shared_ffn_hidden) if m.is_moe else 0
+    d, state = 2 * h, m.mamba_state
+    mamba = (
+        2 * h * (2 * d + 2 * m.mamba_groups * state + m.mamba_heads)
+        + MAMBA_SCAN_FLOPS * d * state
+        + 2 * d * h
+    )
+    forward = (
+        pattern.count("*") * attention
+        + pattern.count("-") * mlp
+        + pattern.count("E") * moe
+        + pattern.count("M") * mamba
+        + 2 * h * m.vocab
+    )
+    return float(3 * forward)
 
 
 @dataclass(frozen=True)

@@ -676,6 +676,10 @@ def layer_work(
 ) -> LayerWork:
     """The kernels of one micro-batch through one layer and the LM head (module docstring).
 
+    A hybrid model's kind of layer (``model.block``) runs its block's kernels alone, behind
+    one norm and residual: a Mamba-2 mixer (its projections and :func:`_mamba_mixer` between
+    them), an attention, a dense MLP or the experts.
+
     With context parallelism ``cp`` the GPU holds ``s/cp`` of each sequence's tokens and
     computes their attention against every earlier key: ``1/cp`` of the attention FLOPs
     (Megatron-Core's load-balanced split: each rank holds two of ``2·cp`` chunks), in kernels
@@ -771,7 +775,13 @@ def layer_work(
                 fwd.append(_memory(f"{name} {label} {what}", cast_bytes * inputs, dev, launches))
             bwd.append(_memory(f"{name} grad {label} {what}", cast_bytes * grads, dev, launches))
 
-    if model.mla:
+    if model.block == "mamba":
+        mixer = _mamba_mixer(model, dev, tokens, t, elem_bytes)
+        gemm("mamba in", tokens, model.mamba_in_width // t, h, gathered=gathered_input)
+        fwd.extend(mixer[0])
+        bwd.extend(mixer[1])
+        gemm("mamba out", tokens, h, model.mamba_inner // t)
+    elif model.mla:
         # Megatron-Core's MLA: the down projections whole on every TP rank, over the rank's
         # own tokens (the sequence shard with sequence parallelism), the up projections
         # column-parallel over the gathered latents (ModelSpec.mla_projections)
@@ -783,11 +793,14 @@ def layer_work(
                 gemm(MLA_GEMMS[name], tokens, n_out // t, n_in, gathered=gathered_input)
             else:
                 gemm(MLA_GEMMS[name], own, n_out, n_in)
-    else:
+    elif model.has_attention:
         gemm("qkv", tokens, (model.q_dim + 2 * model.kv_dim) // t, h, gathered=gathered_input)
-    gemm("attention out", tokens, h, model.o_dim // t)
+    if model.has_attention:
+        gemm("attention out", tokens, h, model.o_dim // t)
     mlp_in = 2 if model.gated_mlp else 1
-    if model.is_moe:
+    if not model.has_mlp:
+        active_ffn = 0
+    elif model.is_moe:
         gemm("router", tokens, model.n_experts, h)
         # expert TP e (Megatron-Core's MoE parallel folding; e = t by default): the tokens of
         # e sequence-parallel shards (T·e/t) reach each rank's experts, each GEMM 1/e wide
@@ -818,11 +831,14 @@ def layer_work(
         gemm("mlp up", tokens, mlp_in * model.ffn_hidden // t, h, gathered=gathered_input)
         gemm("mlp down", tokens, h, model.ffn_hidden // t)
         active_ffn = model.ffn_hidden
-    attn_fwd, attn_bwd = _attention(
-        model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel,
-        context_a2a, fp8_attention, cudnn, attention_dropout,
-    )  # fmt: skip
-    if context_ring and attention in ("flash", "flash2"):
+    attn_fwd: list[Kernel] = []
+    attn_bwd: list[Kernel] = []
+    if model.has_attention:
+        attn_fwd, attn_bwd = _attention(
+            model, dev, micro_batch, seq_len, t, attention, elem_bytes, context_parallel,
+            context_a2a, fp8_attention, cudnn, attention_dropout,
+        )  # fmt: skip
+    if context_ring and attention in ("flash", "flash2") and model.has_attention:
         ring = max(1, context_parallel // max(1, context_a2a))
         merges = _ring_merges(
             model, dev, micro_batch * seq_len, t, elem_bytes, context_parallel, ring
@@ -834,8 +850,9 @@ def layer_work(
     bwd += attn_bwd
     fwd_bytes, launches = _elementwise_bytes(model, t, sequence_parallel and t > 1, active_ffn)
     nbytes = fwd_bytes * elem_bytes * tokens
-    fwd.append(_memory("norms, residuals, activation, rotary", nbytes, dev, launches))
-    bwd.append(_memory("norms, residuals, activation, rotary (grad)", 2 * nbytes, dev, launches))
+    what = "norms, residuals, activation, rotary" if model.block == "layer" else "norm, residual"
+    fwd.append(_memory(what, nbytes, dev, launches))
+    bwd.append(_memory(f"{what} (grad)", 2 * nbytes, dev, launches))
     if model.yarn_rope:
         rotary = _unfused_rotary(model, dev, tokens, t, elem_bytes)
         fwd.append(rotary[0])
@@ -1079,6 +1096,72 @@ def _cross_entropy(logits: float, dev: Device, kind: str) -> tuple[Kernel, Kerne
     )
 
 
+#: Bytes a Mamba-2 mixer's SSD scan moves per token, forward and backward, as multiples of
+#: (``X``: the rank's ``heads·head_dim`` 16-bit channels of x, y, z or a gradient; ``S``: its
+#: fp32 chunk states, ``heads·head_dim·state·4/chunk``; ``BC``: one of B or C,
+#: ``groups·state`` 16-bit; ``CB``: the fp32 chunk products, ``groups·chunk·4``), counted from
+#: the kernels Megatron-Core runs (its copy of mamba_ssm's Triton SSD,
+#: ``megatron/core/ssm/ops/mamba2/ssd_combined.py`` @d98e8a6, called through
+#: ``mamba_split_conv1d_scan_combined`` with the gate ``z`` inside the scan, as its
+#: ``MambaMixer`` passes no norm weight). Forward, five kernels: the chunk states from x and B
+#: (X + BC + S), their passing between chunks (read S in fp32, write S/2 in 16 bits), the chunk
+#: products C·Bᵀ (2BC + CB) and the scan (CB, x, C, the states S/2, z; writes y and the ungated
+#: y: 4X + BC); 5X + 3S + 4BC + 2CB. Backward: the first four forward kernels again
+#: (X + 3BC + CB + 2.5S; ``_mamba_chunk_scan_combined_bwd`` keeps neither states nor CB), then
+#: dz (reads dout, x and z, writes dz and y: 4X), the states' gradient (X + BC + S), its
+#: passing back (2.5S), dx (3X + CB + BC + S), dB (X + S + BC), dC (X + S/2 + BC), dCB
+#: (2X + CB), dB and dC from dCB (2CB + 6BC) and the gradient of the decays (2X + CB): 15X +
+#: 8.5S + 13BC + 6CB in 13 kernels and three PyTorch ones (the reversed cumulative sum).
+SSD_PASSES: Final = {"forward": (5.0, 3.0, 4.0, 2.0, 5), "backward": (15.0, 8.5, 13.0, 6.0, 16)}
+#: The SSD kernels' achieved bandwidth over that of streaming kernels (:data:`HBM_SHARE`): the
+#: five forward Triton kernels ran 1.262327e7 tokens/s on one H100 at 8,192 tokens, 128 heads
+#: of 64, one group of state 128 (vLLM PR #27299, its "Original" column, measured "to match
+#: granite-4.0-h-small", whose ``mamba_chunk_size`` is 256; without the gate, 3X + 3S + 4BC
+#: + 2CB = 101,376 bytes a token): 1.280 TB/s, 0.382 of the H100 SXM's 3.35 TB/s and 0.426 of
+#: its streaming rate. The Triton SSD is "mostly bottlenecked by memory bandwidth and latency"
+#: (PyTorch's "Accelerating Mamba2 with Kernel Fusion"); the share is taken on every GPU.
+SSD_STREAM_SHARE: Final = 101_376 * 1.262327e7 / (0.896 * 3.35e12)
+
+
+def _mamba_mixer(
+    model: ModelSpec, dev: Device, tokens: int, t: int, elem_bytes: int
+) -> tuple[list[Kernel], list[Kernel]]:
+    """The kernels of one Mamba-2 mixer between its input and output projections, forward and
+    backward, on the rank's ``1/t`` of the heads and groups (Megatron-Core's ``MambaMixer``,
+    ``megatron/core/ssm/mamba_mixer.py`` @d98e8a6, memory-efficient training path):
+
+    - the input projection's output ``zxBCdt`` made contiguous batch-first before the fused
+      call and the scan's output back (``rearrange(...).contiguous()``: a read and a write of
+      each, again in the backward);
+    - the causal convolution with its SiLU over x, B and C (``causal_conv1d``: a read and a
+      write; the backward re-runs it, then reads the input and the gradient and writes the
+      input's gradient);
+    - the SSD scan, bytes as :data:`SSD_PASSES` counts them at :data:`SSD_STREAM_SHARE` of the
+      streaming rate;
+    - the norm of the gated output (``ExtendedRMSNorm``: a read and a write; its backward reads
+      the gradient and the input and writes the input's gradient).
+    """
+    e = float(elem_bytes)
+    heads = model.mamba_heads / t
+    x = heads * model.mamba_head_dim * e
+    states = heads * model.mamba_head_dim * model.mamba_state * 4.0 / model.mamba_chunk
+    bc = model.mamba_groups / t * model.mamba_state * e
+    cb = model.mamba_groups / t * model.mamba_chunk * 4.0
+    conv = model.mamba_conv_channels / t * e
+    layout = (model.mamba_in_width / t * e + x) * 2.0 * tokens
+    ssd_dev = replace(dev, hbm=dev.hbm * SSD_STREAM_SHARE)
+    out: tuple[list[Kernel], list[Kernel]] = ([], [])
+    for i, (way, (nx, ns, nbc, ncb, launches)) in enumerate(SSD_PASSES.items()):
+        suffix = "" if way == "forward" else " (grad)"
+        scan = (nx * x + ns * states + nbc * bc + ncb * cb) * tokens
+        out[i].append(_memory(f"mamba layout copies{suffix}", layout, dev, 2))
+        out[i].append(_memory(f"mamba conv1d{suffix}", (2 if i == 0 else 5) * conv * tokens, dev,
+                              1 if i == 0 else 2))  # fmt: skip
+        out[i].append(_memory(f"mamba ssd scan{suffix}", scan, ssd_dev, launches))
+        out[i].append(_memory(f"mamba gated norm{suffix}", (2 if i == 0 else 3) * x * tokens, dev))
+    return out
+
+
 def _token_permutation(
     model: ModelSpec, dev: Device, tokens: int, t: int, e: int, local: int, elem_bytes: int
 ) -> tuple[Kernel, Kernel]:
@@ -1221,7 +1304,7 @@ def _recomputed(
     if "mla_up_proj" in modules and model.mla:
         per_token["mla_up_proj"] = 2 * (model.q_dim + model.k_dim) / t
     if "layernorm" in modules:
-        per_token["layernorm"] = 2 * 2 * hs
+        per_token["layernorm"] = 2 * (1 if model.block != "layer" else 2) * hs
     for name, elements in per_token.items():
         launches = 2 if name == "layernorm" else 1
         nbytes = elements * elem_bytes * tokens
@@ -1251,18 +1334,35 @@ def _elementwise_bytes(
     for layers with biases (GPT-2/3, GPT-NeoX, StarCoder2) bias + dropout before each
     residual (a read and a 1-byte mask), and the query and key norms where the model has them
     (Qwen3, OLMo 2: a read and a write of q and k, one kernel each), and with ``sandwich_norm``
-    (Gemma 2/3) two more norms, of the attention and MLP outputs. With MLA the rotary
+    (Gemma 2/3) two more norms, of the attention and MLP outputs. A hybrid model's block
+    (:attr:`~commwall.workload.models.ModelSpec.block`) has one norm and one residual add, and
+    what of the rest it holds: the activation (an MLP or the experts), the rotary and query and
+    key norms (an attention, where the model has them). With MLA the rotary
     kernel writes each head's whole query and key (Megatron-Core's fused MLA rotary, which also
     joins the shared rotary key to every head: a read and a write of q and k), and the two
     latents' norms read and write ``q_lora_rank + kv_lora_rank`` per token (on the sequence
     shard with sequence parallelism)."""
     hs = model.hidden / t if sequence_parallel else model.hidden
-    per_token = 2 * 2 * hs + 2 * 3 * hs + (3 if model.gated_mlp else 2) * active_ffn / t
+    activation = (3 if model.gated_mlp else 2) * active_ffn / t
+    if model.block != "layer":  # a hybrid model's block: one norm, one residual add
+        per_token = 2 * hs + 3 * hs + activation
+        launches = 2 + (1 if active_ffn else 0)
+        if model.linear_bias:
+            per_token += 1.5 * hs
+            launches += 1
+        if model.has_attention and model.rotary:
+            per_token += 2 * (model.q_dim + model.k_dim) / t
+            launches += 1
+        if model.has_attention and model.qk_norm != "none":
+            per_token += 2 * (model.q_dim + model.kv_dim) / t
+            launches += 2
+        return per_token, launches
+    per_token = 2 * 2 * hs + 2 * 3 * hs + activation
     launches = 5
     if model.linear_bias:
         per_token += 2 * 1.5 * hs
         launches += 2
-    if not model.learned_pos_emb and not model.yarn_rope:
+    if not model.learned_pos_emb and not model.yarn_rope and model.rotary:
         per_token += 2 * (model.q_dim + model.k_dim) / t
         launches += 1
     if model.mla:

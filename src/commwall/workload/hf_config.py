@@ -62,6 +62,12 @@ llama4_text    ``head_dim``, ``num_local_experts`` experts of ``intermediate_siz
                ``intermediate_size_mlp`` on the others, chunked attention
                (``attention_chunk_size``) on the rotary layers (``layer_types`` or
                ``no_rope_layers``), ``use_qk_norm`` (:func:`_llama4`)
+nemotron_h     a hybrid (``hybrid_override_pattern`` or ``layers_block_type``): Mamba-2 mixers
+               (``mamba_num_heads``, ``mamba_head_dim``, ``ssm_state_size``, ``n_groups``,
+               ``conv_kernel``, ``chunk_size``), attention without rotary (``head_dim``), a
+               squared-ReLU MLP, Nemotron 3's experts (``n_routed_experts``,
+               ``moe_intermediate_size``, ``moe_shared_expert_intermediate_size``); latent
+               experts and MTP layers refused (:func:`_nemotron_h`)
 gemma2,        as llama with ``head_dim``, a GeGLU MLP, four norms a layer (``sandwich_norm``),
 gemma3_text,   a tied head, a ``sliding_window`` on the local layers (``layer_types``; by
 gemma3         default Gemma 2's even layers, five of six in Gemma 3), per-head q/k norms in
@@ -150,10 +156,9 @@ GEMMA3_TEXT_DEFAULTS: Final = {
 }  # fmt: skip
 #: Families whose layers the kernel model has no kernels for, and what those layers are.
 _UNMODELLED: Final = {
-    "mamba": "state-space (Mamba) layers are not modelled",
-    "mamba2": "state-space (Mamba-2) layers are not modelled",
-    "nemotron_h": "its Mamba-2 layers are not modelled",
-    "jamba": "its Mamba layers are not modelled",
+    "mamba": "Mamba-1 layers are not modelled (Mamba-2 hybrids are: model_type nemotron_h)",
+    "mamba2": "a pure Mamba-2 stack is not read; inline, give hybrid_pattern with M layers",
+    "jamba": "its Mamba-1 layers are not modelled",
     "falcon_h1": "its Mamba-2 layers are not modelled",
     "zamba2": "its Mamba-2 layers are not modelled",
     "qwen3_next": "its Gated DeltaNet linear-attention layers are not modelled",
@@ -162,8 +167,12 @@ _UNMODELLED: Final = {
     "t5": "an encoder-decoder; commwall models decoder language models",
 }
 SUPPORTED: Final = (
-    *_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", *_DEEPSEEK_LIKE, *_LLAMA4, *_GEMMA, "gpt2"
+    *_LLAMA_LIKE, *_GPT_ROTARY, "gpt_oss", *_DEEPSEEK_LIKE, *_LLAMA4, *_GEMMA, "gpt2",
+    "nemotron_h",
 )  # fmt: skip
+#: ``layers_block_type`` names (``transformers`` 5's ``NemotronHConfig``) as hybrid pattern
+#: symbols (:data:`~commwall.workload.models.HYBRID_BLOCKS`).
+_NEMOTRON_H_BLOCKS: Final = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
 #: ``max_seq_len`` of an inline model that does not give one (rotary positions: no table).
 NO_CONTEXT_LIMIT: Final = 100_000_000
 #: Largest config.json read, bytes (real ones are a few kB).
@@ -212,6 +221,12 @@ def model_from_def(d: ModelDef) -> ModelSpec:
         raise ModelDefinitionError(
             "job.model: max_seq_len missing; a learned position table (learned_pos_emb) has "
             "max_seq_len rows"
+        )
+    mamba = sorted(k for k in given if k.startswith("mamba_"))
+    if mamba and "hybrid_pattern" not in arch:
+        raise ModelDefinitionError(
+            f"job.model: {', '.join(mamba)} given without hybrid_pattern; Mamba-2 mixers sit in "
+            "a hybrid model's M layers (hybrid_pattern: e.g. M-M*-)"
         )
     head_dim = arch.pop("head_dim", None)
     freq = arch.pop("moe_layer_freq", None)
@@ -343,6 +358,8 @@ def _family_model(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         return _llama4(data, kind, name, source)
     if kind in _GEMMA:
         return _gemma(data, kind, name, source)
+    if kind == "nemotron_h":
+        return _nemotron_h(data, name, source)
     for key, why in _REFUSED.items():
         value = data.get(key)
         if isinstance(value, bool) or not (value is None or isinstance(value, int)):
@@ -471,6 +488,96 @@ def _llama4(data: Mapping[str, Any], kind: str, name: str, source: str) -> Model
         attention_chunk=get.positive("attention_chunk_size") if chunked else None,
         attention_chunk_layers=chunked if 0 < chunked < n_layers else None,
     )
+
+
+def _nemotron_h(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """Nemotron-H and Nemotron 3 (``NemotronHConfig``, ``transformers`` ``models/nemotron_h``):
+    a hybrid model (``ModelSpec.hybrid_pattern``) whose layers ``hybrid_override_pattern``
+    gives (or, in ``transformers`` 5, ``layers_block_type``: mamba, attention, mlp, moe);
+    Mamba-2 mixers of ``mamba_num_heads`` heads (default ``expand · hidden_size /
+    mamba_head_dim``) of ``mamba_head_dim``, ``n_groups`` groups of ``ssm_state_size``,
+    ``conv_kernel`` taps, chunks of ``chunk_size``; grouped-query attention with ``head_dim``
+    (or ``attention_head_dim``) and no rotary positions; a squared-ReLU MLP of
+    ``intermediate_size`` (``mlp_hidden_act`` relu2; not gated); experts as Nemotron 3's:
+    ``n_routed_experts`` of ``moe_intermediate_size`` routed ``num_experts_per_tok``, a shared
+    one of ``moe_shared_expert_intermediate_size``, groups ``n_group``/``topk_group``;
+    ``use_bias`` on the projections; RMSNorm; untied by default. Refused: a latent MoE
+    (``moe_latent_size``, Nemotron 3 Super's experts in a narrower space) and
+    multi-token-prediction layers (``num_nextn_predict_layers``), which are not modelled."""
+    get = _Reader(data)
+    for key, why in (
+        ("moe_latent_size", "latent experts (LatentMoE) are not modelled"),
+        ("num_nextn_predict_layers", "a hybrid model's multi-token-prediction layers are not "
+         "modelled"),
+    ):  # fmt: skip
+        if get.optional(key, 0):
+            raise ModelDefinitionError(f"{key}: {data[key]!r}: {why}")
+    pattern = data.get("hybrid_override_pattern")
+    types = data.get("layers_block_type")
+    if pattern is None and isinstance(types, list):
+        unknown = [t for t in types if t not in _NEMOTRON_H_BLOCKS]
+        if unknown:
+            raise ModelDefinitionError(
+                f"layers_block_type: {_shown(unknown[0])} is not a block; allowed: "
+                f"{', '.join(_NEMOTRON_H_BLOCKS)}"
+            )
+        pattern = "".join(_NEMOTRON_H_BLOCKS[t] for t in types)
+    if not isinstance(pattern, str) or not pattern:
+        raise ModelDefinitionError(
+            f"hybrid_override_pattern: {_shown(pattern)}: missing or not a string; it gives "
+            "each layer's block (M Mamba, * attention, - MLP, E MoE)"
+        )
+    layers = get.positive("num_hidden_layers")
+    if len(pattern) != layers:
+        raise ModelDefinitionError(
+            f"hybrid_override_pattern: {len(pattern)} symbols for num_hidden_layers {layers}; "
+            "give one per layer"
+        )
+    act = data.get("mlp_hidden_act", "relu2")
+    if act != "relu2":
+        raise ModelDefinitionError(
+            f"mlp_hidden_act: {_shown(act)}: only relu2 (Nemotron-H's squared ReLU, an ungated "
+            "MLP) is read"
+        )
+    if not get.flag("use_conv_bias", True):
+        raise ModelDefinitionError(
+            "use_conv_bias: false: Megatron-Core's Mamba mixer always has its convolution's "
+            "bias (MambaMixer asserts conv_bias)"
+        )
+    hidden = get.positive("hidden_size")
+    head_dim = get.optional("mamba_head_dim", 64, 1)
+    expand = get.optional("expand", 2, 1)
+    heads = get.optional("num_attention_heads", 1, 1)
+    fields: dict[str, Any] = {
+        "n_layers": layers,
+        "hidden": hidden,
+        "ffn_hidden": get.positive("intermediate_size"),
+        "n_heads": heads,
+        "n_kv_heads": get.optional("num_key_value_heads", heads, 1),
+        "vocab": get.positive("vocab_size"),
+        "head_size": get.optional("head_dim", None, 1)
+        or get.optional("attention_head_dim", None, 1),
+        "max_seq_len": get.optional("max_position_embeddings", NO_CONTEXT_LIMIT, 1),
+        "gated_mlp": False,
+        "tied_embeddings": get.flag("tie_word_embeddings", False),
+        "linear_bias": get.flag("use_bias", False),
+        "hybrid_pattern": pattern,
+        "mamba_heads": get.optional("mamba_num_heads", None, 1) or expand * hidden // head_dim,
+        "mamba_head_dim": head_dim,
+        "mamba_state": get.optional("ssm_state_size", 128, 1),
+        "mamba_groups": get.optional("n_groups", 8, 1),
+        "mamba_conv": get.optional("conv_kernel", 4, 1),
+        "mamba_chunk": get.optional("chunk_size", 128, 1),
+        "rotary": False,
+    }
+    if "E" in pattern:
+        fields["n_experts"] = get.positive("n_routed_experts")
+        fields["top_k"] = get.positive("num_experts_per_tok")
+        fields["expert_ffn_hidden"] = get.positive("moe_intermediate_size")
+        fields["shared_ffn_hidden"] = get.optional("moe_shared_expert_intermediate_size", 0)
+        fields["expert_groups"] = get.optional("n_group", 1, 1)
+        fields["group_topk"] = get.optional("topk_group", 1, 1)
+    return _checked(name, source=source, **fields)
 
 
 def _gemma(data: Mapping[str, Any], kind: str, name: str, source: str) -> ModelSpec:

@@ -423,6 +423,19 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"job.tp: {spec.tp} does not divide {model.name}'s {model.n_heads} attention heads; "
             f"allowed here: {_divisors(math.gcd(model.n_heads, domain))}"
         )
+    if model.mamba_layers and (model.mamba_heads % spec.tp or model.mamba_groups % spec.tp):
+        errors.append(
+            f"job.tp: {spec.tp} does not divide {model.name}'s Mamba-2 mixers "
+            f"({model.mamba_heads} heads in {model.mamba_groups} groups: Megatron-Core splits "
+            f"whole groups over TP); allowed here: "
+            f"{_divisors(math.gcd(model.mamba_groups, model.mamba_heads, domain))}"
+        )
+    if model.mamba_layers and spec.cp > 1:
+        errors.append(
+            f"job.cp: {spec.cp} with {model.name}'s Mamba-2 mixers; context parallelism is "
+            "modelled for attention only (a Mamba layer's scan over a split sequence is not); "
+            "allowed: 1"
+        )
     if spec.pp > model.n_layers:
         errors.append(
             f"job.pp: {spec.pp} stages exceed {model.name}'s {model.n_layers} layers; "

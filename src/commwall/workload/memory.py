@@ -202,12 +202,11 @@ def _stage_layer_kinds(model: ModelSpec, *, pp: int, first: bool) -> list[tuple[
     mtp = model.mtp_layers if pp == 1 or not first else 0
     if len(kinds) == 1:
         return [(kinds[0][0], len(span) + mtp)]
-    dense = sum(not model.is_moe_layer(i) for i in span)
-    mtp_kind = model.kind_index(n_layers - 1)  # the modules' layers are like the last
-    return [
-        (kinds[0][0], dense + (mtp if mtp_kind == 0 else 0)),
-        (kinds[1][0], len(span) - dense + (mtp if mtp_kind == 1 else 0)),
-    ]
+    counts = [0] * len(kinds)
+    for i in span:
+        counts[model.kind_index(i)] += 1
+    counts[model.kind_index(n_layers - 1)] += mtp  # the modules' layers are like the last
+    return [(kind, n) for (kind, _), n in zip(kinds, counts, strict=True)]
 
 
 def _layer_split(
@@ -215,8 +214,13 @@ def _layer_split(
 ) -> tuple[float, float, float]:
     """(parameters replicated over DP, expert parameters, the replicated norms and router) of
     one GPU's share of one layer of ``model`` (a single kind of layer). MLA's down projections
-    and its latents' norms are whole on every TP rank (:meth:`ModelSpec.mla_projections`)."""
+    and its latents' norms are whole on every TP rank (:meth:`ModelSpec.mla_projections`). A
+    hybrid model's block holds its norm and what its kind has: a Mamba-2 mixer (every tensor
+    split over TP with its heads and groups, ``MambaMixer``), an attention, an MLP, experts."""
     h = model.hidden
+    replicated = model.norms_per_layer * model.norm_params() + model.router_params_per_layer()
+    if model.block == "mamba":  # the mixer's heads and groups, its projections and norm split
+        return replicated + model.mamba_params_per_layer() / tp, 0.0, replicated
     if model.mla:
         whole = model.qk_norm_params() + sum(
             n_in * n_out for _, n_in, n_out, split in model.mla_projections() if not split
@@ -227,7 +231,10 @@ def _layer_split(
         kv_bias = model.linear_bias or model.qkv_bias
         kv = 2 * h * model.kv_dim + (2 * model.kv_dim if kv_bias else 0)
         attn = (model.attention_params_per_layer() - kv) / tp + kv / kv_split
-    replicated = model.norms_per_layer * model.norm_params() + model.router_params_per_layer()
+    if not model.has_attention:
+        attn = 0.0
+    if not model.has_mlp:
+        return attn + replicated, 0.0, replicated
     if model.is_moe:
         dense_layer = attn + replicated + model.shared_mlp_params_per_layer() / tp
         # experts over ep, each expert's GEMMs over the expert TP (tp unless folded)
@@ -322,7 +329,7 @@ def activation_bytes_per_layer(
         return 2.0 * sbh
     dropout = layer.dropout if layer is not None else True
     modules = recompute_modules if recompute == "selective" else ()
-    if "core_attn" in modules:
+    if "core_attn" in modules or (layer is not None and not layer.attention):
         attention_scores = 0.0
     elif flash_attention:
         attention_scores = 4.0 * n_heads / (hidden * t)  # softmax statistics, per sbh
@@ -364,6 +371,15 @@ class LayerShape:
     #: TEGroupedMLP, compute.EAGER_CLAMP_BYTES): the clamps keep the unclamped first GEMM
     #: output for their backward beside the clamped copy the activation keeps
     eager_clamp: bool = False
+    #: a hybrid model's block (:attr:`ModelSpec.block`): which of the attention and the MLP it
+    #: holds, and a Mamba-2 mixer's saved tensors split by TP, 16-bit elements per token: its
+    #: input projection's output (``zxBCdt``, which ``mamba_split_conv1d_scan_combined`` keeps
+    #: and re-runs the convolution from), the scan's output (the norm's input) and the norm's
+    #: output (the output projection's input), ``in_width + 2·d_inner``
+    attention: bool = True
+    mlp: bool = True
+    mamba: int = 0
+    mamba_inner: int = 0
 
     @classmethod
     def of(cls, model: ModelSpec, *, eager_experts: bool = True) -> LayerShape:
@@ -391,6 +407,10 @@ class LayerShape:
                 else 0
             ),
             eager_clamp=moe and eager_experts and model.activation_clamp is not None,
+            attention=model.has_attention,
+            mlp=model.has_mlp,
+            mamba=model.mamba_in_width + 2 * model.mamba_inner if model.block == "mamba" else 0,
+            mamba_inner=model.mamba_inner if model.block == "mamba" else 0,
         )
 
     def per_hidden(
@@ -406,6 +426,16 @@ class LayerShape:
         layer's MLP tensors; ``shared_experts`` the shared expert's; ``moe`` the routed copies
         of each token and every expert's MLP tensors. Each block keeps its input."""
         h, act = float(hidden), 2.0 * (2.0 if self.gated_mlp else 1.0) + 2.0
+        if self.mamba:  # a Mamba-2 block: the norm's and the input projection's inputs
+            unsplit, split = 4 * h, 2.0 * self.mamba
+            if fp8:  # the projections' inputs kept in FP8
+                unsplit -= h
+                split -= self.mamba_inner
+            if "layernorm" in discarded:
+                unsplit -= (1.0 if fp8 else 2.0) * h
+            return unsplit / h, split / h
+        if not (self.attention and self.mlp):  # a hybrid model's attention, MLP or MoE block
+            return self._block(h, act, fp8, discarded)
         unsplit = 4 * h + 2 * h + 2 * h + (2 * h if self.dropout else 0.0) + 2.0 * self.latent
         if self.sandwich_norm:
             unsplit += 4 * h  # the inputs of the norms after the attention and the MLP
@@ -426,6 +456,36 @@ class LayerShape:
             unsplit -= self.top_k * h if self.expert_ffn_hidden else 0.0
         if discarded:
             unsplit, split = self._discard(h, fp8, discarded, unsplit, split)
+        return unsplit / h, split / h
+
+    def _block(
+        self, h: float, act: float, fp8: bool, discarded: tuple[str, ...]
+    ) -> tuple[float, float]:
+        """:meth:`per_hidden` of a hybrid model's attention, MLP or MoE block: its norm's
+        input, the GEMM input after the norm (one byte an element in FP8), and the attention's
+        or the MLP's and experts' tensors as a transformer layer keeps them."""
+        one = 1.0 if fp8 else 2.0
+        unsplit, split = 2 * h + one * h, 0.0
+        if self.attention:
+            k, v = self.k_dim or self.kv_dim, self.v_dim or self.kv_dim
+            out = self.o_dim or self.q_dim
+            split = 2.0 * self.q_dim + 2 * k + 2 * v + 2 * out + (out if fp8 else 0.0)
+            if self.qk_norm:
+                split += 2.0 * (self.q_dim + self.kv_dim)
+        else:
+            widths = self.ffn_hidden + self.shared_ffn_hidden
+            split = act * widths - (widths if fp8 else 0.0)
+            if self.expert_ffn_hidden:
+                unsplit += self.top_k * one * h  # the routed copies of each token
+                routed = self.top_k * self.expert_ffn_hidden
+                split += act * routed - (routed if fp8 else 0.0)
+                if self.eager_clamp:
+                    split += 4.0 * routed
+        if "layernorm" in discarded:
+            unsplit -= one * h
+        rest = tuple(m for m in discarded if m != "layernorm")
+        if rest:
+            unsplit, split = self._discard(h, fp8, rest, unsplit, split)
         return unsplit / h, split / h
 
     def _discard(

@@ -30,7 +30,7 @@ import difflib
 import math
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Literal
+from typing import Final, Literal
 
 from commwall.errors import CommwallError
 from commwall.workload.errors import WorkloadError
@@ -40,8 +40,25 @@ NormKind = Literal["rmsnorm", "layernorm"]
 #: (Qwen3: ``q_norm``/``k_norm`` of ``head_dim`` weights) or over the whole projection (OLMo 2:
 #: ``q_dim`` and ``kv_dim`` weights).
 QkNorm = Literal["none", "head", "projection"]
+#: Forward FLOPs of a Mamba-2 mixer's scan per token, per ``d_inner · state``: Megatron-LM's
+#: count (``mamba_layer_flops`` in ``megatron/training/training.py`` @d98e8a6, "scan":
+#: ``7 · tokens · d_in · state_dim``), which its logged model TFLOP/s divide by.
+MAMBA_SCAN_FLOPS: Final = 7
+#: What one layer of a model holds: a transformer layer (attention and an MLP or experts) or,
+#: in a hybrid model (:attr:`ModelSpec.hybrid_pattern`), one block: a Mamba-2 mixer, an
+#: attention, a dense MLP or a mixture of experts, each behind its own norm and residual.
+Block = Literal["layer", "mamba", "attention", "mlp", "moe"]
+#: The symbols of Megatron-Core's hybrid layer pattern (``--hybrid-layer-pattern``, Hugging
+#: Face ``hybrid_override_pattern``; ``megatron/core/ssm/mamba_hybrid_layer_allocation.py``
+#: ``Symbols`` @d98e8a6: ``M`` Mamba, ``*`` attention, ``-`` MLP, ``E`` MoE), in the order the
+#: model's layer kinds take (:attr:`ModelSpec.layer_kinds`).
+HYBRID_BLOCKS: Final[dict[str, Block]] = {
+    "M": "mamba", "*": "attention", "-": "mlp", "E": "moe"
+}  # fmt: skip
 
 __all__ = [
+    "HYBRID_BLOCKS",
+    "Block",
     "ModelDefinitionError",
     "ModelSpec",
     "NormKind",
@@ -144,6 +161,20 @@ class ModelSpec:
     token's embedding, projects the two (``2h → h``), runs one more layer like the last, and
     predicts through the shared LM head (:meth:`mtp_layer_params`). A training choice
     (``job.mtp_layers`` sets it); a published model's count leaves it out.
+    ``hybrid_pattern`` makes a hybrid model (Megatron-Core's ``HybridModel``; Nemotron-H,
+    NVIDIA 2025, "Nemotron-H: A Family of Accurate and Efficient Hybrid Mamba-Transformer
+    Models", arXiv 2504.03624; Nemotron 3): one symbol per layer (:data:`HYBRID_BLOCKS`), each
+    layer one block behind its own pre-norm and residual — ``M`` a Mamba-2 mixer, ``*`` an
+    attention (no rotary positions where ``rotary`` is off, as in Nemotron-H), ``-`` a dense MLP
+    of ``ffn_hidden``, ``E`` the experts. The Mamba-2 mixer (Dao and Gu 2024, "Transformers are
+    SSMs", arXiv 2405.21060, §7; Megatron-Core's ``MambaMixer``) has ``mamba_heads`` heads of
+    ``mamba_head_dim`` channels (``d_inner = heads · head_dim``), ``mamba_groups`` groups of
+    ``mamba_state``-wide B and C, a causal convolution of ``mamba_conv`` taps, and runs its
+    scan in chunks of ``mamba_chunk`` tokens: an input projection to ``z``, ``x``, ``B``, ``C``
+    and ``dt`` (``2·d_inner + 2·groups·state + heads``), the convolution over ``x``, ``B`` and
+    ``C``, the SSD scan, a norm gated by ``z`` and an output projection (:meth:`mamba_params_per_layer`).
+    ``block`` is what one layer holds: ``layer`` for every transformer, a hybrid model's
+    :meth:`layer_kind` gives each of its blocks.
     ``published_params`` is the count the authors published, ``source`` where the numbers come from.
     """
 
@@ -186,6 +217,15 @@ class ModelSpec:
     mtp_layers: int = 0
     yarn_rope: bool = False
     activation_clamp: float | None = None
+    hybrid_pattern: str | None = None
+    mamba_heads: int = 0
+    mamba_head_dim: int = 64
+    mamba_state: int = 128
+    mamba_groups: int = 8
+    mamba_conv: int = 4
+    mamba_chunk: int = 128
+    rotary: bool = True
+    block: Block = "layer"
 
     def __post_init__(self) -> None:
         for field_name in (
@@ -288,6 +328,7 @@ class ModelSpec:
                 f"{self.name}: top_k={self.top_k} is invalid: must be <= n_experts={self.n_experts}"
             )
         self._check_expert_groups()
+        self._check_hybrid()
         if self.qk_norm not in ("none", "head", "projection"):
             raise ModelDefinitionError(
                 f"{self.name}: qk_norm={self.qk_norm!r} is invalid: allowed values are "
@@ -352,6 +393,134 @@ class ModelSpec:
                 f"layer past the {self.dense_layers} dense_layers; set n_experts to 1 for a "
                 "dense model"
             )
+
+    def _check_hybrid(self) -> None:
+        """A hybrid model's pattern and Mamba-2 mixer as Megatron-Core builds them
+        (``mamba_hybrid_layer_allocation.py``, ``mamba_mixer.py`` @d98e8a6: the heads split
+        into whole groups)."""
+        for field_name in (
+            "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv", "mamba_chunk"
+        ):  # fmt: skip
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ModelDefinitionError(
+                    f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
+                )
+        heads = self.mamba_heads
+        if isinstance(heads, bool) or not isinstance(heads, int) or heads < 0:
+            raise ModelDefinitionError(
+                f"{self.name}: mamba_heads={heads!r} is invalid: must be an integer >= 0"
+            )
+        if self.block not in ("layer", *HYBRID_BLOCKS.values()):
+            raise ModelDefinitionError(
+                f"{self.name}: block={self.block!r} is invalid: allowed values are 'layer', "
+                + ", ".join(repr(b) for b in HYBRID_BLOCKS.values())
+            )
+        pattern = self.hybrid_pattern
+        mixers = (pattern is not None and "M" in pattern) or self.block == "mamba"
+        if pattern is None:
+            if self.block == "layer" and heads:
+                raise ModelDefinitionError(
+                    f"{self.name}: mamba_heads={heads} is invalid without hybrid_pattern: "
+                    "Mamba-2 mixers sit in a hybrid model's M layers"
+                )
+        else:
+            self._check_pattern(pattern)
+        if mixers and (heads < 1 or heads % self.mamba_groups):
+            raise ModelDefinitionError(
+                f"{self.name}: mamba_heads={heads} is invalid: a Mamba-2 mixer needs at least "
+                f"one head, in whole groups of mamba_groups={self.mamba_groups} (Megatron-Core "
+                "splits the heads by group)"
+            )
+
+    def _check_pattern(self, pattern: str) -> None:
+        shown = pattern if len(pattern) <= 80 else f"{pattern[:77]}..."
+        if (
+            not isinstance(pattern, str)
+            or len(pattern) != self.n_layers
+            or set(pattern) - set(HYBRID_BLOCKS)
+        ):
+            raise ModelDefinitionError(
+                f"{self.name}: hybrid_pattern={shown!r} is invalid: one of "
+                f"{', '.join(HYBRID_BLOCKS)} (Mamba, attention, MLP, MoE) per layer, "
+                f"n_layers={self.n_layers} of them"
+            )
+        if self.block != "layer":
+            raise ModelDefinitionError(
+                f"{self.name}: block={self.block!r} is invalid with hybrid_pattern: the "
+                "pattern gives each layer's block"
+            )
+        if ("E" in pattern) != self.is_moe:
+            raise ModelDefinitionError(
+                f"{self.name}: hybrid_pattern={shown!r} is invalid with n_experts="
+                f"{self.n_experts}: E layers need experts (n_experts > 1), and experts need E "
+                "layers"
+            )
+        refused = {
+            "dense_layers": self.dense_layers,
+            "moe_layer_pattern": self.moe_layer_pattern,
+            "kv_lora_rank": self.kv_lora_rank,
+            "mtp_layers": self.mtp_layers,
+            "sandwich_norm": self.sandwich_norm,
+            "attention_chunk": self.attention_chunk,
+            "sliding_window": self.sliding_window,
+            "learned_pos_emb": self.learned_pos_emb,
+            "yarn_rope": self.yarn_rope,
+        }
+        for field_name, value in refused.items():
+            if value:
+                raise ModelDefinitionError(
+                    f"{self.name}: {field_name}={value!r} is invalid with hybrid_pattern: it "
+                    "describes a transformer layer; a hybrid model's blocks are its pattern's"
+                )
+
+    @property
+    def is_hybrid(self) -> bool:
+        """True for a hybrid model (:attr:`hybrid_pattern` set)."""
+        return self.hybrid_pattern is not None
+
+    @property
+    def has_attention(self) -> bool:
+        """True when a layer of this kind attends: a transformer layer or an attention block."""
+        return self.block in ("layer", "attention")
+
+    @property
+    def has_mlp(self) -> bool:
+        """True when a layer of this kind has an MLP or experts."""
+        return self.block in ("layer", "mlp", "moe")
+
+    @property
+    def mamba_inner(self) -> int:
+        """Channels of a Mamba-2 mixer, ``d_inner = mamba_heads · mamba_head_dim``."""
+        return self.mamba_heads * self.mamba_head_dim
+
+    @property
+    def mamba_conv_channels(self) -> int:
+        """Channels its causal convolution runs over: ``x``, ``B`` and ``C``,
+        ``d_inner + 2·groups·state``."""
+        return self.mamba_inner + 2 * self.mamba_groups * self.mamba_state
+
+    @property
+    def mamba_in_width(self) -> int:
+        """Outputs of its input projection: ``z``, ``x``, ``B``, ``C`` and one ``dt`` per head,
+        ``2·d_inner + 2·groups·state + heads`` (``MambaMixer.in_proj``)."""
+        return self.mamba_inner + self.mamba_conv_channels + self.mamba_heads
+
+    def mamba_weight_params_per_layer(self) -> int:
+        """Matmul weights of one Mamba-2 mixer: the input and output projections."""
+        return self.hidden * self.mamba_in_width + self.mamba_inner * self.hidden
+
+    def mamba_params_per_layer(self) -> int:
+        """Parameters of one Mamba-2 mixer (``MambaMixer``; Hugging Face ``NemotronHMamba2Mixer``):
+        the projections (with biases where ``linear_bias``), the convolution's taps and bias,
+        ``A_log``, ``D`` and ``dt_bias`` (one each per head) and the gated norm's ``d_inner``
+        weights."""
+        conv = self.mamba_conv_channels * (self.mamba_conv + 1)
+        bias = self.mamba_in_width + self.hidden if self.linear_bias else 0
+        return (
+            self.mamba_weight_params_per_layer() + conv + 3 * self.mamba_heads + self.mamba_inner
+            + bias
+        )  # fmt: skip
 
     # ---------------------------------------------------------------- derived sizes
     @property
@@ -419,6 +588,8 @@ class ModelSpec:
     def is_moe_layer(self, layer: int) -> bool:
         """True when layer ``layer`` (0-based) holds experts: a MoE model's layers past the
         ``dense_layers`` that ``moe_layer_pattern`` (when given) marks 1."""
+        if self.hybrid_pattern is not None:
+            return self.hybrid_pattern[layer] == "E"
         if not self.is_moe or layer < self.dense_layers:
             return False
         return self.moe_layer_pattern is None or self.moe_layer_pattern[layer] == 1
@@ -439,7 +610,10 @@ class ModelSpec:
         (one MLP of ``ffn_hidden``, no experts) for a layer without experts
         (:meth:`is_moe_layer`: the first ``dense_layers``, the 0s of ``moe_layer_pattern``),
         else this model with every layer a MoE one; neither has multi-token-prediction modules.
-        Both keep ``n_layers``, so their per-layer figures are layer ``layer``'s."""
+        Both keep ``n_layers``, so their per-layer figures are layer ``layer``'s. A hybrid
+        model's layer is its block (:attr:`block`; no experts but in an ``E`` one)."""
+        if self.hybrid_pattern is not None:
+            return self._hybrid_kind(HYBRID_BLOCKS[self.hybrid_pattern[layer]])
         if self.is_moe and not self.is_moe_layer(layer):
             return replace(
                 self, n_experts=1, top_k=1, expert_groups=1, group_topk=1,
@@ -450,11 +624,34 @@ class ModelSpec:
             return replace(self, dense_layers=0, mtp_layers=0, moe_layer_pattern=None)
         return self
 
+    def _hybrid_kind(self, block: Block) -> ModelSpec:
+        if block == "moe":
+            return replace(self, hybrid_pattern=None, block="moe")
+        return replace(
+            self, hybrid_pattern=None, block=block, n_experts=1, top_k=1, expert_groups=1,
+            group_topk=1, expert_ffn_hidden=None, shared_ffn_hidden=0,
+            published_active_params=None,
+        )  # fmt: skip
+
+    @property
+    def _hybrid_symbols(self) -> str:
+        """The symbols a hybrid model's pattern holds, in :data:`HYBRID_BLOCKS` order."""
+        pattern = self.hybrid_pattern or ""
+        return "".join(c for c in HYBRID_BLOCKS if c in pattern)
+
     @property
     def layer_kinds(self) -> tuple[tuple[ModelSpec, int], ...]:
         """(layer model, how many layers) of each kind of layer: the dense layers, then the MoE
         ones (:meth:`layer_kind`); one entry unless a MoE model has dense layers. The
-        multi-token-prediction modules' layers are not counted here."""
+        multi-token-prediction modules' layers are not counted here. A hybrid model's: one
+        per block its pattern holds, in :data:`HYBRID_BLOCKS` order (Mamba, attention, MLP,
+        MoE)."""
+        if self.hybrid_pattern is not None:
+            pattern = self.hybrid_pattern
+            return tuple(
+                (self._hybrid_kind(HYBRID_BLOCKS[c]), pattern.count(c))
+                for c in self._hybrid_symbols
+            )
         if not self.has_dense_layers:
             return ((self.layer_kind(0), self.n_layers),)
         moe = self.moe_layer_count
@@ -467,6 +664,8 @@ class ModelSpec:
 
     def kind_index(self, layer: int) -> int:
         """Index in :attr:`layer_kinds` of layer ``layer``'s kind."""
+        if self.hybrid_pattern is not None:
+            return self._hybrid_symbols.index(self.hybrid_pattern[layer])
         return 1 if self.has_dense_layers and self.is_moe_layer(layer) else 0
 
     def attended_pairs(self, seq_len: int) -> float:
@@ -512,7 +711,9 @@ class ModelSpec:
     @property
     def norms_per_layer(self) -> int:
         """Norms in one layer: before the attention and before the MLP, and with
-        ``sandwich_norm`` after each as well."""
+        ``sandwich_norm`` after each as well; a hybrid model's block has one."""
+        if self.block != "layer":
+            return 1
         return 4 if self.sandwich_norm else 2
 
     @property
@@ -609,16 +810,25 @@ class ModelSpec:
 
     def layer_params(self) -> int:
         """Parameters of one transformer layer: attention, all experts, router and two norms
-        (a MoE layer where the model has dense layers: :meth:`dense_layer_params`)."""
+        (a MoE layer where the model has dense layers: :meth:`dense_layer_params`); a hybrid
+        model's block, its mixer, attention, MLP or experts and one norm (the model: its last
+        kind's, :attr:`layer_kinds`)."""
+        if self.hybrid_pattern is not None:
+            return self.layer_kinds[-1][0].layer_params()
         if self.has_dense_layers:
             return self.layer_kinds[1][0].layer_params()
-        return (
-            self.attention_params_per_layer()
-            + self.n_experts * self.mlp_params_per_layer()
+        norms = self.norms_per_layer * self.norm_params()
+        if self.block == "mamba":
+            return self.mamba_params_per_layer() + norms
+        attention = self.attention_params_per_layer() if self.has_attention else 0
+        mlp = (
+            self.n_experts * self.mlp_params_per_layer()
             + self.shared_mlp_params_per_layer()
             + self.router_params_per_layer()
-            + self.norms_per_layer * self.norm_params()
+            if self.has_mlp
+            else 0
         )
+        return attention + mlp + norms
 
     def dense_layer_params(self) -> int:
         """Parameters of one dense layer of a MoE model (0 without them)."""
@@ -685,15 +895,39 @@ class ModelSpec:
             kinds.append((self.layer_kind(self.n_layers - 1), self.mtp_layers))
             layers += self.mtp_layers * (2 * self.hidden * self.hidden + self.vocab * self.hidden)
         for kind, n in kinds:
-            shared = kind._mlp_weights(kind.shared_ffn_hidden) if kind.is_moe else 0
-            per_layer = (
-                kind.attention_weight_params_per_layer()
-                + kind.top_k * kind.mlp_weight_params_per_layer()
-                + shared
-                + kind.router_params_per_layer()
-            )
-            layers += n * per_layer
+            layers += n * kind._matmul_weights()
         return layers + self.vocab * self.hidden
+
+    def _matmul_weights(self) -> int:
+        """Matmul weights one token meets in a layer of this kind (:meth:`matmul_params_per_token`):
+        the attention's projections, ``top_k`` experts' MLPs, a shared expert and the router, or a
+        Mamba-2 mixer's projections."""
+        if self.block == "mamba":
+            return self.mamba_weight_params_per_layer()
+        attention = self.attention_weight_params_per_layer() if self.has_attention else 0
+        if not self.has_mlp:
+            return attention
+        shared = self._mlp_weights(self.shared_ffn_hidden) if self.is_moe else 0
+        return (
+            attention
+            + self.top_k * self.mlp_weight_params_per_layer()
+            + shared
+            + self.router_params_per_layer()
+        )
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers that attend: every layer, or a hybrid model's attention blocks."""
+        if self.hybrid_pattern is not None:
+            return self.hybrid_pattern.count("*")
+        return self.n_layers if self.has_attention else 0
+
+    @property
+    def mamba_layers(self) -> int:
+        """Layers with a Mamba-2 mixer: a hybrid model's ``M`` ones (all of a Mamba kind's)."""
+        if self.hybrid_pattern is not None:
+            return self.hybrid_pattern.count("M")
+        return self.n_layers if self.block == "mamba" else 0
 
     def training_flops_per_token(self, seq_len: int) -> float:
         """Forward + backward FLOPs per token for a training sequence of ``seq_len`` tokens.
@@ -720,12 +954,16 @@ class ModelSpec:
         work on top (not included here). A
         ``sliding_window`` does not change this count, as it does not change Megatron-LM's
         (``num_floating_point_operations``) or PaLM's; the kernels it skips are priced in
-        :mod:`commwall.workload.compute`.
+        :mod:`commwall.workload.compute`. A hybrid model's attention term counts its attention
+        blocks, and each Mamba-2 mixer adds its scan, ``7·d_inner·state`` FLOPs a token forward
+        (:data:`MAMBA_SCAN_FLOPS`), ×3 with the backward.
         """
         if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
             raise WorkloadError(f"seq_len={seq_len!r} is invalid: must be an integer >= 1")
-        attention = 6.0 * (self.n_layers + self.mtp_layers) * (self.q_dim + self.o_dim) * seq_len
-        return 6.0 * self.matmul_params_per_token() + attention
+        layers = self.attention_layers + self.mtp_layers
+        attention = 6.0 * layers * (self.q_dim + self.o_dim) * seq_len
+        scan = 3.0 * self.mamba_layers * MAMBA_SCAN_FLOPS * self.mamba_inner * self.mamba_state
+        return 6.0 * self.matmul_params_per_token() + attention + scan
 
     # ---------------------------------------------------------------- gradient tensors
     def gradient_tensors(self) -> list[tuple[str, int]]:
@@ -742,9 +980,57 @@ class ModelSpec:
         and is not listed twice. Element counts are for the whole model (no TP/PP split);
         they sum to :meth:`total_params`.
         """
+        if self.hybrid_pattern is not None:
+            return self._hybrid_tensors()
         if self.norm == "layernorm":
             return self._gpt2_tensors()
         return self._llama_tensors()
+
+    def _hybrid_tensors(self) -> list[tuple[str, int]]:
+        """A hybrid model's tensors as ``NemotronHForCausalLM`` registers them: the embedding
+        (``backbone.embeddings``), each layer's norm then its mixer, the final norm
+        (``backbone.norm_f``) and the LM head."""
+        h = self.hidden
+        out: list[tuple[str, int]] = [("backbone.embeddings.weight", self.vocab * h)]
+        for i in range(self.n_layers):
+            out += self._hybrid_layer(i)
+        out += self._norm_tensors("backbone.norm_f")
+        if not self.tied_embeddings:
+            out.append(("lm_head.weight", self.vocab * h))
+        return out
+
+    def _hybrid_layer(self, i: int) -> list[tuple[str, int]]:
+        """Layer ``i`` of a hybrid model: ``NemotronHBlock``'s norm, then its mixer — a Mamba-2
+        mixer (``in_proj``, ``conv1d``, ``dt_bias``, ``A_log``, ``D``, the gated ``norm``,
+        ``out_proj``), an attention, an MLP or the experts (the router, each expert's
+        ``up_proj`` and ``down_proj``, the shared expert's)."""
+        h, p = self.hidden, f"backbone.layers.{i}"
+        out = self._norm_tensors(f"{p}.norm")
+        m = f"{p}.mixer"
+        block = HYBRID_BLOCKS[(self.hybrid_pattern or "")[i]]
+        if block == "mamba":
+            channels = self.mamba_conv_channels
+            out += self._linear(f"{m}.in_proj", h, self.mamba_in_width)
+            out += [(f"{m}.conv1d.weight", channels * self.mamba_conv),
+                    (f"{m}.conv1d.bias", channels)]  # fmt: skip
+            out += [(f"{m}.{name}", self.mamba_heads) for name in ("dt_bias", "A_log", "D")]
+            out.append((f"{m}.norm.weight", self.mamba_inner))
+            out += self._linear(f"{m}.out_proj", self.mamba_inner, h)
+        elif block == "attention":
+            out += self._linear(f"{m}.q_proj", h, self.q_dim)
+            out += self._linear(f"{m}.k_proj", h, self.kv_dim)
+            out += self._linear(f"{m}.v_proj", h, self.kv_dim)
+            out += self._linear(f"{m}.o_proj", self.q_dim, h)
+            out += self._qk_norm_tensors(m)
+        elif block == "mlp":
+            out += self._mlp_tensors(m, "llama", self.ffn_hidden)
+        else:
+            out.append((f"{m}.gate.weight", self.router_params_per_layer()))
+            for e in range(self.n_experts):
+                out += self._mlp_tensors(f"{m}.experts.{e}", "llama", self.expert_ffn)
+            if self.shared_ffn_hidden:
+                out += self._mlp_tensors(f"{m}.shared_expert", "llama", self.shared_ffn_hidden)
+        return out
 
     def _norm_tensors(self, prefix: str) -> list[tuple[str, int]]:
         out = [(f"{prefix}.weight", self.hidden)]
@@ -819,6 +1105,8 @@ class ModelSpec:
 
     def _layer_tensors(self, i: int) -> list[tuple[str, int]]:
         """Layer ``i``'s tensors, named as :meth:`gradient_tensors` names them."""
+        if self.hybrid_pattern is not None:
+            return self._hybrid_layer(i)
         return self._gpt2_layer(i) if self.norm == "layernorm" else self._llama_layer(i)
 
     def _llama_layer(self, i: int) -> list[tuple[str, int]]:
@@ -1352,6 +1640,44 @@ _ZOO: dict[str, ModelSpec] = {
                 "(intermediate_size 12288, vocab 151552, attention_bias true, untied); 355B "
                 "total, which counts the multi-token-prediction layer (not counted here); the "
                 "card's 32B activated leaves out the embeddings"
+            ),
+        ),
+        ModelSpec(
+            name="nemotron-3-nano-30b-a3b",
+            n_layers=52,
+            hidden=2688,
+            ffn_hidden=1856,
+            n_heads=32,
+            n_kv_heads=2,
+            head_size=128,
+            vocab=131072,
+            max_seq_len=262144,
+            gated_mlp=False,
+            tied_embeddings=False,
+            n_experts=128,
+            top_k=6,
+            expert_ffn_hidden=1856,
+            shared_ffn_hidden=3712,
+            hybrid_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+            mamba_heads=64,
+            mamba_head_dim=64,
+            mamba_state=128,
+            mamba_groups=8,
+            mamba_conv=4,
+            mamba_chunk=128,
+            rotary=False,
+            published_params=31.6e9,
+            published_active_params=3.6e9,
+            source=(
+                "Megatron-Bridge nemotron_3_nano recipe (src/megatron/bridge/recipes/nemotronh/"
+                "h100/nemotron_3_nano.py @067f987: hybrid_layer_pattern of 23 Mamba-2, 6 "
+                "attention and 23 MoE layers, hidden 2688, 64 Mamba heads of 64, state 128, 8 "
+                "groups, 32 heads of 128 with 2 query groups, 128 experts of 1856 routed top-6 "
+                "and a shared one of 3712, squared ReLU) and the Hugging Face config of "
+                "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 (NemotronHForCausalLM: vocab 131072, "
+                "262,144 positions, no rotary, untied, chunk 128, 4 conv taps); 31.6B total and "
+                "about 3.6B active with the embeddings (NVIDIA 2025, the Nemotron 3 Nano "
+                "technical report)"
             ),
         ),
     )

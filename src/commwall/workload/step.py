@@ -467,9 +467,7 @@ def _beside_tp(job: Job, u: UnitTimes, seconds: dict[str, float], sms: int | Non
         nbytes = 2.0 * tokens * job.model.hidden * (1.0 + 1.0 / job.tp)
         return nbytes / job.device.hbm + KERNEL_LAUNCH
 
-    blocks: tuple[tuple[str, str, str, str], ...] = (("qkv", "attention out", "qkv", "proj"),)
-    if not job.model.is_moe:
-        blocks += (("mlp up", "mlp down", "fc1", "fc2"),)
+    blocks = tp_blocks(job.model)
     ahead: list[float] = []
     behind: list[float] = []
     extra_f = extra_b = 0.0
@@ -495,6 +493,23 @@ def _beside_tp(job: Job, u: UnitTimes, seconds: dict[str, float], sms: int | Non
     )
 
 
+def tp_blocks(model: ModelSpec) -> tuple[tuple[str, str, str, str], ...]:
+    """The TP blocks of a layer of ``model`` (one kind): (column-parallel GEMM, row-parallel
+    GEMM, their Userbuffers names) of the attention and of a dense MLP; a MoE layer's experts
+    are not one (their pair runs over the expert-TP group). A hybrid model's block holds one:
+    its attention, its MLP, or its Mamba-2 mixer's input and output projections, which
+    Megatron-Core builds with Userbuffers' ``fc1`` and ``fc2`` names (``MambaMixer``,
+    ``megatron/core/ssm/mamba_mixer.py`` @d98e8a6)."""
+    attention = ("qkv", "attention out", "qkv", "proj")
+    mlp = ("mlp up", "mlp down", "fc1", "fc2")
+    if model.block == "mamba":
+        return (("mamba in", "mamba out", "fc1", "fc2"),)
+    out: tuple[tuple[str, str, str, str], ...] = (attention,) if model.has_attention else ()
+    if model.has_mlp and not model.is_moe:
+        out += (mlp,)
+    return out
+
+
 def backward_tp_overlap(job: Job) -> bool:
     """Whether the backward's column-parallel TP collectives run on NCCL's stream beside its
     GEMMs (``job.tp_backward_overlap`` without Userbuffers; :meth:`_Builder.backward_beside`)."""
@@ -510,7 +525,7 @@ def _beside_backward(job: Job, u: UnitTimes, seconds: dict[str, float]) -> UnitT
     ``LinearWithGradAccumulationAndAsyncCommunication`` and Transformer Engine's ``Linear``
     backward run them. No SM margin: NCCL's channels are priced beside them
     (:mod:`commwall.workload.contention`)."""
-    columns = ("qkv",) + (() if job.model.is_moe else ("mlp up",))
+    columns = tuple(column for column, *_ in tp_blocks(job.model))
     behind: list[float] = []
     for column in columns:
         half = seconds[f"{column} dgrad+wgrad"] / 2.0
@@ -536,6 +551,9 @@ class LayerPlan:
     redo: tuple[bool, ...]
     #: the kind of each layer, then of each multi-token-prediction module's layer
     index: tuple[int, ...]
+    #: the kind's TP blocks (:func:`tp_blocks`) and whether it has a dense MLP
+    tp_blocks: tuple[int, ...] = ()
+    dense_mlp: tuple[bool, ...] = ()
 
 
 def layer_plan(job: Job) -> LayerPlan:
@@ -575,6 +593,8 @@ def layer_plan(job: Job) -> LayerPlan:
         latent_share=tuple(m.tp_input_width / m.hidden for _ in variants for m, _ in kinds),
         redo=tuple(v.spec.recompute == "full" for v in variants for _ in kinds),
         index=tuple(index),
+        tp_blocks=tuple(len(tp_blocks(m)) for _ in variants for m, _ in kinds),
+        dense_mlp=tuple(m.has_mlp and not m.is_moe for _ in variants for m, _ in kinds),
     )
 
 
@@ -618,9 +638,13 @@ def _flat_times(job: Job) -> UnitTimes:
     # efficiency is a whole-layer figure, so no SM margin on top
     h, mlp_in = m.hidden, 2 if m.gated_mlp else 1
     qkv = m.attention_weight_params_per_layer() - m.o_dim * h  # MLA: its four projections
-    flops = {"qkv": qkv, "attention out": m.o_dim * h}
-    if not m.is_moe:
-        flops |= {"mlp up": h * mlp_in * m.ffn_hidden, "mlp down": m.ffn_hidden * h}
+    flops = {
+        "qkv": qkv, "attention out": m.o_dim * h,
+        "mlp up": h * mlp_in * m.ffn_hidden, "mlp down": m.ffn_hidden * h,
+        "mamba in": h * m.mamba_in_width, "mamba out": m.mamba_inner * h,
+    }  # fmt: skip
+    gemms = {name for block in tp_blocks(m) for name in block[:2]}
+    flops = {name: f for name, f in flops.items() if name in gemms}
     seconds = {name: 2.0 * f * tokens / rate for name, f in flops.items()}
     seconds |= {f"{name} dgrad+wgrad": 2.0 * t for name, t in seconds.items()}
     if not spec.tp_comm_overlap:
@@ -636,14 +660,14 @@ def _flat_recompute(job: Job) -> float:
     (:func:`~commwall.workload.compute._recomputed`); element-wise work is not in FLOPs."""
     m, s = job.model, job.spec.seq_len
     modules = recompute_modules(job.spec)
-    flops = 2.0 * (m.q_dim + m.o_dim) * s if "core_attn" in modules else 0.0
+    flops = 2.0 * (m.q_dim + m.o_dim) * s if "core_attn" in modules and m.has_attention else 0.0
     mlp_in = 2 if m.gated_mlp else 1
     weights = {
         "mla_up_proj": sum(i * o for _, i, o, split in m.mla_projections() if split)
         - m.o_dim * m.hidden
         if m.mla
         else 0,
-        "mlp": 0 if m.is_moe else m.mlp_weight_params_per_layer(),
+        "mlp": m.mlp_weight_params_per_layer() if m.has_mlp and not m.is_moe else 0,
         "moe": (
             m.top_k * m.mlp_weight_params_per_layer()
             + m.router_params_per_layer()
@@ -701,8 +725,10 @@ def _parsed_tensors(model: ModelSpec) -> tuple[tuple[str, int, int, bool, bool],
             layer = -1
         else:
             layer = model.n_layers
-        # norms, and MLA's down projections, which every TP rank holds whole
-        replicated = "norm" in name or "ln_" in name or "_a_proj" in name
+        # norms, and MLA's down projections, which every TP rank holds whole (not a Mamba-2
+        # mixer's gated norm, over the rank's own channels)
+        norm = ("norm" in name and ".mixer.norm." not in name) or "ln_" in name
+        replicated = norm or "_a_proj" in name
         parsed.append((name, count, layer, replicated, "experts" in name))
     return tuple(parsed)
 
@@ -1066,13 +1092,13 @@ class _Builder:
     def _blocking_calls(self, backward: bool, layers: int, k: int) -> tuple[_Blocking, ...]:
         job = self.job
         moe = self.plan.moe[k]
-        blocks = 1 if moe else 2
+        blocks = self.plan.tp_blocks[k]
         ub = self.spec.tp_comm_overlap
         redo = layers if backward and self.plan.redo[k] else 0
         # selective recomputation of a whole block re-runs its collectives too: a dense MLP's
         # pair (mlp), a MoE block's experts' pair and all-to-alls (moe)
         modules = self.modules if backward else ()
-        mlp_redo = layers if not moe and "mlp" in modules else 0
+        mlp_redo = layers if self.plan.dense_mlp[k] and "mlp" in modules else 0
         moe_redo = self.moe_forwards_again(backward, layers, k)  # its all-to-alls and experts
         if self.sp:
             if not backward:

@@ -25,6 +25,8 @@ from commwall.workload.compute import (
     KERNEL_LAUNCH,
     LOW_PRECISION_CAST,
     NVFP4_GEMM_KERNELS,
+    SSD_PASSES,
+    SSD_STREAM_SHARE,
     SUSTAINED_GEMM,
     UNFUSED_ROTARY_PASSES,
     WINDOW_ROW_SECONDS,
@@ -1088,3 +1090,51 @@ def test_recompute_modules_rerun_their_kernels() -> None:
     assert redo(dense, "moe", "moe_act") == set()  # nor a dense layer experts
     norms = layer_work(moe, H100, **args, recompute_modules=("layernorm",)).recompute
     assert [k.nbytes for k in norms] == [2 * 2 * 7168 * 4096 * 2]  # two norms, read and write
+
+
+# ---------------------------------------------------------------- Mamba-2 mixers
+def test_ssd_share_is_vllm_s_h100_measurement_over_the_streaming_rate() -> None:
+    # 128 heads of 64, one group of state 128, chunk 256, no gate: 3X + 3S + 4BC + 2CB
+    x, states, bc, cb = 128 * 64 * 2, 128 * 64 * 128 * 4 / 256, 128 * 2, 256 * 4
+    assert 3 * x + 3 * states + 4 * bc + 2 * cb == 101_376
+    achieved = 101_376 * 1.262327e7
+    assert achieved / 3.35e12 == pytest.approx(0.382, abs=5e-4)
+    share = SSD_STREAM_SHARE
+    assert share == pytest.approx(achieved / (HBM_SHARE["h100-sxm"] * 3.35e12))
+    assert share == pytest.approx(0.4263, abs=1e-4)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_mamba_block_prices_its_projections_and_scan(tp: int) -> None:
+    nano = get_model("nemotron-3-nano-30b-a3b")
+    mamba = nano.layer_kinds[0][0]
+    assert mamba.block == "mamba"
+    tokens = 2 * 4096
+    work = layer_work(mamba, H100, micro_batch=2, seq_len=4096, tp=tp, recompute="none")
+    names = [k.name for k in work.forward]
+    assert names[0] == "mamba in" and "qkv" not in names and "attention" not in names
+    gemm = {k.name: k for k in (*work.forward, *work.backward)}
+    assert gemm["mamba in"].flops == 2 * tokens * 2688 * (2 * 4096 + 2 * 8 * 128 + 64) / tp
+    assert gemm["mamba out"].flops == 2 * tokens * 4096 * 2688 / tp
+    x, states = 64 / tp * 64 * 2, 64 / tp * 64 * 128 * 4 / 128
+    bc, cb = 8 / tp * 128 * 2, 8 / tp * 128 * 4
+    rate = H100.hbm * SSD_STREAM_SHARE
+    for way, name in (("forward", "mamba ssd scan"), ("backward", "mamba ssd scan (grad)")):
+        nx, ns, nbc, ncb, launches = SSD_PASSES[way]
+        nbytes = (nx * x + ns * states + nbc * bc + ncb * cb) * tokens
+        assert gemm[name].nbytes == pytest.approx(nbytes)
+        assert gemm[name].seconds == pytest.approx(nbytes / rate + launches * KERNEL_LAUNCH)
+    # the block's one norm and residual: 5 passes of the (sequence-parallel) hidden state
+    assert gemm["norm, residual"].nbytes == 5 * 2688 / tp * 2 * tokens
+
+
+def test_hybrid_blocks_hold_only_their_part() -> None:
+    nano = get_model("nemotron-3-nano-30b-a3b")
+    _, attention, moe = (k for k, _ in nano.layer_kinds)
+    a = [k.name for k in layer_work(attention, H100, micro_batch=1, seq_len=4096, tp=1).forward]
+    assert {"qkv", "attention out", "attention"} <= set(a)
+    assert not any(n.startswith(("mlp", "experts", "mamba", "router")) for n in a)
+    assert "rotary" not in " ".join(a)  # Nemotron-H attends without rotary positions
+    e = [k.name for k in layer_work(moe, H100, micro_batch=1, seq_len=4096, tp=1, ep=8).forward]
+    assert {"router", "experts up", "shared expert up"} <= set(e)
+    assert not any(n in ("qkv", "attention", "attention out") for n in e)

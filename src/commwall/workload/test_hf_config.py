@@ -509,7 +509,7 @@ def test_qwen_moe_activates_its_published_share() -> None:
     ("change", "message"),
     [({"model_type": "falcon"}, "model_type: 'falcon' is not supported; supported: llama"),
      ({"model_type": "qwen3_next"}, "'qwen3_next' is not supported (its Gated DeltaNet"),
-     ({"model_type": "nemotron_h"}, "'nemotron_h' is not supported (its Mamba-2 layers"),
+     ({"model_type": "jamba"}, "'jamba' is not supported (its Mamba-1 layers"),
      ({"first_k_dense_replace": 3}, "first_k_dense_replace: 3: dense layers among MoE layers"),
      ({"q_lora_rank": 1536}, "q_lora_rank: 1536: multi-head latent attention"),
      ({"q_lora_rank": False}, "q_lora_rank: False; allowed: an integer"),
@@ -833,3 +833,90 @@ def test_bad_models_in_a_scenario_are_one_line(tmp_path: Path, model: str, messa
     result = runner.invoke(app, ["run", str(scenario)])
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
+
+
+#: Nemotron 3 Nano's config.json keys (nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16, as the
+#: Megatron-Bridge recipe states them): the zoo's nemotron-3-nano-30b-a3b.
+NEMOTRON_H: dict[str, Any] = {
+    "model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"],
+    "hidden_size": 2688, "intermediate_size": 1856, "num_hidden_layers": 52,
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128,
+    "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8,
+    "conv_kernel": 4, "chunk_size": 128, "expand": 2, "vocab_size": 131072,
+    "max_position_embeddings": 262144, "tie_word_embeddings": False, "mlp_hidden_act": "relu2",
+    "use_bias": False, "use_conv_bias": True, "n_routed_experts": 128, "num_experts_per_tok": 6,
+    "moe_intermediate_size": 1856, "moe_shared_expert_intermediate_size": 3712, "n_group": 1,
+    "topk_group": 1,
+}  # fmt: skip
+
+
+def test_a_nemotron_h_config_reads_as_the_zoo_hybrid() -> None:
+    spec = model_from_hf_config(NEMOTRON_H)
+    zoo = get_model("nemotron-3-nano-30b-a3b")
+    assert spec.total_params() == zoo.total_params()
+    assert spec.training_flops_per_token(8192) == zoo.training_flops_per_token(8192)
+    assert [(k.block, n) for k, n in spec.layer_kinds] == [(k.block, n) for k, n in zoo.layer_kinds]
+    assert not spec.rotary and not spec.gated_mlp
+    # transformers 5 lists the blocks by name instead of the pattern
+    names = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+    listed = {k: v for k, v in NEMOTRON_H.items() if k != "hybrid_override_pattern"}
+    listed["layers_block_type"] = [names[c] for c in NEMOTRON_H["hybrid_override_pattern"]]
+    assert model_from_hf_config(listed).hybrid_pattern == zoo.hybrid_pattern
+    # a dense Nemotron-H (M, * and - only), heads from expand · hidden / head dim
+    dense = {k: v for k, v in NEMOTRON_H.items() if k != "mamba_num_heads"}
+    dense["hybrid_override_pattern"] = "M-M*" * 13
+    dense["hidden_size"] = 4096
+    spec = model_from_hf_config(dense)
+    assert not spec.is_moe and spec.mamba_heads == 2 * 4096 // 64
+    assert [k.block for k, _ in spec.layer_kinds] == ["mamba", "attention", "mlp"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"moe_latent_size": 1024}, "moe_latent_size: 1024: latent experts"),
+     ({"num_nextn_predict_layers": 1}, "num_nextn_predict_layers: 1: a hybrid model's multi-token"),
+     ({"hybrid_override_pattern": "ME"}, "hybrid_override_pattern: 2 symbols for num_hidden_layers 52"),
+     ({"hybrid_override_pattern": None}, "hybrid_override_pattern: None: missing"),
+     ({"hybrid_override_pattern": "MQ" * 26}, "hybrid_pattern='MQMQ"),
+     ({"mlp_hidden_act": "silu"}, "mlp_hidden_act: 'silu': only relu2"),
+     ({"use_conv_bias": False}, "use_conv_bias: false"),
+     ({"n_groups": 3}, "mamba_heads=64 is invalid: .* groups of mamba_groups=3")],
+)  # fmt: skip
+def test_what_a_nemotron_h_config_cannot_use_is_named(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ModelDefinitionError, match=message):
+        model_from_hf_config({**NEMOTRON_H, **change})
+
+
+def test_an_inline_hybrid_model_and_its_stray_mamba_fields() -> None:
+    base = {"n_layers": 4, "hidden": 512, "ffn_hidden": 1024, "n_heads": 8, "vocab": 1000}
+    spec = model_from_def(
+        ModelDef(**base, hybrid_pattern="M*M-", mamba_heads=16, rotary=False)  # type: ignore[arg-type]
+    )
+    assert [(k.block, n) for k, n in spec.layer_kinds] == [
+        ("mamba", 2), ("attention", 1), ("mlp", 1)
+    ]  # fmt: skip
+    with pytest.raises(ModelDefinitionError, match="mamba_state given without hybrid_pattern"):
+        model_from_def(ModelDef(**base, mamba_state=64))  # type: ignore[arg-type]
+
+
+def test_a_nemotron_h_config_runs_from_the_cli(tmp_path: Path) -> None:
+    """A 4-layer hybrid (Mamba, attention, Mamba, experts) on one H100 node: the step runs, its
+    JSON names the model, and TP 2 splits the mixers' groups (TP 8 does not fit their 4)."""
+    small = {**NEMOTRON_H, "num_hidden_layers": 4, "hybrid_override_pattern": "M*ME",
+             "hidden_size": 1024, "mamba_num_heads": 32, "n_groups": 4, "n_routed_experts": 8,
+             "vocab_size": 32000}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(small))
+    scenario = tmp_path / "h.yaml"
+    scenario.write_text(
+        "cluster: {preset: dgx-h100, nodes: 1}\n"
+        "job: {model: {hf_config: config.json}, tp: 2, ep: 4, global_batch: 8, seq_len: 4096}\n"
+    )
+    result = runner.invoke(app, ["run", str(scenario), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["step_time_s"] > 0 and out["job"]["tp"] == 2
+    scenario.write_text(scenario.read_text().replace("tp: 2, ep: 4", "tp: 8, ep: 1, cp: 1"))
+    bad = runner.invoke(app, ["run", str(scenario)])
+    assert bad.exit_code != 0
+    assert "does not divide" in bad.output and "Mamba-2 mixers (32 heads in 4 groups" in bad.output

@@ -503,3 +503,44 @@ def test_an_eager_glu_clamp_keeps_the_unclamped_expert_output_too() -> None:
     more = memory_per_gpu(m, recompute="none", **kw).activations
     less = memory_per_gpu(m, recompute="none", eager_experts=False, **kw).activations
     assert more - less == pytest.approx(m.n_layers * 4 * 4096 * 4.0 * routed, rel=1e-9)
+
+
+# ---------------------------------------------------------------- hybrid (Mamba-2) blocks
+def _nano_kinds() -> dict[str, Any]:
+    return {k.block: k for k, _ in get_model("nemotron-3-nano-30b-a3b").layer_kinds}
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+def test_a_mamba_block_keeps_its_projection_inputs_and_zxbcdt(fp8: bool) -> None:
+    """Per token: the norm's input (2h) and the input projection's (2h, 1h in FP8), split by
+    TP the projection's output zxBCdt, the scan's output and the norm's output (the output
+    projection's input, one byte in FP8); no attention statistics."""
+    h, inner, width = 2688, 4096, 2 * 4096 + 2 * 8 * 128 + 64
+    kw = {"seq_len": 4096, "micro_batch": 2, "hidden": h, "n_heads": 32, "tp": 2}
+    got = activation_bytes_per_layer(
+        **kw, recompute="none", flash_attention=True, fp8=fp8,
+        layer=LayerShape.of(_nano_kinds()["mamba"]),
+    )  # fmt: skip
+    unsplit = 4 * h - (h if fp8 else 0)
+    split = 2 * (width + 2 * inner) - (inner if fp8 else 0)
+    assert got == pytest.approx(4096 * 2 * (unsplit + split) / 2)
+
+
+def test_hybrid_attention_and_moe_blocks_keep_one_norm_each() -> None:
+    kinds = _nano_kinds()
+    h = 2688
+    attention = LayerShape.of(kinds["attention"]).per_hidden(h)
+    q, kv = 32 * 128, 2 * 128
+    # norm input 2h and the QKV input 2h; Q, K, V and the output
+    assert attention == pytest.approx((4.0, (2 * q + 2 * kv + 2 * kv + 2 * q) / h))
+    moe = LayerShape.of(kinds["moe"]).per_hidden(h)
+    act = 2 * 1 + 2  # squared ReLU: its input and the down projection's, 16-bit
+    routed = 6 * act * 1856 + act * 3712
+    assert moe == pytest.approx(((2 + 2 + 6 * 2) * h / h, routed / h))
+
+
+def test_hybrid_params_per_gpu_split_the_experts_over_ep() -> None:
+    m = get_model("nemotron-3-nano-30b-a3b")
+    kinds = _nano_kinds()
+    expert = 23 * 128 * kinds["moe"].mlp_params_per_layer()
+    assert params_per_gpu(m, ep=8) == pytest.approx(m.total_params() - expert + expert / 8)

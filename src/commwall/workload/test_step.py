@@ -2219,3 +2219,28 @@ def test_a_layer_runs_as_long_as_korthikanti_table_4_timed_it() -> None:
     assert 0.0 < total(("selective", False)) / base - 1 < total(("full", False)) / base - 1
     assert got[("none", True)][0] < got[("none", False)][0]
     assert got[("selective", True)][0] < got[("selective", False)][0]
+
+
+# ---------------------------------------------------------------- hybrid (Mamba-2) models
+HYBRID = {"seq_len": 2048, "global_batch": 16, "model": {
+    "name": "hybrid-4", "n_layers": 4, "hidden": 2048, "ffn_hidden": 4096, "n_heads": 16,
+    "n_kv_heads": 4, "vocab": 32000, "gated_mlp": False, "hybrid_pattern": "M*-E",
+    "mamba_heads": 32, "n_experts": 8, "top_k": 2, "rotary": False}}  # fmt: skip
+
+
+def test_hybrid_blocks_run_their_own_tp_collectives() -> None:
+    """TP 2 with sequence parallelism, every collective on the compute stream: a Mamba, an
+    attention and an MLP block each gather once and reduce-scatter once forward, gather twice
+    and reduce-scatter once backward; the MoE block has no TP block but its experts' pair over
+    the TP group (a gather and a scatter each way)."""
+    job = {**HYBRID, "tp": 2, "sequence_parallel": True, "tp_backward_overlap": False}
+    resolved_job, _ = resolved(job, nodes=1)
+    plan = step_module.layer_plan(resolved_job)
+    assert plan.tp_blocks == (1, 1, 1, 0) and plan.dense_mlp == (False, False, True, False)
+    r = run(job, nodes=1)
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time, rel=1e-12)
+    calls = {op: sum(c.calls for c in r.collectives if c.op == op and c.nranks == 2)
+             for op in ("all_gather", "reduce_scatter")}  # fmt: skip
+    m = resolved_job.micro_batches
+    assert calls["all_gather"] == m * (3 + 1 + 2 * 3 + 1)
+    assert calls["reduce_scatter"] == m * (3 + 1 + 3 + 1)
