@@ -515,7 +515,7 @@ def _nemotron_h(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     pattern = data.get("hybrid_override_pattern")
     types = data.get("layers_block_type")
     if pattern is None and isinstance(types, list):
-        unknown = [t for t in types if t not in _NEMOTRON_H_BLOCKS]
+        unknown = [t for t in types if not isinstance(t, str) or t not in _NEMOTRON_H_BLOCKS]
         if unknown:
             raise ModelDefinitionError(
                 f"layers_block_type: {_shown(unknown[0])} is not a block; allowed: "

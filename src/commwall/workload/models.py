@@ -434,14 +434,15 @@ class ModelSpec:
             )
 
     def _check_pattern(self, pattern: str) -> None:
-        shown = pattern if len(pattern) <= 80 else f"{pattern[:77]}..."
+        shown = repr(pattern)
+        shown = shown if len(shown) <= 80 else f"{shown[:77]}..."
         if (
             not isinstance(pattern, str)
             or len(pattern) != self.n_layers
             or set(pattern) - set(HYBRID_BLOCKS)
         ):
             raise ModelDefinitionError(
-                f"{self.name}: hybrid_pattern={shown!r} is invalid: one of "
+                f"{self.name}: hybrid_pattern={shown} is invalid: one of "
                 f"{', '.join(HYBRID_BLOCKS)} (Mamba, attention, MLP, MoE) per layer, "
                 f"n_layers={self.n_layers} of them"
             )
@@ -452,7 +453,7 @@ class ModelSpec:
             )
         if ("E" in pattern) != self.is_moe:
             raise ModelDefinitionError(
-                f"{self.name}: hybrid_pattern={shown!r} is invalid with n_experts="
+                f"{self.name}: hybrid_pattern={shown} is invalid with n_experts="
                 f"{self.n_experts}: E layers need experts (n_experts > 1), and experts need E "
                 "layers"
             )

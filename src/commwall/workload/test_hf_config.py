@@ -879,6 +879,8 @@ def test_a_nemotron_h_config_reads_as_the_zoo_hybrid() -> None:
      ({"hybrid_override_pattern": "ME"}, "hybrid_override_pattern: 2 symbols for num_hidden_layers 52"),
      ({"hybrid_override_pattern": None}, "hybrid_override_pattern: None: missing"),
      ({"hybrid_override_pattern": "MQ" * 26}, "hybrid_pattern='MQMQ"),
+     ({"hybrid_override_pattern": None, "layers_block_type": [["mamba"]] * 52},
+      "layers_block_type: \\['mamba'\\] is not a block"),
      ({"mlp_hidden_act": "silu"}, "mlp_hidden_act: 'silu': only relu2"),
      ({"use_conv_bias": False}, "use_conv_bias: false"),
      ({"n_groups": 3}, "mamba_heads=64 is invalid: .* groups of mamba_groups=3")],
