@@ -1344,32 +1344,21 @@ def _elementwise_bytes(
     shard with sequence parallelism)."""
     hs = model.hidden / t if sequence_parallel else model.hidden
     activation = (3 if model.gated_mlp else 2) * active_ffn / t
-    if model.block != "layer":  # a hybrid model's block: one norm, one residual add
-        per_token = 2 * hs + 3 * hs + activation
-        launches = 2 + (1 if active_ffn else 0)
-        if model.linear_bias:
-            per_token += 1.5 * hs
-            launches += 1
-        if model.has_attention and model.rotary:
-            per_token += 2 * (model.q_dim + model.k_dim) / t
-            launches += 1
-        if model.has_attention and model.qk_norm != "none":
-            per_token += 2 * (model.q_dim + model.kv_dim) / t
-            launches += 2
-        return per_token, launches
-    per_token = 2 * 2 * hs + 2 * 3 * hs + activation
-    launches = 5
+    blocks = 2 if model.block == "layer" else 1  # a hybrid model's block: one norm, one add
+    per_token = blocks * 2 * hs + blocks * 3 * hs + activation
+    launches = 2 * blocks + (1 if active_ffn else 0)
     if model.linear_bias:
-        per_token += 2 * 1.5 * hs
-        launches += 2
-    if not model.learned_pos_emb and not model.yarn_rope and model.rotary:
+        per_token += blocks * 1.5 * hs
+        launches += blocks
+    rotary = model.rotary and not model.learned_pos_emb and not model.yarn_rope
+    if model.has_attention and rotary:
         per_token += 2 * (model.q_dim + model.k_dim) / t
         launches += 1
     if model.mla:
         latents = (model.q_lora_rank or 0) + (model.kv_lora_rank or 0)
         per_token += 2 * latents / (t if sequence_parallel else 1)
         launches += 2 if model.q_lora_rank else 1
-    if model.qk_norm != "none":
+    if model.has_attention and model.qk_norm != "none":
         per_token += 2 * (model.q_dim + model.kv_dim) / t
         launches += 2
     if model.sandwich_norm:  # Gemma's norms of the attention and MLP outputs

@@ -240,6 +240,11 @@ class ModelSpec:
             "top_k",
             "expert_groups",
             "group_topk",
+            "mamba_head_dim",
+            "mamba_state",
+            "mamba_groups",
+            "mamba_conv",
+            "mamba_chunk",
         ):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -282,7 +287,9 @@ class ModelSpec:
                 f"sliding_window={self.sliding_window}: a layer's attention is either windowed "
                 "or chunked; give one of them"
             )
-        for field_name in ("shared_ffn_hidden", "dense_layers", "qk_rope_head_dim", "mtp_layers"):
+        for field_name in (
+            "shared_ffn_hidden", "dense_layers", "qk_rope_head_dim", "mtp_layers", "mamba_heads"
+        ):  # fmt: skip
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ModelDefinitionError(
@@ -398,19 +405,7 @@ class ModelSpec:
         """A hybrid model's pattern and Mamba-2 mixer as Megatron-Core builds them
         (``mamba_hybrid_layer_allocation.py``, ``mamba_mixer.py`` @d98e8a6: the heads split
         into whole groups)."""
-        for field_name in (
-            "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv", "mamba_chunk"
-        ):  # fmt: skip
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ModelDefinitionError(
-                    f"{self.name}: {field_name}={value!r} is invalid: must be an integer >= 1"
-                )
         heads = self.mamba_heads
-        if isinstance(heads, bool) or not isinstance(heads, int) or heads < 0:
-            raise ModelDefinitionError(
-                f"{self.name}: mamba_heads={heads!r} is invalid: must be an integer >= 0"
-            )
         if self.block not in ("layer", *HYBRID_BLOCKS.values()):
             raise ModelDefinitionError(
                 f"{self.name}: block={self.block!r} is invalid: allowed values are 'layer', "
@@ -634,7 +629,7 @@ class ModelSpec:
             published_active_params=None,
         )  # fmt: skip
 
-    @property
+    @cached_property
     def _hybrid_symbols(self) -> str:
         """The symbols a hybrid model's pattern holds, in :data:`HYBRID_BLOCKS` order."""
         pattern = self.hybrid_pattern or ""
