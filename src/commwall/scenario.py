@@ -13,6 +13,7 @@ strings (``"25 MiB"``, ``"400 Gb/s"``) parsed by :mod:`commwall.units`. Anything
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,7 @@ from pydantic import (
 )
 
 from commwall.errors import CommwallError
+from commwall.megatron_args import MegatronArgsError, megatron_job, padded_vocab
 from commwall.units import UnitError, parse_size, parse_time
 
 # ---- the names every layer uses (defined here once; the CLI, engines and routing import them)
@@ -1169,6 +1171,114 @@ class JobSpec(_Strict):
         "overlapped communication costs compute nothing. The flat compute_efficiency model "
         "is never slowed (its share already holds whatever the measured step had).",
     )
+    megatron_args: str | None = Field(
+        default=None,
+        description="The job as Megatron-LM ran it: its pretrain_gpt.py arguments, as shell "
+        "text holding the --flag value words (inline, or the path of a launch script), or a "
+        "mapping of the flag names (a Megatron-LM recipe's ARGS; a .yaml/.json path is read "
+        "as one; kept as its JSON text). Every flag left out takes Megatron-LM's default; the "
+        "fields and the model "
+        "given beside it override what the flags say (`commwall megatron FILE` shows the "
+        "reading: each flag used, not priced or ignored). Relative paths start from the "
+        "scenario file.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_megatron_args(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("megatron_args") is not None:
+            data = with_megatron_args(data)
+            if isinstance(data["megatron_args"], dict):  # a job is hashable: its JSON text
+                data["megatron_args"] = json.dumps(data["megatron_args"], default=str)
+        return data
+
+
+#: The suffixes of a Megatron-LM arguments file read as a YAML/JSON mapping (a recipe's ARGS).
+_MAPPING_SUFFIXES: Final = (".yaml", ".yml", ".json")
+
+
+def megatron_source(value: object) -> tuple[str | dict[str, Any], str, Path | None]:
+    """What ``job.megatron_args`` holds: (the arguments as text or a mapping, a name for the
+    model, the directory their relative paths start from). A string without ``--`` is a path."""
+    if isinstance(value, dict):
+        args = value.get("ARGS", value)
+        if not isinstance(args, dict):
+            raise ValueError("megatron_args: ARGS holds no mapping of flags")
+        return args, "megatron-args", None
+    if not isinstance(value, str):
+        raise ValueError(
+            f"megatron_args: {type(value).__name__}; allowed: arguments text, a path, or a mapping"
+        )
+    if value.lstrip().startswith("{"):  # a mapping kept as its JSON text
+        try:
+            return megatron_source(json.loads(value))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"megatron_args: not a JSON mapping: {err}") from None
+    if "--" in value:
+        return value, "megatron-args", None
+    path = Path(value)
+    try:
+        text = read_text_file(path, "Megatron-LM launch", "shell text or a YAML/JSON recipe")
+        if path.suffix.lower() not in _MAPPING_SUFFIXES:
+            return text, path.stem, path.parent
+        data = yaml_document(text, value)
+    except ScenarioError as err:
+        raise ValueError(f"megatron_args: {value}: {'; '.join(err.messages)}") from None
+    if isinstance(data, dict) and isinstance(data.get("ARGS"), dict):
+        data = data["ARGS"]
+    if not isinstance(data, dict) or not data:
+        raise ValueError(
+            f"megatron_args: {value} holds {type(data).__name__ if data else 'nothing'}; "
+            "allowed: a mapping of flags (or a recipe with an ARGS mapping)"
+        )
+    return data, path.stem, path.parent
+
+
+def with_megatron_args(data: dict[str, Any]) -> dict[str, Any]:
+    """A job mapping with the fields its ``megatron_args`` give filled in under the ones it
+    gives itself (:mod:`commwall.megatron_args`), the model the flags define merged under
+    a ``model`` mapping beside them (a zoo name or an ``hf_config`` replaces it), and the
+    vocabulary padded as Megatron-LM pads it."""
+    source, name, base = megatron_source(data["megatron_args"])
+    try:
+        read = megatron_job(source)
+    except MegatronArgsError as err:
+        raise ValueError(f"megatron_args: {err}") from None
+    job: dict[str, Any] = dict(read.job)
+    if base is not None:
+        for key in _OPTION_FILES:
+            where = job.get(key)
+            if isinstance(where, str) and not Path(where).is_absolute():
+                job[key] = str(base / where)
+    given = data.get("model")
+    model: Any = given
+    if read.model is not None and (given is None or isinstance(given, dict)):
+        mine = given or {}
+        model = mine if "hf_config" in mine else {"name": name, **read.model, **mine}
+        if "hf_config" not in model:
+            vocab = model.get("vocab")
+            if vocab is None:
+                raise ValueError(
+                    "megatron_args: the vocabulary is not in the arguments (Megatron-LM takes it "
+                    "from the tokenizer, which commwall does not read); give --vocab-size or "
+                    "job.model: {vocab: N}"
+                )
+            if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > 0:
+                model["vocab"] = padded_vocab(vocab, read.vocab_multiple)
+    elif read.model is None and given is None:
+        raise ValueError(
+            "megatron_args: the arguments define no model (--num-layers, --hidden-size, "
+            "--num-attention-heads) and the job names none in job.model"
+        )
+    out = {**job, **data}
+    if "global_batch" not in out:
+        raise ValueError(
+            "megatron_args: no --global-batch-size, so Megatron-LM runs micro-batch × DP "
+            "sequences a step; give it, or job.global_batch"
+        )
+    if model is not None:
+        out["model"] = model
+    return out
 
 
 class SimulationSpec(_Strict):
@@ -1515,9 +1625,9 @@ def expanded_size(data: object, limit: int = MAX_EXPANDED_VALUES) -> int:
     return size(data, 0)
 
 
-def read_text_file(path: str | Path, what: str = "file") -> str:
+def read_text_file(path: str | Path, what: str = "file", kind: str = "YAML text") -> str:
     """The UTF-8 text of a small file (at most :data:`MAX_FILE_BYTES`), or :class:`ScenarioError`
-    saying why not: unreadable, too large, not UTF-8 text."""
+    saying why not: unreadable, too large, not UTF-8 text (a ``what`` being ``kind``)."""
     p = Path(path)
     try:
         with p.open("rb") as f:
@@ -1526,7 +1636,7 @@ def read_text_file(path: str | Path, what: str = "file") -> str:
         raise ScenarioError([f"cannot read the file: {err.strerror}"], str(p)) from None
     if len(raw) > MAX_FILE_BYTES:
         raise ScenarioError(
-            [f"the {what} is larger than {MAX_FILE_BYTES // 2**20} MiB; a {what} is YAML text"],
+            [f"the {what} is larger than {MAX_FILE_BYTES // 2**20} MiB; a {what} is {kind}"],
             str(p),
         )
     try:
@@ -1535,7 +1645,7 @@ def read_text_file(path: str | Path, what: str = "file") -> str:
         raise ScenarioError(
             [
                 f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); a {what} is "
-                "YAML text"
+                f"{kind}"
             ],
             str(p),
         ) from None
@@ -1592,9 +1702,9 @@ def load_scenario_text(text: str, origin: str = "scenario", base: Path | None = 
         )
     job = data.get("job") if isinstance(data, dict) else None
     if base is not None and isinstance(job, dict):
-        for key in _OPTION_FILES:
+        for key in (*_OPTION_FILES, "megatron_args"):
             where = job.get(key)
-            if isinstance(where, str) and not Path(where).is_absolute():
+            if isinstance(where, str) and "--" not in where and not Path(where).is_absolute():
                 job[key] = str(base / where)
     return parse_scenario(data, origin)
 

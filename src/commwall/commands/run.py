@@ -120,12 +120,30 @@ def _print_caveats(path: Path | None, sc: Any, report: Any) -> None:
             f"({j['model']}, TP {j['tp']} x PP {j['pp']} x DP {j['dp']}); add a job: section "
             "for yours (model, tp, pp, global_batch; docs/compute-model.md)"
         )
+    if sc.job.megatron_args is not None:
+        _print_megatron_caveats(sc.job.megatron_args)
     if not report.fits_in_memory:
         err.print(
             f"[bold red]warning:[/] the job needs {report.memory.total / 1e9:,.1f} GB per GPU "
             f"and the GPU has {report.hbm_bytes / 1e9:,.0f} GB: it cannot run as described, so "
             "the step time above is not one a cluster would measure; raise job.tp, job.pp or "
             "job.zero_stage, or set job.recompute: full"
+        )
+
+
+def _print_megatron_caveats(source: Any) -> None:
+    """What the job's Megatron-LM arguments hold that the step does not price, or that
+    commwall does not know (``commwall megatron FILE`` prints the whole reading)."""
+    from commwall.megatron_args import megatron_job
+    from commwall.scenario import megatron_source
+
+    read = megatron_job(megatron_source(source)[0])
+    for line in read.not_priced:
+        err.print(f"note: not priced: {escape(line)}")
+    if read.unread:
+        err.print(
+            "note: Megatron-LM flags not read (unknown to commwall; check they change neither the "
+            f"model nor the step): {escape(', '.join(read.unread))}"
         )
 
 

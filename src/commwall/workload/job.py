@@ -398,6 +398,22 @@ def _a2a_overlap_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
     return errors
 
 
+def _chunks_from_layout(spec: JobSpec, n_layers: int) -> JobSpec:
+    """``spec`` with ``virtual_stages`` its ``pipeline_layout``'s stages over PP where the job
+    leaves it out, as Megatron-LM derives its virtual pipeline size from
+    ``--pipeline-model-parallel-layout``; unchanged otherwise (a layout that does not parse or
+    divide is refused by name below)."""
+    if spec.pipeline_layout is None or "virtual_stages" in spec.model_fields_set:
+        return spec
+    try:
+        stages = parse_layout(
+            spec.pipeline_layout, pp=spec.pp, n_layers=n_layers, mtp_layers=spec.mtp_layers
+        )
+    except LayoutError:
+        return spec
+    return spec.model_copy(update={"virtual_stages": len(stages) // spec.pp})
+
+
 def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
     """Check ``spec`` against ``cluster`` and derive the step's sizes."""
     errors: list[str] = []
@@ -411,6 +427,7 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         raise ScenarioError([line]) from None
     if spec.mtp_layers:  # multi-token prediction is a training choice (Megatron's --mtp-num-layers)
         model = replace(model, mtp_layers=spec.mtp_layers)
+    spec = _chunks_from_layout(spec, model.n_layers)
     n_gpus = cluster.n_gpus
     domain = cluster.scale_up_domain
     if spec.tp > domain or domain % spec.tp:

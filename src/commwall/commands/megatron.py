@@ -1,0 +1,81 @@
+"""``commwall megatron FILE``: read a Megatron-LM launch as a scenario job.
+
+>>> # commwall megatron train_gpt3_175b_distributed.sh > job.yaml
+>>> # commwall megatron examples/moe_recipes/qwen3_30b/h100/bf16_32GPU_TP1PP1EP8.yaml --json
+
+Prints the ``job:`` section the arguments are (:mod:`commwall.megatron_args`), Megatron-LM's
+default for every flag left out, followed by what is not priced, the notes and the flags that
+do not change the step, as YAML comments. A scenario can instead name the file itself,
+``job: {megatron_args: FILE}``, and override any field beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from commwall.console import fail, friendly
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``commwall megatron`` to ``app``."""
+    app.command("megatron")(friendly(megatron))
+
+
+def megatron(
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="A launch script (pretrain_gpt.py's --flag value words) or a Megatron-LM "
+            "recipe / mapping of flags (.yaml, .yml, .json)."
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the reading as JSON.")] = False,
+) -> None:
+    """Read a Megatron-LM launch (its pretrain_gpt.py arguments) as a scenario job: every
+    flag used, not priced or ignored."""
+    from commwall.megatron_args import MegatronArgsError, megatron_job, padded_vocab
+    from commwall.scenario import megatron_source
+
+    try:
+        source, name, _ = megatron_source(file)
+        read = megatron_job(source)
+    except (ValueError, MegatronArgsError) as e:
+        fail(str(e).removeprefix("megatron_args: "))
+    job: dict[str, Any] = dict(read.job)
+    if read.model is not None:
+        job["model"] = {"name": name, **read.model}
+        if "vocab" in read.model:
+            job["model"]["vocab"] = padded_vocab(read.model["vocab"], read.vocab_multiple)
+    data: dict[str, Any] = {
+        "job": job,
+        "vocab_multiple": read.vocab_multiple,
+        "not_priced": list(read.not_priced),
+        "notes": list(read.notes),
+        "ignored": list(read.ignored),
+        "unread": list(read.unread),
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    text = yaml.safe_dump({"job": data["job"]}, sort_keys=False, default_flow_style=None)
+    lines = [f"# {file} read as Megatron-LM arguments (commwall megatron)", text.rstrip()]
+    if read.model is not None and "vocab" not in read.model:
+        lines.append(
+            "# the vocabulary: Megatron-LM takes it from the tokenizer; add job.model.vocab "
+            f"(padded to a multiple of {read.vocab_multiple}, as Megatron pads it)"
+        )
+    for title, items in (
+        ("not priced", read.not_priced),
+        ("notes", read.notes),
+        ("not read (unknown here: check they change neither the model nor the step)", read.unread),
+        ("ignored (no effect on the step)", read.ignored),
+    ):
+        if items:
+            lines.append(f"# {title}:")
+            lines.extend(f"#   {item}" for item in items)
+    sys.stdout.write("\n".join(lines) + "\n")

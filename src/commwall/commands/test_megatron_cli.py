@@ -1,0 +1,61 @@
+"""``commwall megatron``: the job a launch script is, as YAML that loads back and as JSON; bad
+files end in one line (exit 2); ``commwall run`` names the flags it does not price."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from commwall.cli import app
+from commwall.scenario import parse_scenario
+
+runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+SCRIPT = EXAMPLES / "megatron" / "train_llama3_70b.sh"
+
+
+def test_the_reading_is_a_job_that_loads() -> None:
+    result = runner.invoke(app, ["megatron", str(SCRIPT)])
+    assert result.exit_code == 0, result.output
+    job = yaml.safe_load(result.stdout)["job"]
+    assert (job["tp"], job["pp"], job["virtual_stages"], job["recompute"]) == (8, 4, 4, "selective")
+    assert job["model"]["vocab"] == 129024  # 128,256 padded to a multiple of 128 x TP 8
+    assert "#   --lr" in result.stdout
+    scenario = parse_scenario({"cluster": {"preset": "dgx-h100", "nodes": 8}, "job": job})
+    assert scenario.job.tp_comm_overlap and scenario.job.grad_reduce_in_fp32 is False
+
+
+def test_json_lists_what_is_not_priced(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text(SCRIPT.read_text().replace("--no-check-for-nan-in-loss-and-grad", "--foo 3"))
+    result = runner.invoke(app, ["megatron", str(script), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert any("check-for-nan" in line for line in data["not_priced"])
+    assert data["unread"] == ["--foo"] and data["vocab_multiple"] == 1024
+
+
+def test_bad_files_end_in_one_line(tmp_path: Path) -> None:
+    binary = tmp_path / "x.sh"
+    binary.write_bytes(b"\x00\xff\x00--seq-length 8")
+    for path, words in (
+        (tmp_path / "missing.sh", "missing.sh"),
+        (binary, "not UTF-8 text"),
+    ):
+        result = runner.invoke(app, ["megatron", str(path)])
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output and words in result.output
+
+
+def test_run_names_the_flags_it_does_not_price(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text(SCRIPT.read_text().replace("--hidden-dropout 0.0", "--foo 1"))
+    (tmp_path / "s.yaml").write_text(
+        "cluster: {preset: dgx-h100, nodes: 8}\njob: {megatron_args: run.sh}\n"
+    )
+    result = runner.invoke(app, ["run", str(tmp_path / "s.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "not priced: --hidden-dropout" in result.output
+    assert "not read" in result.output and "--foo" in result.output
