@@ -283,13 +283,14 @@ def _expand(text: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(one, text)
 
 
-def _assignments(text: str) -> dict[str, str]:
-    """``NAME=value`` lines (with or without ``export``), in order, each expanded with the
-    ones before it; a value that is not one shell word (an array, a command) is skipped."""
-    env: dict[str, str] = {}
+def _assignments(text: str, given: Mapping[str, str]) -> dict[str, str]:
+    """The variables ``given`` (as the launch's environment, which wins) and the text's
+    ``NAME=value`` lines (with or without ``export``), in order, each expanded with the ones
+    before it; a value that is not one shell word (an array, a command) is skipped."""
+    env: dict[str, str] = dict(given)
     for line in text.splitlines():
         m = _ASSIGN.match(line)
-        if not m or m.group(2).startswith("("):
+        if not m or m.group(2).startswith("(") or m.group(1) in given:
             continue
         try:
             words = shlex.split(_expand(m.group(2), env), comments=True)
@@ -300,7 +301,7 @@ def _assignments(text: str) -> dict[str, str]:
     return env
 
 
-def _words(text: str) -> list[str]:
+def _words(text: str, given: Mapping[str, str]) -> list[str]:
     if len(text) > MAX_CHARS:
         raise MegatronArgsError(
             f"the arguments run to {len(text):,} characters; a launch is a few KB"
@@ -308,7 +309,7 @@ def _words(text: str) -> list[str]:
     if "\x00" in text:
         raise MegatronArgsError("the arguments hold a NUL byte: a binary file, not a launch script")
     joined = re.sub(r"\\\r?\n", " ", text)
-    expanded = _expand(joined, _assignments(joined))
+    expanded = _expand(joined, _assignments(joined, given))
     try:
         words = shlex.split(expanded, comments=True)
     except ValueError as err:
@@ -336,19 +337,24 @@ def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
-def read_args(source: str | Mapping[str, Any]) -> dict[str, object]:
+def read_args(
+    source: str | Mapping[str, Any], variables: Mapping[str, str] | None = None
+) -> dict[str, object]:
     """The flags ``source`` gives, by ``dest``, the last of each winning (as argparse does):
     shell text (``--flag value`` words anywhere in it) or a mapping of flag names (dashes or
-    underscores, with or without ``--``) to values (Megatron-LM's recipe ``ARGS``). Bool flags
-    read true when present, and a mapping's false leaves one out."""
+    underscores, with or without ``--``) to values (Megatron-LM's recipe ``ARGS``, the MoE
+    model zoo's ``MODEL_ARGS``). Bool flags read true when present, and a mapping's false
+    leaves one out. ``variables`` expand ``$NAME`` and ``${NAME}`` in either form, as the
+    launch's environment would (winning over the text's own ``NAME=value`` lines)."""
+    given = dict(variables or {})
     out: dict[str, object] = {}
     if isinstance(source, Mapping):
         for key, value in source.items():
             if not isinstance(key, str):
                 raise MegatronArgsError(f"argument name {key!r} is not text")
-            _store(out, _dest(key), value)
+            _store(out, _dest(key), _expand(value, given) if isinstance(value, str) else value)
         return out
-    words = _words(source)
+    words = _words(source, given)
     i = 0
     while i < len(words):
         word = words[i]
@@ -413,7 +419,7 @@ class _Args:
             raise MegatronArgsError(
                 f"{_flag(dest)}: {value!r} holds the shell variable "
                 f"{var.group(0) if var else '$'}, which no NAME=value line in the arguments sets; "
-                "give its value"
+                "give its value (a scenario's job.megatron_vars, commwall megatron --var NAME=V)"
             )
         return value
 
@@ -470,10 +476,18 @@ class _Args:
 # ---- the job --------------------------------------------------------------------------------
 
 
-def megatron_job(source: str | Mapping[str, Any]) -> MegatronJob:
+def megatron_job(
+    source: str | Mapping[str, Any],
+    variables: Mapping[str, str] | None = None,
+    *,
+    dispatcher_given: bool = False,
+) -> MegatronJob:
     """The scenario fields a Megatron-LM launch is (module docstring): ``source`` is shell
-    text or a mapping of arguments (a recipe's ``ARGS``)."""
-    args = _Args(read_args(source))
+    text or a mapping of arguments (a recipe's ``ARGS``); ``variables`` are the launch's
+    environment (``TP: 8``), expanded where the flags name them (:func:`read_args`);
+    ``dispatcher_given``: the job names its MoE dispatcher itself, so the flags' is not read
+    (a launcher may add it: the MoE model zoo's ``DISPATCHER=``)."""
+    args = _Args(read_args(source, variables))
     for dest, why in REFUSED.items():
         value = args.raw.get(dest)
         if value is not None and value is not False and value != "false":
@@ -512,7 +526,7 @@ def megatron_job(source: str | Mapping[str, Any]) -> MegatronJob:
     _data_parallel(args, job, vp, not_priced)
     _kernels(args, job, not_priced, notes)
     if args.has("num_experts"):
-        _moe(args, job, not_priced, notes)
+        _moe(args, job, not_priced, notes, dispatcher_given)
     if args.has("mtp_num_layers"):
         job["mtp_layers"] = _mtp(args)
     if args.flag("use_transformer_engine_op_fuser"):
@@ -904,23 +918,10 @@ def _kernels(args: _Args, job: dict[str, Any], not_priced: list[str], notes: lis
         not_priced.append("--delay-wgrad-compute: weight gradients deferred behind the all-to-all")
 
 
-def _moe(args: _Args, job: dict[str, Any], not_priced: list[str], notes: list[str]) -> None:
-    kind = args.choice("moe_token_dispatcher_type", "allgather", ("allgather", "alltoall", "flex"))
-    if args.flag("moe_enable_deepep"):
-        kind, backend = "flex", "deepep"
-    else:
-        backend = args.choice("moe_flex_dispatcher_backend", "deepep", ("deepep", "hybridep"))
-    if kind == "allgather":
-        if job["ep"] > 1:
-            raise MegatronArgsError(
-                "--moe-token-dispatcher-type allgather (Megatron-LM's default) across "
-                f"{job['ep']} expert ranks is not modelled; allowed: alltoall, or flex with "
-                "--moe-flex-dispatcher-backend deepep or hybridep"
-            )
-        notes.append("the all-gather dispatcher with EP 1: no token moves between GPUs")
-        job["moe_dispatcher"] = "alltoall"
-    else:
-        job["moe_dispatcher"] = "alltoall" if kind == "alltoall" else backend
+def _moe(
+    args: _Args, job: dict[str, Any], not_priced: list[str], notes: list[str], given: bool
+) -> None:
+    _dispatcher(args, job, notes, given)
     job["moe_a2a_overlap"] = args.flag("overlap_moe_expert_parallel_comm")
     job["moe_sync_free"] = args.flag("moe_pad_expert_input_to_capacity") or args.flag(
         "moe_paged_stash"
@@ -932,3 +933,30 @@ def _moe(args: _Args, job: dict[str, Any], not_priced: list[str], notes: list[st
         )
     if not args.flag("moe_router_force_load_balancing"):
         notes.append("experts priced evenly loaded (as --moe-router-force-load-balancing runs)")
+
+
+def _dispatcher(args: _Args, job: dict[str, Any], notes: list[str], given: bool) -> None:
+    """``--moe-token-dispatcher-type`` (Megatron-LM's default ``allgather``, refused across
+    expert ranks), ``flex`` with its backend, or the older ``--moe-enable-deepep``; nothing
+    when the job names its dispatcher."""
+    if given:
+        args.used.update(("moe_token_dispatcher_type", "moe_flex_dispatcher_backend"))
+        args.used.add("moe_enable_deepep")
+        return
+    kind = args.choice("moe_token_dispatcher_type", "allgather", ("allgather", "alltoall", "flex"))
+    if args.flag("moe_enable_deepep"):
+        kind, backend = "flex", "deepep"
+    else:
+        backend = args.choice("moe_flex_dispatcher_backend", "deepep", ("deepep", "hybridep"))
+    if kind == "allgather":
+        if job["ep"] > 1:
+            raise MegatronArgsError(
+                "--moe-token-dispatcher-type allgather (Megatron-LM's default) across "
+                f"{job['ep']} expert ranks is not modelled; allowed: alltoall, or flex with "
+                "--moe-flex-dispatcher-backend deepep or hybridep (or job.moe_dispatcher beside "
+                "megatron_args, where a launcher adds the flag)"
+            )
+        notes.append("the all-gather dispatcher with EP 1: no token moves between GPUs")
+        job["moe_dispatcher"] = "alltoall"
+    else:
+        job["moe_dispatcher"] = "alltoall" if kind == "alltoall" else backend

@@ -1183,6 +1183,15 @@ class JobSpec(_Strict):
         "scenario file.",
     )
 
+    megatron_vars: Annotated[
+        tuple[tuple[str, str], ...] | None, BeforeValidator(lambda v: _variables(v, True))
+    ] = Field(
+        default=None,
+        description="Values of the shell variables megatron_args' flags name (`TP: 8`, "
+        "`SEQ_LEN: 4096`), as the launch's environment would set them; they win over the "
+        "text's own NAME=value lines.",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _from_megatron_args(cls, data: Any) -> Any:
@@ -1193,6 +1202,29 @@ class JobSpec(_Strict):
         return data
 
 
+def _variables(value: Any, pairs: bool = False) -> Any:
+    """``job.megatron_vars`` as a mapping of names to text (``pairs``: as the sorted
+    ``(name, value)`` pairs the job keeps, hashable); a name that is not a shell identifier or a
+    value that is not one scalar is refused."""
+    if value is None:
+        return None
+    items = value.items() if isinstance(value, dict) else value
+    try:
+        found = dict(items)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"megatron_vars: {type(value).__name__}; allowed: a mapping NAME: value"
+        ) from None
+    out: dict[str, str] = {}
+    for name, v in found.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
+            raise ValueError(f"megatron_vars: {name!r} is not a shell variable name")
+        if not isinstance(v, str | int | float) or len(str(v)) > 4096:
+            raise ValueError(f"megatron_vars.{name}: {v!r}; allowed: one number or word")
+        out[name] = str(v).lower() if isinstance(v, bool) else str(v)
+    return tuple(sorted(out.items())) if pairs else out
+
+
 #: The suffixes of a Megatron-LM arguments file read as a YAML/JSON mapping (a recipe's ARGS).
 _MAPPING_SUFFIXES: Final = (".yaml", ".yml", ".json")
 
@@ -1201,7 +1233,7 @@ def megatron_source(value: object) -> tuple[str | dict[str, Any], str, Path | No
     """What ``job.megatron_args`` holds: (the arguments as text or a mapping, a name for the
     model, the directory their relative paths start from). A string without ``--`` is a path."""
     if isinstance(value, dict):
-        args = value.get("ARGS", value)
+        args = value.get("ARGS", value.get("MODEL_ARGS", value))
         if not isinstance(args, dict):
             raise ValueError("megatron_args: ARGS holds no mapping of flags")
         return args, "megatron-args", None
@@ -1224,8 +1256,10 @@ def megatron_source(value: object) -> tuple[str | dict[str, Any], str, Path | No
         data = yaml_document(text, value)
     except ScenarioError as err:
         raise ValueError(f"megatron_args: {value}: {'; '.join(err.messages)}") from None
-    if isinstance(data, dict) and isinstance(data.get("ARGS"), dict):
-        data = data["ARGS"]
+    if isinstance(data, dict):  # Megatron-LM's recipes hold ARGS, the MoE model zoo MODEL_ARGS
+        data = next(
+            (data[k] for k in ("ARGS", "MODEL_ARGS") if isinstance(data.get(k), dict)), data
+        )
     if not isinstance(data, dict) or not data:
         raise ValueError(
             f"megatron_args: {value} holds {type(data).__name__ if data else 'nothing'}; "
@@ -1241,7 +1275,11 @@ def with_megatron_args(data: dict[str, Any]) -> dict[str, Any]:
     vocabulary padded as Megatron-LM pads it."""
     source, name, base = megatron_source(data["megatron_args"])
     try:
-        read = megatron_job(source)
+        read = megatron_job(
+            source,
+            _variables(data.get("megatron_vars")),
+            dispatcher_given="moe_dispatcher" in data,
+        )
     except MegatronArgsError as err:
         raise ValueError(f"megatron_args: {err}") from None
     job: dict[str, Any] = dict(read.job)

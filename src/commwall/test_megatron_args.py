@@ -354,3 +354,66 @@ def test_a_validation_run_from_its_recipe_flags() -> None:
     by_hand = simulate(parse_scenario(written, run.id))
     from_flags = simulate(parse_scenario(read, run.id))
     assert from_flags.step_time == pytest.approx(by_hand.step_time, rel=1e-12)
+
+
+def test_variables_as_the_launch_environment() -> None:
+    """The MoE model zoo's MODEL_ARGS name their parallelism as ${TP}, ${PP}, set by its
+    launcher: a scenario gives them in job.megatron_vars, and names the dispatcher the
+    launcher adds (``DISPATCHER=alltoall``) beside the flags."""
+    zoo = {
+        "MODEL_ARGS": {
+            "--tensor-model-parallel-size": "${TP}",
+            "--pipeline-model-parallel-size": "${PP}",
+            "--num-layers-per-virtual-pipeline-stage": "${LAYERS_PER_VP}",
+            "--expert-model-parallel-size": "${EP}",
+            "--micro-batch-size": "${MBS}",
+            "--global-batch-size": "${GBS}",
+            "--seq-length": "${SEQ_LEN}",
+            "--moe-grouped-gemm": "${MOE_GROUPED_GEMM}",
+            **{
+                f"--{k.replace('_', '-')}": v
+                for k, v in QWEN3_30B_ARGS.items()
+                if "parallel_size" not in k
+                and k
+                not in (
+                    "micro_batch_size",
+                    "global_batch_size",
+                    "seq_length",
+                    "moe_token_dispatcher_type",
+                    "moe_flex_dispatcher_backend",
+                    "moe_grouped_gemm",
+                )
+            },
+        }
+    }
+    variables = {
+        "TP": 2,
+        "PP": 4,
+        "LAYERS_PER_VP": 3,
+        "EP": 8,
+        "MBS": 1,
+        "GBS": 512,
+        "SEQ_LEN": 4096,
+        "MOE_GROUPED_GEMM": True,
+    }
+    sc = parse_scenario(
+        {
+            "cluster": {"preset": "dgx-h100", "nodes": 8},
+            "job": {
+                "megatron_args": zoo,
+                "megatron_vars": variables,
+                "moe_dispatcher": "alltoall",
+                "model": {"vocab": 151936},
+            },
+        }
+    )
+    job = sc.job
+    assert (job.tp, job.pp, job.virtual_stages, job.ep, job.global_batch) == (2, 4, 4, 8, 512)
+    assert job.moe_dispatcher == "alltoall" and job.sequence_parallel
+    assert dict(job.megatron_vars or ())["MOE_GROUPED_GEMM"] == "true"
+    with pytest.raises(MegatronArgsError, match="allgather"):
+        megatron_job(zoo["MODEL_ARGS"], {k: str(v) for k, v in variables.items()})
+    with pytest.raises(ScenarioError, match="not a shell variable name"):
+        parse_scenario({"job": {"megatron_args": zoo, "megatron_vars": {"1TP": 2}}})
+    with pytest.raises(ScenarioError, match=r"\$\{TP\}"):
+        parse_scenario({"job": {"megatron_args": zoo, "model": "llama3-8b"}})

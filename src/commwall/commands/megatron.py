@@ -35,15 +35,29 @@ def megatron(
         ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the reading as JSON.")] = False,
+    var: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--var",
+            help="NAME=VALUE for a shell variable the flags name (repeat): the launch's "
+            "environment, as a scenario's job.megatron_vars.",
+        ),
+    ] = None,
 ) -> None:
     """Read a Megatron-LM launch (its pretrain_gpt.py arguments) as a scenario job: every
     flag used, not priced or ignored."""
     from commwall.megatron_args import MegatronArgsError, megatron_job, padded_vocab
-    from commwall.scenario import megatron_source
+    from commwall.scenario import _variables, megatron_source
 
+    variables: dict[str, str] = {}
+    for item in var or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            fail(f"--var: {item!r}; allowed: NAME=VALUE")
+        variables[key] = value
     try:
         source, name, _ = megatron_source(file)
-        read = megatron_job(source)
+        read = megatron_job(source, _variables(variables))
     except (ValueError, MegatronArgsError) as e:
         fail(str(e).removeprefix("megatron_args: "))
     job: dict[str, Any] = dict(read.job)

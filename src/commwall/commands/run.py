@@ -121,7 +121,7 @@ def _print_caveats(path: Path | None, sc: Any, report: Any) -> None:
             "for yours (model, tp, pp, global_batch; docs/compute-model.md)"
         )
     if sc.job.megatron_args is not None:
-        _print_megatron_caveats(sc.job.megatron_args)
+        _print_megatron_caveats(sc.job.megatron_args, dict(sc.job.megatron_vars or ()))
     if not report.fits_in_memory:
         err.print(
             f"[bold red]warning:[/] the job needs {report.memory.total / 1e9:,.1f} GB per GPU "
@@ -131,13 +131,17 @@ def _print_caveats(path: Path | None, sc: Any, report: Any) -> None:
         )
 
 
-def _print_megatron_caveats(source: Any) -> None:
+def _print_megatron_caveats(source: Any, variables: dict[str, str]) -> None:
     """What the job's Megatron-LM arguments hold that the step does not price, or that
     commwall does not know (``commwall megatron FILE`` prints the whole reading)."""
-    from commwall.megatron_args import megatron_job
+    from commwall.megatron_args import MegatronArgsError, megatron_job
     from commwall.scenario import megatron_source
 
-    read = megatron_job(megatron_source(source)[0])
+    args = megatron_source(source)[0]
+    try:
+        read = megatron_job(args, variables)
+    except MegatronArgsError:  # the one refusal a job lifts: it named its MoE dispatcher
+        read = megatron_job(args, variables, dispatcher_given=True)
     for line in read.not_priced:
         err.print(f"note: not priced: {escape(line)}")
     if read.unread:
