@@ -230,6 +230,8 @@ _ON_BY_DEFAULT: Final = frozenset(
 #: Shell words that end a flag's run of values (array brackets, pipes, separators).
 _SHELL_WORDS: Final = frozenset({"(", ")", "|", "||", "&&", ";", "&", "\\"})
 
+#: The most layers a ``--moe-layer-freq`` list may spell out.
+_MAX_LAYERS: Final = 100_000
 #: The longest text read (a launch script is a few KB).
 MAX_CHARS: Final = 1_000_000
 
@@ -665,18 +667,23 @@ def _layer_freq(args: _Args) -> int | list[int] | None:
 
     def ev(node: ast.expr) -> list[int]:
         if isinstance(node, ast.List) and all(
-            isinstance(e, ast.Constant) and e.value in (0, 1) for e in node.elts
+            isinstance(e, ast.Constant) and type(e.value) is int and e.value in (0, 1)
+            for e in node.elts
         ):
             return [1 if e.value == 1 else 0 for e in node.elts if isinstance(e, ast.Constant)]
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return ev(node.left) + ev(node.right)
+            joined = ev(node.left) + ev(node.right)
+            if len(joined) > _MAX_LAYERS:
+                raise ValueError("too long")
+            return joined
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             count = node.right if isinstance(node.right, ast.Constant) else node.left
             seq = node.left if count is node.right else node.right
             if isinstance(count, ast.Constant) and type(count.value) is int:
-                if not 0 <= count.value <= 100_000:
-                    raise ValueError("repeat count")
-                return ev(seq) * count.value
+                part = ev(seq)
+                if not 0 <= count.value * len(part) <= _MAX_LAYERS:
+                    raise ValueError("too long")
+                return part * count.value
         raise ValueError("form")
 
     try:
