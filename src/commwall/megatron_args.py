@@ -13,13 +13,17 @@ transformer_config.py`` and ``model_parallel_config.py``, NVIDIA/Megatron-LM @d9
 Every flag read is in :data:`FLAGS`. A flag commwall prices becomes a field; a flag that
 changes the step but is not priced is reported in :attr:`MegatronJob.not_priced` with why; a
 value commwall cannot represent (the all-gather dispatcher across expert ranks, NCCL-EP,
-a custom FP8 recipe) is refused by name, never approximated; every other flag (learning
-rate, data, checkpoints, logging) is listed in :attr:`MegatronJob.ignored`.
+a custom FP8 recipe) and an architecture it does not describe (:data:`REFUSED`) are refused
+by name, never approximated; a flag without effect on the step (learning rate, data,
+checkpoints, logging) is listed in :attr:`MegatronJob.ignored`, and any other in
+:attr:`MegatronJob.unread`, for the user to check.
 
 Shell text is split into words as POSIX ``sh`` would (comments dropped, ``\\``-newlines joined)
-after expanding ``$NAME``, ``${NAME}`` and ``${NAME:-default}`` from the ``NAME=value``
-assignments in the same text; a flag this module reads whose value still holds a ``$`` is
-refused with the variable's name. The vocabulary comes from ``--vocab-size`` (Megatron-LM
+after expanding ``$NAME``, ``${NAME}`` and ``${NAME:-default}`` from the variables given (the
+launch's environment) and the ``NAME=value`` assignments in the same text; its ``if``/``case``
+branches are not evaluated (every branch's flags are read, the last of each winning, and a
+note says so); a flag this module reads whose value still holds a ``$`` is refused with the
+variable's name. The vocabulary comes from ``--vocab-size`` (Megatron-LM
 takes it from the tokenizer, which is not read here), padded as Megatron pads it: up to a
 multiple of ``--make-vocab-size-divisible-by`` (128) times the TP degree.
 """
@@ -50,7 +54,8 @@ __all__ = [
 Kind = Literal["bool", "int", "float", "str", "list"]
 
 #: Flags read, by argparse ``dest`` (dashes as underscores): their kind. ``bool`` flags are
-#: ``store_true`` unless :data:`NEGATED` turns one off.
+#: ``store_true``; :data:`ALIASES` names the ``store_false`` ones and those whose ``dest``
+#: differs, :data:`_ON_BY_DEFAULT` the flags Megatron-LM has on unless turned off.
 FLAGS: Final[dict[str, Kind]] = {
     # parallelism and batch
     "tensor_model_parallel_size": "int",

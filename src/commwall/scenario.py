@@ -1175,12 +1175,12 @@ class JobSpec(_Strict):
         default=None,
         description="The job as Megatron-LM ran it: its pretrain_gpt.py arguments, as shell "
         "text holding the --flag value words (inline, or the path of a launch script), or a "
-        "mapping of the flag names (a Megatron-LM recipe's ARGS; a .yaml/.json path is read "
-        "as one; kept as its JSON text). Every flag left out takes Megatron-LM's default; the "
-        "fields and the model "
-        "given beside it override what the flags say (`commwall megatron FILE` shows the "
-        "reading: each flag used, not priced or ignored). Relative paths start from the "
-        "scenario file.",
+        "mapping of the flag names (a Megatron-LM recipe's ARGS, the MoE model zoo's "
+        "MODEL_ARGS; a .yaml/.yml/.json path is read as one; kept as its JSON text). Every "
+        "flag left out takes Megatron-LM's default; the fields and the model given beside it "
+        "override what the flags say (`commwall megatron FILE` shows the reading: each flag "
+        "used, not priced, unknown or without effect). Relative paths start from the scenario "
+        "file.",
     )
 
     megatron_vars: Annotated[
