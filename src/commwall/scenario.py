@@ -28,6 +28,7 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 
@@ -1171,7 +1172,10 @@ class JobSpec(_Strict):
         "overlapped communication costs compute nothing. The flat compute_efficiency model "
         "is never slowed (its share already holds whatever the measured step had).",
     )
-    megatron_args: str | None = Field(
+    megatron_args: Annotated[
+        str | None,
+        WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "object"}, {"type": "null"}]}),
+    ] = Field(
         default=None,
         description="The job as Megatron-LM ran it: its pretrain_gpt.py arguments, as shell "
         "text holding the --flag value words (inline, or the path of a launch script), or a "
@@ -1184,7 +1188,19 @@ class JobSpec(_Strict):
     )
 
     megatron_vars: Annotated[
-        tuple[tuple[str, str], ...] | None, BeforeValidator(lambda v: _variables(v, True))
+        tuple[tuple[str, str], ...] | None,
+        BeforeValidator(lambda v: _variables(v, True)),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "additionalProperties": {"type": ["string", "number", "boolean"]},
+                    },
+                    {"type": "null"},
+                ]
+            }
+        ),
     ] = Field(
         default=None,
         description="Values of the shell variables megatron_args' flags name (`TP: 8`, "

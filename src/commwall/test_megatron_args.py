@@ -422,3 +422,21 @@ def test_variables_as_the_launch_environment() -> None:
         parse_scenario({"job": {"megatron_args": zoo, "megatron_vars": {"1TP": 2}}})
     with pytest.raises(ScenarioError, match=r"\$\{TP\}"):
         parse_scenario({"job": {"megatron_args": zoo, "model": "llama3-8b"}})
+
+
+def test_the_schema_takes_the_forms_a_user_writes() -> None:
+    """An editor checking a scenario against `commwall schema` accepts a mapping of flags and a
+    mapping of variables, the forms the job takes and keeps in other shapes."""
+    import jsonschema
+
+    from commwall.scenario import json_schema
+
+    doc = {
+        "job": {
+            "megatron_args": {"ARGS": QWEN3_30B_ARGS},
+            "megatron_vars": {"TP": 2, "SEQ_LEN": "4096", "FUSED": True},
+        }
+    }
+    jsonschema.validate(doc, json_schema())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"job": {"megatron_vars": {"TP": [2]}}}, json_schema())
