@@ -273,6 +273,7 @@ def padded_vocab(vocab: int, multiple: int) -> int:
 
 # ---- reading the words ----------------------------------------------------------------------
 
+_INT = re.compile(r"[+-]?[0-9]{1,30}")
 _ARRAY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=\(")
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=]([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -445,7 +446,7 @@ class _Args:
         if dest not in self.raw:
             return default
         value = self._value(dest)
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if isinstance(value, str) and _INT.fullmatch(value.strip()):
             value = int(value)
         return checks.whole(_flag(dest), value, least, 10**9, error=MegatronArgsError)
 
@@ -666,7 +667,7 @@ def _layer_freq(args: _Args) -> int | list[int] | None:
     text = args.text("moe_layer_freq")
     if text is None:
         return None
-    if text.strip().isdigit():
+    if _INT.fullmatch(text.strip()):
         value = int(text)
         return None if value == 1 else value
 
@@ -715,7 +716,7 @@ def _context(args: _Args, job: dict[str, Any]) -> None:
         job["cp_comm"] = kinds[0]
     sizes = args.words("hierarchical_context_parallel_sizes")
     if sizes:
-        if not sizes[0].isdigit() or int(sizes[0]) < 1:
+        if not _INT.fullmatch(sizes[0]) or int(sizes[0]) < 1:
             raise MegatronArgsError(
                 f"--hierarchical-context-parallel-sizes: {sizes[0]!r} is not a whole number"
             )

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from commwall.megatron_args import MegatronArgsError, megatron_job, padded_vocab, read_args
+from commwall.megatron_args import FLAGS, MegatronArgsError, megatron_job, padded_vocab, read_args
 from commwall.scenario import ModelDef, ScenarioError, load_scenario, parse_scenario
 from commwall.workload.hf_config import model_from_def
 from commwall.workload.models import get_model
@@ -440,3 +442,39 @@ def test_the_schema_takes_the_forms_a_user_writes() -> None:
     jsonschema.validate(doc, json_schema())
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"job": {"megatron_vars": {"TP": [2]}}}, json_schema())
+
+
+_NAMES = st.sampled_from([*sorted(FLAGS), "foo", "disable_bias_linear", "fp8_format"])
+_VALUES = st.one_of(
+    st.text(max_size=12),
+    st.integers(-(10**20), 10**20),
+    st.booleans(),
+    st.floats(allow_nan=True),
+    st.lists(st.text(max_size=4), max_size=3),
+    st.none(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_NAMES, _VALUES, max_size=12))
+def test_any_mapping_is_read_or_refused_by_name(flags: dict[str, Any]) -> None:
+    try:
+        megatron_job(flags)
+    except MegatronArgsError as err:
+        assert str(err)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([f"--{n.replace('_', '-')}" for n in FLAGS]), st.text(max_size=8)
+        ),
+        max_size=16,
+    )
+)
+def test_any_words_are_read_or_refused_by_name(words: list[str]) -> None:
+    try:
+        megatron_job(" ".join(words))
+    except MegatronArgsError as err:
+        assert str(err)
