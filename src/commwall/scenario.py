@@ -917,7 +917,8 @@ class JobSpec(_Strict):
         ge=1,
         le=64,
         description="Model chunks per pipeline stage (Megatron interleaved 1F1B; 1 = plain 1F1B). "
-        "Shrinks the bubble by this factor at the cost of more pipeline sends.",
+        "Shrinks the bubble by this factor at the cost of more pipeline sends. Default: 1, or "
+        "with a pipeline_layout its virtual stages over pp (as Megatron-LM derives it).",
     )
     pipeline_layout: str | None = Field(
         default=None,

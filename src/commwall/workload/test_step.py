@@ -1206,10 +1206,24 @@ def test_pipeline_layout_puts_layers_and_the_head_where_it_says() -> None:
 )
 def test_pipeline_layout_errors_name_the_field(layout: str, needle: str) -> None:
     with pytest.raises(ScenarioError) as err:
-        resolved({"tp": 2, "pp": 4, "global_batch": 64, "pipeline_layout": layout})
+        resolved(
+            {"tp": 2, "pp": 4, "virtual_stages": 1, "global_batch": 64, "pipeline_layout": layout}
+        )
     assert any(m.startswith("job.pipeline_layout: ") and needle in m for m in err.value.messages), (
         err.value.messages
     )
+
+
+def test_a_layout_gives_the_virtual_stages_a_job_leaves_out() -> None:
+    """As Megatron-LM derives its virtual pipeline size from --pipeline-model-parallel-layout:
+    8 stages over PP 4 are 2 chunks a stage; a job that names its virtual stages keeps them."""
+    layout = "Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L"
+    job, _ = resolved({"tp": 2, "pp": 4, "global_batch": 64, "pipeline_layout": layout})
+    assert job.virtual_stages == 2 and [len(job.chunk_layers(0, c)) for c in range(2)] == [4, 4]
+    with pytest.raises(ScenarioError, match="8 virtual stages, but pp × virtual_stages"):
+        resolved(
+            {"tp": 2, "pp": 4, "virtual_stages": 4, "global_batch": 64, "pipeline_layout": layout}
+        )
 
 
 def test_context_parallelism_splits_the_sequence_and_reduces_over_dp_times_cp() -> None:
