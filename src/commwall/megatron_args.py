@@ -826,8 +826,7 @@ def _precision(args: _Args, job: dict[str, Any], not_priced: list[str], notes: l
     fp8 = args.text("fp8")
     fp4 = args.text("fp4")
     if fp4 is not None:
-        if args.choice("fp4_recipe", "nvfp4", ("nvfp4",)) != "nvfp4":  # pragma: no cover
-            raise MegatronArgsError("--fp4-recipe: only nvfp4")
+        args.choice("fp4_recipe", "nvfp4", ("nvfp4",))  # the one FP4 recipe commwall prices
         job["precision"] = "fp4"
     elif fp8 is not None:
         if fp8 not in ("e4m3", "hybrid"):
@@ -903,15 +902,7 @@ def _kernels(args: _Args, job: dict[str, Any], not_priced: list[str], notes: lis
         job["cross_entropy"] = "te" if impl == "te" else "fused"
     else:
         job["cross_entropy"] = "unfused"
-    granularity = args.text("recompute_granularity")
-    if granularity is None:
-        job["recompute"] = "none"
-    elif granularity in ("full", "selective"):
-        job["recompute"] = granularity
-    else:
-        raise MegatronArgsError(
-            f"--recompute-granularity: {granularity!r}; allowed: full, selective"
-        )
+    job["recompute"] = args.choice("recompute_granularity", "none", ("none", "full", "selective"))
     if args.has("recompute_method"):
         job["recompute_method"] = args.choice("recompute_method", "uniform", ("uniform", "block"))
     if args.has("recompute_num_layers"):

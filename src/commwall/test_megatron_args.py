@@ -279,6 +279,8 @@ def test_pipeline_splits() -> None:
         ({"fp8_format": "e5m2"}, "e4m3, hybrid"),
         ({"fp8_format": "hybrid", "fp8_recipe": "custom"}, "allowed: delayed, tensorwise"),
         ({"cp_comm_type": ["p2p", "a2a"]}, "differs by layer"),
+        ({"fp4_format": "e2m1", "fp4_recipe": "mxfp4"}, "--fp4-recipe: 'mxfp4' is not allowed"),
+        ({"recompute_granularity": "partial"}, "--recompute-granularity: 'partial'"),
         ("--tp 1 'unterminated", "shell words"),
     ],
 )
