@@ -1190,7 +1190,7 @@ class JobSpec(_Strict):
 
     megatron_vars: Annotated[
         tuple[tuple[str, str], ...] | None,
-        BeforeValidator(lambda v: _variables(v, True)),
+        BeforeValidator(lambda v: megatron_variables(v, True)),
         WithJsonSchema(
             {
                 "anyOf": [
@@ -1219,7 +1219,7 @@ class JobSpec(_Strict):
         return data
 
 
-def _variables(value: Any, pairs: bool = False) -> Any:
+def megatron_variables(value: Any, pairs: bool = False) -> Any:
     """``job.megatron_vars`` as a mapping of names to text (``pairs``: as the sorted
     ``(name, value)`` pairs the job keeps, hashable); a name that is not a shell identifier or a
     value that is not one scalar is refused."""
@@ -1294,7 +1294,7 @@ def with_megatron_args(data: dict[str, Any]) -> dict[str, Any]:
     try:
         read = megatron_job(
             source,
-            _variables(data.get("megatron_vars")),
+            megatron_variables(data.get("megatron_vars")),
             dispatcher_given="moe_dispatcher" in data,
         )
     except MegatronArgsError as err:

@@ -45,9 +45,9 @@ def megatron(
     ] = None,
 ) -> None:
     """Read a Megatron-LM launch (its pretrain_gpt.py arguments) as a scenario job: every
-    flag used, not priced or ignored."""
+    flag used, not priced, unknown or without effect."""
     from commwall.megatron_args import MegatronArgsError, megatron_job, padded_vocab
-    from commwall.scenario import _variables, megatron_source
+    from commwall.scenario import megatron_source, megatron_variables
 
     variables: dict[str, str] = {}
     for item in var or []:
@@ -57,7 +57,7 @@ def megatron(
         variables[key] = value
     try:
         source, name, _ = megatron_source(file)
-        read = megatron_job(source, _variables(variables))
+        read = megatron_job(source, megatron_variables(variables))
     except (ValueError, MegatronArgsError) as e:
         fail(str(e).removeprefix("megatron_args: "))
     job: dict[str, Any] = dict(read.job)
@@ -77,7 +77,8 @@ def megatron(
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     text = yaml.safe_dump({"job": data["job"]}, sort_keys=False, default_flow_style=None)
-    lines = [f"# {file} read as Megatron-LM arguments (commwall megatron)", text.rstrip()]
+    shown = " ".join(file.split())  # a name with line breaks stays one comment line
+    lines = [f"# {shown} read as Megatron-LM arguments (commwall megatron)", text.rstrip()]
     if read.model is not None and "vocab" not in read.model:
         lines.append(
             "# the vocabulary: Megatron-LM takes it from the tokenizer; add job.model.vocab "
