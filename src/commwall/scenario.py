@@ -1250,10 +1250,7 @@ def megatron_source(value: object) -> tuple[str | dict[str, Any], str, Path | No
     """What ``job.megatron_args`` holds: (the arguments as text or a mapping, a name for the
     model, the directory their relative paths start from). A string without ``--`` is a path."""
     if isinstance(value, dict):
-        args = value.get("ARGS", value.get("MODEL_ARGS", value))
-        if not isinstance(args, dict):
-            raise ValueError("megatron_args: ARGS holds no mapping of flags")
-        return args, "megatron-args", None
+        return _recipe_flags(value, "the mapping"), "megatron-args", None
     if not isinstance(value, str):
         raise ValueError(
             f"megatron_args: {type(value).__name__}; allowed: arguments text, a path, or a mapping"
@@ -1273,16 +1270,31 @@ def megatron_source(value: object) -> tuple[str | dict[str, Any], str, Path | No
         data = yaml_document(text, value)
     except ScenarioError as err:
         raise ValueError(f"megatron_args: {value}: {'; '.join(err.messages)}") from None
-    if isinstance(data, dict):  # Megatron-LM's recipes hold ARGS, the MoE model zoo MODEL_ARGS
+    return _recipe_flags(data, value), path.stem, path.parent
+
+
+def _recipe_flags(data: object, where: str) -> dict[str, Any]:
+    """The flags of a mapping: its ``ARGS`` (Megatron-LM's recipes) or ``MODEL_ARGS`` (the MoE
+    model zoo's) where it holds one, else the mapping itself; anything else is refused."""
+    if isinstance(data, dict):
         data = next(
             (data[k] for k in ("ARGS", "MODEL_ARGS") if isinstance(data.get(k), dict)), data
         )
     if not isinstance(data, dict) or not data:
         raise ValueError(
-            f"megatron_args: {value} holds {type(data).__name__ if data else 'nothing'}; "
+            f"megatron_args: {where} holds {type(data).__name__ if data else 'nothing'}; "
             "allowed: a mapping of flags (or a recipe with an ARGS mapping)"
         )
-    return data, path.stem, path.parent
+    return data
+
+
+def _relative_to(job: dict[str, Any], base: Path, keys: tuple[str, ...]) -> None:
+    """Each of ``job``'s ``keys`` that names a relative path, made relative to ``base`` (the
+    scenario file's directory, or a launch script's); inline arguments (``--``) stay."""
+    for key in keys:
+        where = job.get(key)
+        if isinstance(where, str) and "--" not in where and not Path(where).is_absolute():
+            job[key] = str(base / where)
 
 
 def with_megatron_args(data: dict[str, Any]) -> dict[str, Any]:
@@ -1301,10 +1313,7 @@ def with_megatron_args(data: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"megatron_args: {err}") from None
     job: dict[str, Any] = dict(read.job)
     if base is not None:
-        for key in _OPTION_FILES:
-            where = job.get(key)
-            if isinstance(where, str) and not Path(where).is_absolute():
-                job[key] = str(base / where)
+        _relative_to(job, base, _OPTION_FILES)
     given = data.get("model")
     model: Any = given
     if read.model is not None and (given is None or isinstance(given, dict)):
@@ -1757,10 +1766,7 @@ def load_scenario_text(text: str, origin: str = "scenario", base: Path | None = 
         )
     job = data.get("job") if isinstance(data, dict) else None
     if base is not None and isinstance(job, dict):
-        for key in (*_OPTION_FILES, "megatron_args"):
-            where = job.get(key)
-            if isinstance(where, str) and "--" not in where and not Path(where).is_absolute():
-                job[key] = str(base / where)
+        _relative_to(job, base, (*_OPTION_FILES, "megatron_args"))
     return parse_scenario(data, origin)
 
 
