@@ -374,6 +374,9 @@ class UbGemm:
     held_sms: int
     #: share of a forward reduce-scatter left after the GEMM (its last slice's)
     exposed: float
+    #: thread blocks its communication kernel runs on (``num_sm``; a ring exchange's copies
+    #: run on the copy engines)
+    num_sm: int = UB_COMM_SMS
 
 
 def ub_gemms(job: Job) -> dict[str, UbGemm]:
@@ -399,7 +402,7 @@ def ub_gemms(job: Job) -> dict[str, UbGemm]:
         margin = entry.set_sm_margin if entry.set_sm_margin is not None else not ring
         slices = t if ring else (entry.num_splits or UB_PIPELINE_SPLITS)
         exposed = 1.0 / slices if name in ("proj_fprop", "fc2_fprop") else 0.0
-        out[name] = UbGemm(method, num_sm if margin or not ring else 0, exposed)
+        out[name] = UbGemm(method, num_sm if margin or not ring else 0, exposed, num_sm)
     return out
 
 
@@ -1394,6 +1397,7 @@ class _Builder:
         # the attention block's column-parallel collective (forward the input's all-gather,
         # backward its gradient's reduce-scatter) moves MLA's latents
         column = 0 if forward else 1
+        groups = self.ub_groups(forward, k)
         for i, gemm in enumerate(pairs):
             op, label = (
                 (Op.ALL_GATHER, "all-gather")
@@ -1421,12 +1425,12 @@ class _Builder:
                 "compute",
                 compute,
             )
-            task = CollectiveTask(op, nbytes * (1.0 - exposed), self.groups.tp)
+            task = CollectiveTask(op, nbytes * (1.0 - exposed), groups[i])
             beside = self.add(
                 f"s{stage} {tag} TP {label} (overlapped)", task, "tp", side, (last,), layers
             )
             if exposed:
-                split = CollectiveTask(op, nbytes * exposed, self.groups.tp)
+                split = CollectiveTask(op, nbytes * exposed, groups[i])
                 self.add(
                     f"s{stage} {tag} TP {label} (last split)", split, "tp", compute, (), layers
                 )
@@ -1436,6 +1440,30 @@ class _Builder:
             blocked = self.blocking_comm(stage, tag, layers, (), k)
             last = blocked if blocked >= 0 else last
         return done, last
+
+    def ub_groups(self, forward: bool, k: int) -> tuple[Group, ...]:
+        """The TP communicator each Userbuffers collective of a layer of kind ``k`` runs on, in
+        :attr:`UnitTimes.beside_forward` (``forward``) or ``beside_backward`` order: the TP
+        ranks without NCCL's per-communicator CTA bounds (Userbuffers is not NCCL), a
+        pipelined or bulk kernel bounded to its ``num_sm`` thread blocks (Transformer Engine
+        launches ``reducescatter2_userbuff*`` and ``allgather2_userbuff*`` with a grid of
+        ``num_sm`` blocks, ``userbuffers.cu``), each moving at most what one NCCL channel's
+        block copies (:func:`~commwall.collectives.cost.sm_channel_bw`, NCCL's per-block
+        cap); a ring exchange's sends run on the copy engines, unbounded."""
+        free = replace(self.groups.tp, min_ctas=None, max_ctas=None)
+        names = []
+        for _, _, col_ub, row_ub in tp_blocks(self.job.model.layer_kinds[k][0]):
+            names += (
+                [f"{col_ub}_fprop", f"{row_ub}_fprop"]
+                if forward
+                else [f"{row_ub}_dgrad", f"{col_ub}_wgrad"]
+            )
+        out = []
+        for name in names:
+            gemm = self.ub[name]
+            sms = gemm.num_sm if gemm.method != "ring_exchange" else None
+            out.append(replace(free, max_ctas=sms))
+        return tuple(out)
 
     def layer_seconds(self, kind: str, k: int) -> float:
         """Forward (``F``) or backward (``B``) seconds of one layer of kind ``k`` of one

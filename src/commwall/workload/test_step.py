@@ -1606,6 +1606,36 @@ def test_a_ring_exchanged_reduce_scatter_holds_no_sms_and_exposes_its_last_of_tp
     assert r.step_time < pipelined.step_time
 
 
+def test_userbuffers_kernels_move_data_on_their_num_sm_blocks_not_ncclcs_channels() -> None:
+    """A bulk or pipelined Userbuffers kernel runs on its num_sm thread blocks (TE's
+    userbuffers.cu grid), each at most NCCL's per-block copy rate: on 2 SMs the overlapped
+    reduce-scatter costs what an NCCL reduce-scatter bounded to 2 CTAs costs, and more than on
+    16. The communicator's NCCL options do not reach Userbuffers: a ring exchange's
+    all-gather stays at NCCL's default channels beside a tp max_ctas of 1."""
+    bulk = {"method": "bulk", "num_sm": 2, "set_sm_margin": False}
+    narrow = {**OVERLAP, "tp_overlap_cfg": {"qkv_wgrad": bulk, "fc1_wgrad": bulk}}
+    job, cluster = resolved(narrow)
+    stats = {c.name: c for c in run(narrow).collectives}
+    wide = {c.name: c for c in run(OVERLAP).collectives}
+    each = stats["TP reduce-scatter (overlapped)"]
+    # the forward's pipelined reduce-scatters (16 SMs, 3/4 of the bytes) and the backward's
+    # bulk ones (2 SMs, all of them) share the name: the slower calls make the total
+    rs = 2048 * job.model.hidden * HALF_BYTES
+    tp = step_module.job_groups(job, cluster).tp
+    two = cost(Op.REDUCE_SCATTER, rs, Group(tp.name, tp.n_domains, tp.ranks_per_domain,
+                                            max_ctas=2), cluster)  # fmt: skip
+    sixteen = cost(Op.REDUCE_SCATTER, 0.75 * rs, Group(tp.name, tp.n_domains,
+                                                       tp.ranks_per_domain, max_ctas=16), cluster)  # fmt: skip
+    per_way = 2 * job.layers_per_stage * job.micro_batches
+    assert each.total == pytest.approx(per_way * (two + sixteen), rel=1e-9)
+    assert each.total > wide["TP reduce-scatter (overlapped)"].total
+    capped = {**OVERLAP, "nccl_communicators": {"tp": {"max_ctas": 1}}}
+    gathers = {c.name: c for c in run(capped).collectives}
+    assert gathers["TP all-gather (overlapped)"].total == pytest.approx(
+        wide["TP all-gather (overlapped)"].total, rel=1e-12
+    )
+
+
 def test_tp_overlap_exposes_communication_longer_than_its_gemm() -> None:
     """With one NVLink per GPU the collectives outlast their GEMMs: the step then waits for
     the difference, and overlap still beats blocking."""
