@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "commwall"
 #: those below. Same-layer units may import each other as long as no loop forms.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_version"),
-    ("units", "mpl", "checks", "megatron_args"),
+    ("units", "mpl", "checks", "megatron_args", "megatron_bridge"),
     ("scenario", "collectives", "transport"),
     ("catalog", "defaults"),
     ("phy",),

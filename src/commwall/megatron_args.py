@@ -87,6 +87,8 @@ FLAGS: Final[dict[str, Kind]] = {
     "fp8_param_gather": "bool",
     "fp8_dot_product_attention": "bool",
     "first_last_layers_bf16": "bool",
+    "num_layers_at_start_in_bf16": "int",
+    "num_layers_at_end_in_bf16": "int",
     "grad_reduce_in_bf16": "bool",
     "accumulate_allreduce_grads_in_fp32": "bool",
     # data parallelism
@@ -189,14 +191,12 @@ REFUSED: Final[dict[str, str]] = {
     "moe_latent_size": "latent MoE (experts on a projected hidden state) is not priced",
     "spec": "a custom layer spec is not read",
     "yaml_cfg": "a YAML config of arguments: pass the file itself to megatron_args",
-    "num_layers_at_start_in_bf16": "BF16 end layers are not priced apart",
-    "num_layers_at_end_in_bf16": "BF16 end layers are not priced apart",
 }
 
 #: Flags that do not change the step's time (optimisation hyperparameters, data, tokenizer,
 #: checkpoints, logging, evaluation, the launcher, numerics inside a kernel) or that name
 #: fusions commwall always prices fused (the permutation, the router, gradient accumulation).
-_NO_EFFECT: Final = re.compile(
+NO_EFFECT: Final = re.compile(
     r"(?:lr|min_lr|lr_\w+|\w+_lr|weight_decay\w*|start_weight_decay|end_weight_decay|adam_\w+|"
     r"sgd_\w+|clip_grad|optimizer|init_method_\w+|seed|data_\w+|split|mock_data|vocab_file|"
     r"merge_file|tokenizer_\w+|tiktoken_\w+|load|save|save_\w+|no_save_\w+|no_load_\w+|"
@@ -546,8 +546,8 @@ def megatron_job(
     job["tp_comm_overlap"] = args.flag("tp_comm_overlap")
     multiple = (args.whole("make_vocab_size_divisible_by", 128) or 128) * tp
     rest = sorted(d for d in args.raw if d not in args.used)
-    ignored = tuple(_flag(d) for d in rest if _NO_EFFECT.fullmatch(d))
-    unread = tuple(_flag(d) for d in rest if not _NO_EFFECT.fullmatch(d))
+    ignored = tuple(_flag(d) for d in rest if NO_EFFECT.fullmatch(d))
+    unread = tuple(_flag(d) for d in rest if not NO_EFFECT.fullmatch(d))
     return MegatronJob(
         job,
         model,
@@ -629,13 +629,13 @@ def _model(args: _Args, notes: list[str]) -> dict[str, Any] | None:
         m["head_dim"] = args.whole("qk_head_dim", 128)
         m["qk_rope_head_dim"] = args.whole("qk_pos_emb_head_dim", 64)
         m["v_head_dim"] = args.whole("v_head_dim", 128)
-    if args.has("window_attn_skip_freq"):
-        raise MegatronArgsError(
-            "--window-attn-skip-freq: which layers attend over the window is not read from "
-            "Megatron's flags; drop it and give job.model.sliding_window_layers"
-        )
     if args.has("window_size"):
         m["sliding_window"] = _window(args.text("window_size") or "")
+        windowed = _windowed_layers(args, m.get("n_layers"))
+        if windowed is not None:
+            m["sliding_window_layers"] = windowed
+    elif args.has("window_attn_skip_freq"):
+        _freq(args, "window_attn_skip_freq")  # read; without a window it changes nothing
     if args.has("num_experts"):
         m["n_experts"] = args.whole("num_experts")
         m["top_k"] = args.whole("moe_router_topk", 2)
@@ -661,15 +661,51 @@ def _window(text: str) -> int:
 
 
 def _layer_freq(args: _Args) -> int | list[int] | None:
-    """``--moe-layer-freq``: an integer, or a Python list expression Megatron-LM evaluates
+    """``--moe-layer-freq`` (:func:`_freq`); 1, every layer, is the default."""
+    freq = _freq(args, "moe_layer_freq")
+    return None if freq == 1 else freq
+
+
+def _windowed_layers(args: _Args, n_layers: object) -> int | None:
+    """How many layers attend over ``--window-size``'s window: all without
+    ``--window-attn-skip-freq``; with an integer N every layer but each N-th (1-based layer
+    numbers, ``layer_number % N != 0``); with a list those marked 1
+    (``is_layer_window_attention``, ``megatron/core/transformer/utils.py`` @d98e8a64).
+    ``None``: all of them (the model's default)."""
+    freq = _freq(args, "window_attn_skip_freq")
+    if freq is None:
+        return None
+    if not isinstance(n_layers, int):
+        raise MegatronArgsError(
+            "--window-attn-skip-freq: which layers attend over the window needs --num-layers"
+        )
+    if isinstance(freq, int):
+        return n_layers - n_layers // freq
+    if len(freq) != n_layers:
+        raise MegatronArgsError(
+            f"--window-attn-skip-freq: a list of {len(freq)} layers for --num-layers {n_layers}"
+        )
+    return sum(freq)
+
+
+def _freq(args: _Args, dest: str) -> int | list[int] | None:
+    """A per-layer frequency flag (``--moe-layer-freq``, ``--window-attn-skip-freq``): an
+    integer of at least 1, or a Python list expression Megatron-LM evaluates
     (``([0]*3+[1]*58)``), read here without evaluating code: list literals of 0 and 1 joined
     by ``+`` and repeated by ``*``."""
-    text = args.text("moe_layer_freq")
+    raw = args.raw.get(dest)
+    if isinstance(raw, list) and len(raw) > 1:  # a list already (a YAML mapping's)
+        args.used.add(dest)
+        if not all(type(v) is int and v in (0, 1) for v in raw) or len(raw) > _MAX_LAYERS:
+            raise MegatronArgsError(
+                f"{_flag(dest)}: {raw!r:.80}; allowed: an integer or a list of 0 and 1"
+            )
+        return list(raw)
+    text = args.text(dest)
     if text is None:
         return None
     if _INT.fullmatch(text.strip()):
-        value = int(text)
-        return None if value == 1 else value
+        return checks.whole(_flag(dest), int(text), 1, 10**9, error=MegatronArgsError)
 
     def ev(node: ast.expr) -> list[int]:
         if isinstance(node, ast.List) and all(
@@ -696,7 +732,7 @@ def _layer_freq(args: _Args) -> int | list[int] | None:
         return ev(ast.parse(text.strip(), mode="eval").body)
     except (SyntaxError, ValueError, RecursionError):
         raise MegatronArgsError(
-            f"--moe-layer-freq: {text!r}; allowed: an integer or a list of 0 and 1 such as "
+            f"{_flag(dest)}: {text!r}; allowed: an integer or a list of 0 and 1 such as "
             "([0]*3+[1]*58)"
         ) from None
 
@@ -845,10 +881,12 @@ def _precision(args: _Args, job: dict[str, Any], not_priced: list[str], notes: l
     if fp8 is not None or fp4 is not None:
         job["fp8_param_gather"] = args.flag("fp8_param_gather")
         job["fp8_attention"] = args.flag("fp8_dot_product_attention")
-        if args.flag("first_last_layers_bf16"):
+        start = args.whole("num_layers_at_start_in_bf16", 1, least=0)
+        end = args.whole("num_layers_at_end_in_bf16", 1, least=0)
+        if args.flag("first_last_layers_bf16") and (start or end):
             not_priced.append(
-                "--first-last-layers-bf16: the first and last layers' GEMMs in BF16 (priced "
-                "in the low precision like the rest)"
+                f"--first-last-layers-bf16: the first {start} and last {end} layers' GEMMs in "
+                "BF16 (priced in the low precision like the rest)"
             )
     sixteen = args.flag("bf16") and not args.flag("grad_reduce_in_bf16")
     job["grad_reduce_in_fp32"] = sixteen or args.flag("accumulate_allreduce_grads_in_fp32")

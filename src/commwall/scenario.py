@@ -33,7 +33,8 @@ from pydantic import (
 )
 
 from commwall.errors import CommwallError
-from commwall.megatron_args import MegatronArgsError, megatron_job, padded_vocab
+from commwall.megatron_args import MegatronArgsError, padded_vocab
+from commwall.megatron_bridge import launch_job
 from commwall.units import UnitError, parse_size, parse_time
 
 # ---- the names every layer uses (defined here once; the CLI, engines and routing import them)
@@ -1181,7 +1182,10 @@ class JobSpec(_Strict):
         description="The job as Megatron-LM ran it: its pretrain_gpt.py arguments, as shell "
         "text holding the --flag value words (inline, or the path of a launch script), or a "
         "mapping of the flag names (a Megatron-LM recipe's ARGS, the MoE model zoo's "
-        "MODEL_ARGS; a .yaml/.yml/.json path is read as one; kept as its JSON text). Every "
+        "MODEL_ARGS; a .yaml/.yml/.json path is read as one; kept as its JSON text); or a "
+        "Megatron-Bridge configuration (a checkpoint's run_config.yaml or an override file "
+        "with model, train, ddp, comm_overlap and mixed_precision sections), its fields read "
+        "as the arguments they are. Every "
         "flag left out takes Megatron-LM's default; the fields and the model given beside it "
         "override what the flags say (`commwall megatron FILE` shows the reading: each flag "
         "used, not priced, unknown or without effect). Relative paths start from the scenario "
@@ -1304,7 +1308,7 @@ def with_megatron_args(data: dict[str, Any]) -> dict[str, Any]:
     vocabulary padded as Megatron-LM pads it."""
     source, name, base = megatron_source(data["megatron_args"])
     try:
-        read = megatron_job(
+        read = launch_job(
             source,
             megatron_variables(data.get("megatron_vars")),
             dispatcher_given="moe_dispatcher" in data,

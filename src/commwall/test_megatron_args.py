@@ -254,11 +254,36 @@ def test_pipeline_splits() -> None:
 
 
 @pytest.mark.parametrize(
+    ("freq", "windowed"),
+    [(None, 36), (2, 18), (4, 27), (1, 0), ("[1,0]*18", 18), ([1] * 30 + [0] * 6, 30)],
+)
+def test_window_attn_skip_freq_counts_the_windowed_layers(freq: Any, windowed: int) -> None:
+    """Megatron-Core's is_layer_window_attention: an integer N leaves every N-th layer (1-based)
+    full, a list marks the windowed ones with 1 (GPT-OSS: window 128 on every other of 36)."""
+    args = {"num_layers": 36, "hidden_size": 64, "num_attention_heads": 2, "seq_length": 8,
+            "window_size": "(127, 0)"}  # fmt: skip
+    if freq is not None:
+        args["window_attn_skip_freq"] = freq
+    model = megatron_job(args).model
+    assert model is not None and model["sliding_window"] == 127
+    assert model.get("sliding_window_layers", 36) == windowed
+    without = megatron_job({k: v for k, v in args.items() if k != "window_size"} | {
+        "window_attn_skip_freq": 2})  # fmt: skip
+    assert without.model is not None and "sliding_window" not in without.model
+    assert "--window-attn-skip-freq" not in without.unread
+
+
+@pytest.mark.parametrize(
     ("args", "words"),
     [
         ({"expert_model_parallel_size": 8, "num_experts": 64}, "allgather"),
         ("--seq-length $SEQ", "$SEQ"),
-        ({"window_attn_skip_freq": 2}, "window-attn-skip-freq"),
+        ({"window_size": "(127,0)", "window_attn_skip_freq": 0}, "--window-attn-skip-freq: 0"),
+        (
+            {"window_size": "(127,0)", "window_attn_skip_freq": "[1,0,1]"},
+            "a list of 3 layers for --num-layers 2",
+        ),
+        ({"num_experts": 8, "moe_layer_freq": -2}, "--moe-layer-freq: -2 is not allowed"),
         ({"experimental_attention_variant": "dsa"}, "experimental-attention-variant"),
         (
             {"tensor_model_parallel_size": "eight"},

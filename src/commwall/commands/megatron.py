@@ -1,11 +1,13 @@
-"""``commwall megatron FILE``: read a Megatron-LM launch as a scenario job.
+"""``commwall megatron FILE``: read a Megatron-LM launch or a Megatron-Bridge config as a job.
 
 >>> # commwall megatron train_gpt3_175b_distributed.sh > job.yaml
 >>> # commwall megatron examples/moe_recipes/qwen3_30b/h100/bf16_32GPU_TP1PP1EP8.yaml --json
+>>> # commwall megatron checkpoints/iter_0000100/run_config.yaml
 
-Prints the ``job:`` section the arguments are (:mod:`commwall.megatron_args`), Megatron-LM's
-default for every flag left out, followed by what is not priced, the notes and the flags that
-do not change the step, as YAML comments. A scenario can instead name the file itself,
+Prints the ``job:`` section the arguments are (:mod:`commwall.megatron_args`; a Bridge
+``ConfigContainer``'s through :mod:`commwall.megatron_bridge`), Megatron-LM's default for
+every flag left out, followed by what is not priced, the notes and the flags that do not
+change the step, as YAML comments. A scenario can instead name the file itself,
 ``job: {megatron_args: FILE}``, and override any field beside it.
 """
 
@@ -30,8 +32,9 @@ def megatron(
     file: Annotated[
         str,
         typer.Argument(
-            help="A launch script (pretrain_gpt.py's --flag value words) or a Megatron-LM "
-            "recipe / mapping of flags (.yaml, .yml, .json)."
+            help="A launch script (pretrain_gpt.py's --flag value words), a Megatron-LM "
+            "recipe / mapping of flags, or a Megatron-Bridge configuration (a checkpoint's "
+            "run_config.yaml or an override file) (.yaml, .yml, .json)."
         ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the reading as JSON.")] = False,
@@ -44,9 +47,11 @@ def megatron(
         ),
     ] = None,
 ) -> None:
-    """Read a Megatron-LM launch (its pretrain_gpt.py arguments) as a scenario job: every
-    flag used, not priced, unknown or without effect."""
-    from commwall.megatron_args import MegatronArgsError, megatron_job, padded_vocab
+    """Read a Megatron-LM launch (its pretrain_gpt.py arguments) or a Megatron-Bridge
+    configuration as a scenario job: every flag or field used, not priced, unknown or without
+    effect."""
+    from commwall.megatron_args import MegatronArgsError, padded_vocab
+    from commwall.megatron_bridge import is_bridge_config, launch_job
     from commwall.scenario import megatron_source, megatron_variables
 
     variables: dict[str, str] = {}
@@ -57,7 +62,8 @@ def megatron(
         variables[key] = value
     try:
         source, name, _ = megatron_source(file)
-        read = megatron_job(source, megatron_variables(variables))
+        bridge = is_bridge_config(source)
+        read = launch_job(source, megatron_variables(variables))
     except (ValueError, MegatronArgsError) as e:
         fail(str(e).removeprefix("megatron_args: "))
     job: dict[str, Any] = dict(read.job)
@@ -67,6 +73,7 @@ def megatron(
             job["model"]["vocab"] = padded_vocab(read.model["vocab"], read.vocab_multiple)
     data: dict[str, Any] = {
         "job": job,
+        "source": "megatron-bridge" if bridge else "megatron-lm",
         "vocab_multiple": read.vocab_multiple,
         "not_priced": list(read.not_priced),
         "notes": list(read.notes),
@@ -78,7 +85,8 @@ def megatron(
         return
     text = yaml.safe_dump({"job": data["job"]}, sort_keys=False, default_flow_style=None)
     shown = " ".join(file.split())  # a name with line breaks stays one comment line
-    lines = [f"# {shown} read as Megatron-LM arguments (commwall megatron)", text.rstrip()]
+    kind = "a Megatron-Bridge configuration" if bridge else "Megatron-LM arguments"
+    lines = [f"# {shown} read as {kind} (commwall megatron)", text.rstrip()]
     if read.model is not None and "vocab" not in read.model:
         lines.append(
             "# the vocabulary: Megatron-LM takes it from the tokenizer; add job.model.vocab "

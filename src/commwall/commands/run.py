@@ -132,21 +132,24 @@ def _print_caveats(path: Path | None, sc: Any, report: Any) -> None:
 
 
 def _print_megatron_caveats(source: Any, variables: dict[str, str]) -> None:
-    """What the job's Megatron-LM arguments hold that the step does not price, or that
-    commwall does not know (``commwall megatron FILE`` prints the whole reading)."""
-    from commwall.megatron_args import MegatronArgsError, megatron_job
+    """What the job's Megatron-LM arguments (or Megatron-Bridge configuration) hold that the
+    step does not price, or that commwall does not know (``commwall megatron FILE`` prints the
+    whole reading)."""
+    from commwall.megatron_args import MegatronArgsError
+    from commwall.megatron_bridge import is_bridge_config, launch_job
     from commwall.scenario import megatron_source
 
     args = megatron_source(source)[0]
     try:
-        read = megatron_job(args, variables)
+        read = launch_job(args, variables)
     except MegatronArgsError:  # the one refusal a job lifts: it named its MoE dispatcher
-        read = megatron_job(args, variables, dispatcher_given=True)
+        read = launch_job(args, variables, dispatcher_given=True)
     for line in read.not_priced:
         err.print(f"note: not priced: {escape(line)}")
     if read.unread:
+        kind = "Megatron-Bridge fields" if is_bridge_config(args) else "Megatron-LM flags"
         err.print(
-            "note: Megatron-LM flags not read (unknown to commwall; check they change neither the "
+            f"note: {kind} not read (unknown to commwall; check they change neither the "
             f"model nor the step): {escape(', '.join(read.unread))}"
         )
 

@@ -59,3 +59,29 @@ def test_run_names_the_flags_it_does_not_price(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "not priced: --hidden-dropout" in result.output
     assert "not read" in result.output and "--foo" in result.output
+
+
+def test_a_megatron_bridge_run_config_reads_and_runs(tmp_path: Path) -> None:
+    """A checkpoint's run_config.yaml (Megatron-Bridge's saved ConfigContainer): read by its
+    Bridge field names, and runnable from a scenario that names it."""
+    saved = EXAMPLES / "megatron-bridge" / "qwen3_8b_16gpu_h100_run_config.yaml"
+    result = runner.invoke(app, ["megatron", str(saved)])
+    assert result.exit_code == 0, result.output
+    assert "read as a Megatron-Bridge configuration" in result.stdout
+    assert "#   model.moe_router_topk" in result.stdout  # by its Bridge path
+    job = yaml.safe_load(result.stdout)["job"]
+    assert (job["global_batch"], job["model"]["vocab"]) == (1024, 151936)
+    data = json.loads(runner.invoke(app, ["megatron", str(saved), "--json"]).stdout)
+    assert data["source"] == "megatron-bridge" and data["unread"] == []
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        yaml.safe_dump(
+            {
+                "cluster": {"preset": "dgx-h100", "nodes": 2},
+                "job": {"megatron_args": str(saved), "micro_batch": 2},
+            }
+        )
+    )
+    ran = runner.invoke(app, ["run", str(scenario)])
+    assert ran.exit_code == 0, ran.output
+    assert "micro-batch 2" in ran.stdout  # a field beside the file wins

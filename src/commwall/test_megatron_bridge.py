@@ -1,0 +1,252 @@
+"""Megatron-Bridge configurations read as Megatron-LM arguments (commwall.megatron_bridge)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commwall.megatron_args import MegatronArgsError, megatron_job
+from commwall.megatron_bridge import (
+    RECIPES,
+    bridge_arguments,
+    bridge_job,
+    is_bridge_config,
+    launch_job,
+)
+from commwall.scenario import parse_scenario
+from commwall.workload.simulate import simulate
+
+EXAMPLE = Path(__file__).parents[2] / "examples/megatron-bridge/qwen3_8b_16gpu_h100_run_config.yaml"
+
+#: A small Bridge override file: the fields it sets, Megatron-LM's defaults for the rest.
+BASE: dict[str, Any] = {
+    "model": {
+        "num_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "seq_length": 512,
+        "vocab_size": 1000, "tensor_model_parallel_size": 2, "max_position_embeddings": 512,
+    },
+    "train": {"micro_batch_size": 1, "global_batch_size": 16},
+    "mixed_precision": "bf16_mixed",
+}  # fmt: skip
+
+
+def with_(**sections: dict[str, Any]) -> dict[str, Any]:
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in BASE.items()}
+    for name, fields in sections.items():
+        mine = out.get(name)
+        out[name] = {**(mine if isinstance(mine, dict) else {}), **fields}
+    return out
+
+
+def test_a_saved_run_config_prices_as_the_published_run_it_describes() -> None:
+    """The Qwen3-8B recipe of Megatron-Bridge's verification card on 16 H100 (validation row
+    mbcard-h100-bf16-qwen3-8b-16gpu-pretrain), written as Bridge saves its ConfigContainer:
+    every field, dataclasses with _target_, functions and dtypes as {_target_, _call_}, the
+    attention backend as an enum. Read as arguments it is the row's job, step for step."""
+    from commwall.validation.training import load_training_runs
+
+    row = next(
+        r for r in load_training_runs() if r.id == "mbcard-h100-bf16-qwen3-8b-16gpu-pretrain"
+    )
+    cluster = {"preset": row.preset, "nodes": row.nodes}
+    bridge = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": str(EXAMPLE)}}))
+    assert bridge.step_time == simulate(parse_scenario(row.scenario())).step_time
+    read = launch_job(yaml.safe_load(EXAMPLE.read_text()))
+    assert read.unread == ()  # a field at Megatron-Core's default is not listed
+    assert read.vocab_multiple == 1  # should_pad_vocab false: Bridge keeps the vocabulary
+    assert "model.moe_router_topk" in read.ignored  # a MoE field of a dense model
+    assert any(t.startswith("ddp.check_for_nan_in_grad") for t in read.not_priced)
+
+
+def test_bridge_names_become_megatron_lm_arguments() -> None:
+    """Bridge's translator's renames (translate_mlm_to_bridge.py): experts, the untied head,
+    the gated MLP, the DDP bucket, the gradient dtype, the first pipeline stage's layers."""
+    cfg = with_(
+        model={"num_moe_experts": 8, "moe_router_topk": 2, "moe_ffn_hidden_size": 128,
+               "moe_grouped_gemm": True, "moe_token_dispatcher_type": "alltoall",
+               "expert_model_parallel_size": 2, "share_embeddings_and_output_weights": False,
+               "gated_linear_unit": True,
+               "activation_func": {"_target_": "torch.nn.functional.silu", "_call_": False},
+               "num_query_groups": 2, "pipeline_model_parallel_size": 2,
+               "num_layers_in_first_pipeline_stage": 1, "sequence_parallel": True},
+        ddp={"use_distributed_optimizer": True, "bucket_size": 1000, "grad_reduce_in_fp32": False,
+             "check_for_nan_in_grad": False},
+    )  # fmt: skip
+    args = bridge_arguments(cfg).arguments
+    assert args["num_experts"] == 8 and args["untie_embeddings_and_output_weights"] is True
+    assert args["swiglu"] is True and args["group_query_attention"] is True
+    assert args["ddp_bucket_size"] == 1000 and args["grad_reduce_in_bf16"] is True
+    assert args["decoder_first_pipeline_num_layers"] == 1
+    read = bridge_job(cfg)
+    flags = megatron_job(
+        "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 512 "
+        "--vocab-size 1000 --tensor-model-parallel-size 2 --max-position-embeddings 512 "
+        "--micro-batch-size 1 "
+        "--global-batch-size 16 --bf16 --num-experts 8 --moe-router-topk 2 "
+        "--moe-ffn-hidden-size 128 --moe-grouped-gemm --moe-token-dispatcher-type alltoall "
+        "--expert-model-parallel-size 2 --untie-embeddings-and-output-weights --swiglu "
+        "--group-query-attention --num-query-groups 2 --pipeline-model-parallel-size 2 "
+        "--decoder-first-pipeline-num-layers 1 --sequence-parallel "
+        "--use-distributed-optimizer --ddp-bucket-size 1000 --grad-reduce-in-bf16 "
+        "--no-check-for-nan-in-loss-and-grad"
+    )
+    assert read.job == flags.job and read.model == flags.model
+    assert read.vocab_multiple == 1 and flags.vocab_multiple == 256
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_every_named_precision_recipe_reads(name: str) -> None:
+    read = bridge_job({**BASE, "mixed_precision": name.replace("_", "-")})
+    recipe = RECIPES[name]
+    expected = "fp4" if "fp4" in recipe else "fp8" if "fp8" in recipe else "bf16"
+    expected = "fp16" if expected == "bf16" and recipe.get("fp16") else expected
+    assert read.job["precision"] == expected
+    if expected == "fp8":
+        assert read.job["fp8_recipe"] == recipe["fp8_recipe"]
+        assert read.job["fp8_param_gather"] is recipe["fp8_param_gather"]
+    if recipe.get("num_layers_at_start_in_bf16"):
+        first = recipe["num_layers_at_start_in_bf16"]
+        assert any(f"the first {first} and last" in t for t in read.not_priced)
+
+
+def test_mixed_precision_fields_win_over_the_models_and_ddp_over_comm_overlap() -> None:
+    """Bridge copies its precision config into the model and its overlap config into DDP at
+    setup: a saved config's mixed_precision and ddp sections hold what ran."""
+    cfg = with_(
+        model={"fp8": None, "bf16": False},
+        mixed_precision={"bf16": True, "fp8": "e4m3", "fp8_recipe": "mxfp8", "fp8_param": True},
+        comm_overlap={"overlap_grad_reduce": False, "bucket_size": 5},
+        ddp={"overlap_grad_reduce": True, "use_distributed_optimizer": True},
+    )
+    read = bridge_job(cfg)
+    assert (read.job["precision"], read.job["fp8_recipe"]) == ("fp8", "mxfp8")
+    assert read.job["fp8_param_gather"] is True and read.job["overlap_grad_reduce"] is True
+    assert read.job["ddp_bucket"] == 10  # comm_overlap's, where ddp gives none
+
+
+def test_userbuffers_settings_come_from_the_saved_overlap_config() -> None:
+    """comm_overlap.tp_comm_overlap_cfg as Bridge saves a TransformerLayerTPOverlapCfg: each
+    GEMM's method and SMs reach job.tp_overlap_cfg; PipelineOverlapCfg's tuple-valued fp8_buf
+    default is dropped, not misread."""
+    ub = {
+        "_target_": "megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg",
+        "qkv_dgrad": {"_target_": "megatron.bridge.training.comm_overlap.BulkOverlapCfg",
+                      "num_sm": 4, "cga_size": 2, "set_sm_margin": False, "method": "bulk"},
+        "fc2_fprop": {"_target_": "megatron.bridge.training.comm_overlap.PipelineOverlapCfg",
+                      "num_sm": 16, "cga_size": 2, "num_splits": 4, "set_sm_margin": True,
+                      "fp8_buf": [False], "atomic_gemm": False, "method": "pipeline"},
+    }  # fmt: skip
+    cfg = with_(
+        model={"sequence_parallel": True},
+        comm_overlap={"tp_comm_overlap": True, "tp_comm_overlap_cfg": ub},
+    )
+    read = bridge_job(cfg)
+    assert read.job["tp_comm_overlap"] is True
+    assert read.job["tp_overlap_cfg"] == {
+        "qkv_dgrad": {"num_sm": 4, "cga_size": 2, "set_sm_margin": False, "method": "bulk"},
+        "fc2_fprop": {"num_sm": 16, "cga_size": 2, "num_splits": 4, "set_sm_margin": True,
+                      "atomic_gemm": False, "method": "pipeline"},
+    }  # fmt: skip
+    report = simulate(parse_scenario({"cluster": {"preset": "dgx-h100", "nodes": 1},
+                                      "job": {"megatron_args": cfg}}))  # fmt: skip
+    assert report.job["tp_overlap_cfg"]["qkv_dgrad"]["num_sm"] == 4
+
+
+def test_a_gpt_oss_attention_reads_its_window_layers_and_names_the_sinks() -> None:
+    """GPT-OSS as Bridge's GPTOSSBridge builds it: window (127, 0) on every other layer
+    (window_attn_skip_freq 2), learnable softmax offsets, a gated quick-GELU."""
+    cfg = with_(model={
+        "window_size": [127, 0], "window_attn_skip_freq": 2, "softmax_type": "learnable",
+        "gated_linear_unit": True,
+        "activation_func": {"_target_": "megatron.core.fusions.fused_bias_geglu.quick_gelu",
+                            "_call_": False},
+    })  # fmt: skip
+    read = bridge_job(cfg)
+    assert read.model is not None
+    assert (read.model["sliding_window"], read.model["sliding_window_layers"]) == (127, 2)
+    assert read.model["gated_mlp"] is True
+    assert any("model.softmax_type learnable" in t for t in read.not_priced)
+    assert any("quick_gelu" in t for t in read.notes)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "words"),
+    [
+        (with_(model={"num_moe_experts": 8, "expert_model_parallel_size": 2}),
+         "model.moe_token_dispatcher_type allgather"),
+        (with_(model={"tensor_model_parallel_size": 0}), "model.tensor_model_parallel_size: 0"),
+        (with_(model={"hidden_size": "<b>wide</b>"}), "model.hidden_size: '<b>wide</b>'"),
+        ({**BASE, "mixed_precision": "bf17_mixed"}, "mixed_precision: 'bf17_mixed'"),
+        ({**BASE, "train": ["micro_batch_size", 1]}, "train: list; allowed: a mapping"),
+        (with_(model={"experimental_attention_variant": "dsa"}),
+         "model.experimental_attention_variant"),
+        (with_(comm_overlap={"tp_comm_overlap_cfg": {"qkv_dgrad": 4}}),
+         "comm_overlap.tp_comm_overlap_cfg.qkv_dgrad: 4"),
+        ({"model": {"num_layers": 2, 7: 1}, "train": {}}, "model.7"),
+        (
+            with_(model={"window_size": [127, 0], "window_attn_skip_freq": [1, 0, 2, 1]}),
+            "model.window_attn_skip_freq: [1, 0, 2, 1]; allowed: an integer or a list of 0 and 1",
+        ),
+        (
+            with_(model={"attention_backend": {"_target_": "AttnBackend", "_args_": [9]}}),
+            "model.attention_backend: 'AttnBackend 9' is not allowed; allowed: auto",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_fields_are_named_by_their_bridge_path(cfg: dict[str, Any], words: str) -> None:
+    with pytest.raises(MegatronArgsError, match=re.escape(words)):
+        bridge_job(cfg)
+
+
+def test_an_override_file_says_its_missing_fields_are_megatron_lms_defaults() -> None:
+    read = bridge_job(BASE)
+    assert any("not a saved run_config.yaml" in n for n in read.notes)
+    assert read.job["precision"] == "bf16" and read.job["tp"] == 2
+
+
+def test_only_container_shaped_mappings_are_bridge_configs() -> None:
+    assert is_bridge_config(BASE) and is_bridge_config({"_target_": "x.ConfigContainer"})
+    assert not is_bridge_config({"num_layers": 4, "hidden_size": 8})
+    assert not is_bridge_config({"model": "llama", "train": {}})
+    assert not is_bridge_config("--num-layers 4")
+
+
+_FIELDS = st.sampled_from(
+    ["num_layers", "hidden_size", "num_attention_heads", "seq_length", "num_moe_experts",
+     "window_size", "window_attn_skip_freq", "gated_linear_unit", "activation_func",
+     "share_embeddings_and_output_weights", "bucket_size", "grad_reduce_in_fp32",
+     "tp_comm_overlap_cfg", "attention_backend", "moe_layer_freq", "softmax_type", "foo"]
+)  # fmt: skip
+_SCALARS = st.one_of(
+    st.text(max_size=10),
+    st.integers(-(10**20), 10**20),
+    st.booleans(),
+    st.floats(allow_nan=True),
+    st.none(),
+    st.lists(st.integers(-2, 2), max_size=4),
+    st.dictionaries(st.sampled_from(["_target_", "_call_", "_args_", "_name_", "num_sm"]),
+                    st.one_of(st.text(max_size=6), st.integers(-3, 9), st.booleans(),
+                              st.lists(st.integers(0, 6), max_size=2)), max_size=3),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["model", "train", "ddp", "comm_overlap", "mixed_precision", "dataset"]),
+        st.one_of(st.dictionaries(_FIELDS, _SCALARS, max_size=8), _SCALARS),
+        max_size=5,
+    )
+)
+def test_any_container_is_read_or_refused_by_name(cfg: dict[str, Any]) -> None:
+    """Whatever a (hostile, corrupted) configuration holds, the reading ends in a job or in
+    one error that names what is wrong, never another exception."""
+    try:
+        bridge_job({"model": {}, **cfg})
+    except MegatronArgsError as err:
+        assert str(err)
