@@ -344,6 +344,8 @@ def bridge_arguments(config: Mapping[str, Any]) -> BridgeArguments:
             if raw is None or "." in field_name:  # unset, or inside a nested object
                 continue
             value = _scalar(path, raw)
+            if field_name in _BOOLEANS:
+                value = _boolean(path, value)
             if field_name == "gated_linear_unit":
                 gated = bool(value)
                 continue
@@ -370,7 +372,7 @@ def bridge_arguments(config: Mapping[str, Any]) -> BridgeArguments:
             elif (
                 not _NO_EFFECT_HERE.fullmatch(path)
                 and value not in (False, 0, "", [], {})
-                and DEFAULTS.get(path, unread) != value
+                and DEFAULTS.get(path, _UNSET) != value
             ):
                 unread.append(path)
     if gated:
@@ -388,6 +390,24 @@ def bridge_arguments(config: Mapping[str, Any]) -> BridgeArguments:
                 args["seq_length"], origin["seq_length"] = flat[path], path
     pad = bool(flat.get("model.should_pad_vocab", False))
     return BridgeArguments(args, ub, pad, tuple(sorted(set(unread))), tuple(notes), origin)
+
+
+#: Fields read as a flag here before a rename turns them over (the rest go through
+#: ``megatron_job``, which checks its own flags).
+_BOOLEANS: Final = frozenset(
+    {"gated_linear_unit", "share_embeddings_and_output_weights", "grad_reduce_in_fp32"}
+)
+#: A value no field holds.
+_UNSET: Final = object()
+
+
+def _boolean(path: str, value: object) -> bool:
+    """A flag's value: true or false (or their text), else refused by its path."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise MegatronArgsError(f"{path}: {value!r:.60} is not true or false")
 
 
 def _userbuffers(raw: object) -> dict[str, dict[str, object]] | None:
@@ -444,6 +464,14 @@ def bridge_job(
     except MegatronArgsError as err:
         raise MegatronArgsError(path(str(err))) from None
     fields = dict(job.job)
+    model = job.model
+    hf = config.get("model", {}).get("hf_model_id")
+    if (
+        model is not None
+        and isinstance(hf, str)
+        and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", tail := hf.rsplit("/", 1)[-1])
+    ):
+        model = {"name": tail.lower(), **model}  # the Hugging Face model it was built from
     if read.tp_overlap_cfg is not None:
         fields["tp_overlap_cfg"] = read.tp_overlap_cfg
     # a saved config holds every field: one Megatron-LM reads only beside another (a MoE
@@ -458,7 +486,7 @@ def bridge_job(
         )
     return MegatronJob(
         fields,
-        job.model,
+        model,
         vocab_multiple=job.vocab_multiple if read.pad_vocab else 1,
         not_priced=tuple(not_priced),
         ignored=tuple(sorted(path(t) for t in (*job.ignored, *irrelevant))),

@@ -59,6 +59,7 @@ def test_a_saved_run_config_prices_as_the_published_run_it_describes() -> None:
     read = launch_job(yaml.safe_load(EXAMPLE.read_text()))
     assert read.unread == ()  # a field at Megatron-Core's default is not listed
     assert read.vocab_multiple == 1  # should_pad_vocab false: Bridge keeps the vocabulary
+    assert read.model is not None and read.model["name"] == "qwen3-8b"  # model.hf_model_id
     assert "model.moe_router_topk" in read.ignored  # a MoE field of a dense model
     assert any(t.startswith("ddp.check_for_nan_in_grad") for t in read.not_priced)
 
@@ -188,6 +189,10 @@ def test_a_gpt_oss_attention_reads_its_window_layers_and_names_the_sinks() -> No
         (with_(comm_overlap={"tp_comm_overlap_cfg": {"qkv_dgrad": 4}}),
          "comm_overlap.tp_comm_overlap_cfg.qkv_dgrad: 4"),
         ({"model": {"num_layers": 2, 7: 1}, "train": {}}, "model.7"),
+        (
+            with_(model={"share_embeddings_and_output_weights": "no"}),
+            "model.share_embeddings_and_output_weights: 'no' is not true or false",
+        ),
         (
             with_(model={"window_size": [127, 0], "window_attn_skip_freq": [1, 0, 2, 1]}),
             "model.window_attn_skip_freq: [1, 0, 2, 1]; allowed: an integer or a list of 0 and 1",
