@@ -64,6 +64,24 @@ def test_a_saved_run_config_prices_as_the_published_run_it_describes() -> None:
     assert any(t.startswith("ddp.check_for_nan_in_grad") for t in read.not_priced)
 
 
+def test_an_override_file_prices_as_the_published_moe_run_it_describes() -> None:
+    """A run_recipe.py --config-file override for Qwen3-30B-A3B in FP8 on 16 H100 (Bridge's
+    26.04 performance summary, row mbridge2604-h100-fp8-qwen3-30b-a3b-16gpu): a named
+    dispatcher, Bridge's DDP bucket in parameters, the precision fields; the row's step."""
+    from commwall.validation.training import load_training_runs
+
+    path = EXAMPLE.parent / "qwen3_30b_a3b_16gpu_h100_fp8_overrides.yaml"
+    row = next(
+        r for r in load_training_runs() if r.id == "mbridge2604-h100-fp8-qwen3-30b-a3b-16gpu"
+    )
+    cluster = {"preset": row.preset, "nodes": row.nodes}
+    bridge = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": str(path)}}))
+    assert bridge.step_time == simulate(parse_scenario(row.scenario())).step_time
+    read = launch_job(yaml.safe_load(path.read_text()))
+    assert (read.job["moe_dispatcher"], read.job["ddp_bucket"]) == ("hybridep", 256 * 2**20)
+    assert any("not a saved run_config.yaml" in n for n in read.notes)
+
+
 def test_bridge_names_become_megatron_lm_arguments() -> None:
     """Bridge's translator's renames (translate_mlm_to_bridge.py): experts, the untied head,
     the gated MLP, the DDP bucket, the gradient dtype, the first pipeline stage's layers."""
