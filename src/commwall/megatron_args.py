@@ -883,11 +883,8 @@ def _precision(args: _Args, job: dict[str, Any], not_priced: list[str], notes: l
         job["fp8_attention"] = args.flag("fp8_dot_product_attention")
         start = args.whole("num_layers_at_start_in_bf16", 1, least=0)
         end = args.whole("num_layers_at_end_in_bf16", 1, least=0)
-        if args.flag("first_last_layers_bf16") and (start or end):
-            not_priced.append(
-                f"--first-last-layers-bf16: the first {start} and last {end} layers' GEMMs in "
-                "BF16 (priced in the low precision like the rest)"
-            )
+        if args.flag("first_last_layers_bf16"):
+            job["bf16_end_layers"] = [start, end]
     sixteen = args.flag("bf16") and not args.flag("grad_reduce_in_bf16")
     job["grad_reduce_in_fp32"] = sixteen or args.flag("accumulate_allreduce_grads_in_fp32")
     if job["precision"] == "tf32":

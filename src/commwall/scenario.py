@@ -986,6 +986,18 @@ class JobSpec(_Strict):
         "times the probabilities in eager PyTorch, extra passes the step prices. Off by "
         "default, as in Megatron-Core.",
     )
+    bf16_end_layers: Annotated[
+        tuple[Annotated[int, Field(ge=0, le=100_000)], Annotated[int, Field(ge=0, le=100_000)]],
+        BeforeValidator(_as_tuple),
+    ] = Field(
+        default=(0, 0),
+        description="Under fp8 or fp4, the decoder layers at the start and at the end of the "
+        "model kept in BF16, [start, end] (Megatron-Core's --first-last-layers-bf16 with "
+        "--num-layers-at-start-in-bf16 and --num-layers-at-end-in-bf16, 1 and 1 when the "
+        "flag is on; Megatron-Bridge's bf16_with_fp8_current_scaling_mixed turns it on): their "
+        "GEMMs and attention run as in a BF16 job, their collectives as the job's. Default "
+        "[0, 0]: every layer in the low precision.",
+    )
     fp8_output_proj: bool = Field(
         default=False,
         description="Megatron-Core's --fp8-output-proj (from 2026; precision fp8 with "

@@ -128,9 +128,11 @@ def test_every_named_precision_recipe_reads(name: str) -> None:
     if expected == "fp8":
         assert read.job["fp8_recipe"] == recipe["fp8_recipe"]
         assert read.job["fp8_param_gather"] is recipe["fp8_param_gather"]
-    if recipe.get("num_layers_at_start_in_bf16"):
-        first = recipe["num_layers_at_start_in_bf16"]
-        assert any(f"the first {first} and last" in t for t in read.not_priced)
+    if recipe.get("first_last_layers_bf16"):
+        ends = [recipe.get(f"num_layers_at_{w}_in_bf16", 1) for w in ("start", "end")]
+        assert read.job["bf16_end_layers"] == ends
+    else:
+        assert "bf16_end_layers" not in read.job
 
 
 def test_mixed_precision_fields_win_over_the_models_and_ddp_over_comm_overlap() -> None:

@@ -104,13 +104,17 @@ def mtp_note(job: dict[str, Any]) -> str:
 
 def held_bytes(job: dict[str, Any]) -> str:
     """How a job's gradients and weights travel when that is not its training type, for its
-    one-line summary: " (gradients reduced in fp32, FP8 weights)", or "" (``job.grad_reduce_in_fp32``
-    and ``job.fp8_param_gather``; ``job`` is a result's ``job`` section)."""
+    one-line summary: " (gradients reduced in fp32, FP8 weights)", or "" (``job.grad_reduce_in_fp32``,
+    ``job.fp8_param_gather`` and ``job.bf16_end_layers``; ``job`` is a result's ``job``
+    section)."""
     notes = []
     if job.get("grad_reduce_bytes") == 4 and job.get("precision") != "tf32":
         notes.append("gradients reduced in fp32")
     if job.get("param_bytes") == 1:
         notes.append("FP8 weights")
+    ends = job.get("bf16_end_layers")
+    if isinstance(ends, list) and len(ends) == 2 and any(ends):
+        notes.append(f"first {ends[0]} and last {ends[1]} layers in BF16")
     return f" ({', '.join(notes)})" if notes else ""
 
 

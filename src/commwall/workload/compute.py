@@ -882,7 +882,7 @@ def layer_work(
         head_fwd: tuple[Kernel, ...] = (*mx_fwd, loss_fwd)
         head_bwd: tuple[Kernel, ...] = (*mx_bwd, loss_bwd)
     else:
-        head = _sixteen_bit(dev) if low else dev
+        head = sixteen_bit(dev) if low else dev
         head_bytes = 2.0 if low else g_bytes
         head_grads = gemm_seconds(tokens, h, vocab, head, head_bytes) + gemm_seconds(
             h, vocab, tokens, head, head_bytes
@@ -1069,7 +1069,7 @@ CROSS_ENTROPY_PASSES: Final[dict[str, tuple[tuple[float, int], tuple[float, int]
 }
 
 
-def _sixteen_bit(dev: Device) -> Device:
+def sixteen_bit(dev: Device) -> Device:
     """``dev`` running 16-bit GEMMs: the BF16 dense peak at the BF16 ceiling."""
     return replace(
         dev,
@@ -1551,7 +1551,7 @@ def _attention(
         return fwd, bwd
     # unfused (Megatron 2021): batched QKᵀ (s×s×d) and softmax·V (s×d×s) over b·heads, a fused
     # scale-mask-softmax (read + write the scores) and dropout (read, write, 1-byte mask)
-    half = _sixteen_bit(dev)
+    half = sixteen_bit(dev)
     e, count = elem_bytes, b * heads
     scores = float(count) * s * s
     forward = gemm_seconds(s, s, d, half, e, count) + gemm_seconds(s, d_v, s, half, e, count)

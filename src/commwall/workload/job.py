@@ -238,6 +238,7 @@ class Job:
             "micro_batches": self.micro_batches,
             "seq_len": self.spec.seq_len,
             "precision": self.spec.precision,
+            "bf16_end_layers": list(self.spec.bf16_end_layers),
             "zero_stage": self.spec.zero_stage,
             "compute_efficiency": self.spec.compute_efficiency,
             "compute_model": "flat" if self.device is None else "kernels",
@@ -516,6 +517,18 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
         errors.append(
             f"job.fp8_param_gather: keeps the weights in FP8, so it needs precision fp8 "
             f"(precision is {spec.precision}; under fp4 Megatron-Core gathers 16-bit weights)"
+        )
+    start, end = spec.bf16_end_layers
+    if (start or end) and spec.precision not in ("fp8", "fp4"):
+        errors.append(
+            f"job.bf16_end_layers: {[start, end]} keeps layers in BF16 out of an fp8 or fp4 "
+            f"step; with precision {spec.precision} every layer already runs in 16 or more bits "
+            "(allowed: [0, 0], or precision fp8 / fp4)"
+        )
+    elif start + end > model.n_layers:
+        errors.append(
+            f"job.bf16_end_layers: {[start, end]} is more than the model's {model.n_layers} "
+            "layers; allowed: start + end up to the layers"
         )
     if spec.fp8_output_proj and (spec.precision != "fp8" or spec.fp8_recipe != "mxfp8"):
         errors.append(

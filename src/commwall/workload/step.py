@@ -80,7 +80,14 @@ from commwall.collectives.schedule import (
     Schedule,
 )
 from commwall.scenario import UB_GEMMS, UbGemmSpec
-from commwall.workload.compute import KERNEL_LAUNCH, RING_MERGES, Kernel, LayerWork, layer_work
+from commwall.workload.compute import (
+    KERNEL_LAUNCH,
+    RING_MERGES,
+    Kernel,
+    LayerWork,
+    layer_work,
+    sixteen_bit,
+)
 from commwall.workload.contention import PAIRED_STREAM, UB_STREAM
 from commwall.workload.dispatch import dispatch_share
 from commwall.workload.job import Job, recompute_modules, recomputed_layers
@@ -574,6 +581,10 @@ def layer_plan(job: Job) -> LayerPlan:
             }
         )
         variants.append(replace(job, spec=plain))
+    start, end = spec.bf16_end_layers
+    sixteen = (start or end) and job.device is not None
+    if sixteen:  # the end layers' kinds again, in BF16 (after the low-precision ones)
+        variants += [_in_bf16(v) for v in variants]
     units: list[UnitTimes] = []
     for variant in variants:
         units += layer_units(variant)
@@ -585,6 +596,8 @@ def layer_plan(job: Job) -> LayerPlan:
             stage, chunk = job.layer_owner(layer)
             if layer - job.chunk_layers(stage, chunk).start >= block:
                 k += n
+        if sixteen and (layer < start or layer >= model.n_layers - end):
+            k += n * (len(variants) // 2)
         index.append(k)
     # Megatron-Core recomputes MTP layers uniformly, and skips them under block (its
     # MultiTokenPredictionBlock: "recompute_method == 'block' is not supported for MTP yet")
@@ -599,6 +612,18 @@ def layer_plan(job: Job) -> LayerPlan:
         tp_blocks=tuple(len(tp_blocks(m)) for _ in variants for m, _ in kinds),
         dense_mlp=tuple(m.has_mlp and not m.is_moe for _ in variants for m, _ in kinds),
     )
+
+
+def _in_bf16(job: Job) -> Job:
+    """``job`` with its decoder layers in BF16: Megatron-Core runs a layer of
+    ``is_first_last_bf16_layer`` outside the FP8 (or NVFP4) autocast (``fp8_utils.py``
+    @d98e8a64), so its GEMMs run at the BF16 peak and ceiling without the low-precision casts
+    and its attention in 16 bits (:func:`~commwall.workload.compute.layer_work` on a BF16
+    :class:`~commwall.workload.compute.Device`). The job's collectives, weights and memory stay
+    as the job's: a first-order price of the layers' compute alone."""
+    assert job.device is not None
+    spec = job.spec.model_copy(update={"precision": "bf16", "fp8_attention": False})
+    return replace(job, spec=spec, device=replace(sixteen_bit(job.device), precision="bf16"))
 
 
 def micro_batch_times(job: Job) -> tuple[float, float]:

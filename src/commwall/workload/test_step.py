@@ -2288,3 +2288,40 @@ def test_hybrid_blocks_run_their_own_tp_collectives() -> None:
     m = resolved_job.micro_batches
     assert calls["all_gather"] == m * (3 + 1 + 2 * 3 + 1)
     assert calls["reduce_scatter"] == m * (3 + 1 + 3 + 1)
+
+
+# ---------------------------------------------------------------- BF16 end layers under FP8
+@pytest.mark.parametrize("precision", ["fp8", "fp4"])
+def test_bf16_end_layers_run_as_a_bf16_jobs_layers(precision: str) -> None:
+    """Megatron-Core's --first-last-layers-bf16: the first and last layers leave the FP8 or
+    NVFP4 autocast. Each is priced as the same layer of the job in BF16, every other layer as
+    before; the stages that hold them (the first and the last) carry the difference."""
+    base = {"pp": 4, "global_batch": 64, "precision": precision}
+    preset = "dgx-b200" if precision == "fp4" else "dgx-h100"
+    low, _ = resolved(base, preset=preset)
+    ends, _ = resolved({**base, "bf16_end_layers": [2, 1]}, preset=preset)
+    bf16, _ = resolved({**base, "precision": "bf16"}, preset=preset)
+    plan, low_plan = step_module.layer_plan(ends), step_module.layer_plan(low)
+    n = low.model.n_layers
+    (slow,) = step_module.layer_units(bf16)
+    for layer, k in enumerate(plan.index[:n]):
+        in_bf16 = layer < 2 or layer >= n - 1
+        expected = slow if in_bf16 else low_plan.units[low_plan.index[layer]]
+        assert plan.units[k].layer_forward == pytest.approx(expected.layer_forward, rel=1e-12)
+        assert plan.units[k].layer_backward == pytest.approx(expected.layer_backward, rel=1e-12)
+    assert slow.layer_forward > low_plan.units[0].layer_forward  # BF16 runs slower
+    step_low = run(base, preset=preset)
+    step_ends = run({**base, "bf16_end_layers": [2, 1]}, preset=preset)
+    assert step_ends.step_time > step_low.step_time
+
+
+@pytest.mark.parametrize(
+    ("job", "words"),
+    [
+        ({"precision": "bf16", "bf16_end_layers": [1, 1]}, "with precision bf16 every layer"),
+        ({"precision": "fp8", "bf16_end_layers": [40, 40]}, "more than the model's"),
+    ],
+)
+def test_bf16_end_layers_it_cannot_use_are_named(job: dict[str, Any], words: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(words)):
+        resolved({"global_batch": 64, **job})
