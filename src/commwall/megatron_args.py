@@ -885,6 +885,10 @@ def _precision(args: _Args, job: dict[str, Any], not_priced: list[str], notes: l
         end = args.whole("num_layers_at_end_in_bf16", 1, least=0)
         if args.flag("first_last_layers_bf16"):
             job["bf16_end_layers"] = [start, end]
+    else:  # the flags keep layers out of an FP8 or FP4 autocast there is not: no effect
+        args.used.update(
+            ("first_last_layers_bf16", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16")
+        )
     sixteen = args.flag("bf16") and not args.flag("grad_reduce_in_bf16")
     job["grad_reduce_in_fp32"] = sixteen or args.flag("accumulate_allreduce_grads_in_fp32")
     if job["precision"] == "tf32":

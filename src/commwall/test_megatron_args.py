@@ -505,3 +505,25 @@ def test_any_words_are_read_or_refused_by_name(words: list[str]) -> None:
         megatron_job(" ".join(words))
     except MegatronArgsError as err:
         assert str(err)
+
+
+@pytest.mark.parametrize(
+    ("flags", "ends"),
+    [
+        ("--fp8-format hybrid --first-last-layers-bf16", [1, 1]),
+        ("--fp8-format hybrid --first-last-layers-bf16 --num-layers-at-start-in-bf16 2", [2, 1]),
+        ("--fp4-format e2m1 --first-last-layers-bf16 --num-layers-at-end-in-bf16 0", [1, 0]),
+        ("--fp8-format hybrid --num-layers-at-start-in-bf16 2", None),
+        ("--bf16 --first-last-layers-bf16", None),
+    ],
+)
+def test_first_last_layers_bf16_becomes_the_jobs_bf16_end_layers(
+    flags: str, ends: list[int] | None
+) -> None:
+    """Megatron-Core keeps num_layers_at_start/end_in_bf16 (1 and 1 by default) out of the
+    FP8 or NVFP4 autocast only with --first-last-layers-bf16; in BF16 the flags do nothing."""
+    read = megatron_job(
+        f"--num-layers 4 --hidden-size 64 --num-attention-heads 2 --seq-length 8 {flags}"
+    )
+    assert read.job.get("bf16_end_layers") == ends
+    assert read.unread == ()
