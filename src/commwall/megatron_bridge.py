@@ -27,7 +27,10 @@ over ``comm_overlap`` (which Bridge applies to the DDP config at setup, so a sav
 A saved ``run_config.yaml`` holds every field. An override file holds some: the fields it
 leaves out take Megatron-LM's defaults here, not the recipe's it overrides, and a note says
 so. Fields of the sections read that are neither arguments nor known to leave the step alone
-are listed (:attr:`BridgeArguments.unread`) by their Bridge path.
+are listed (:attr:`BridgeArguments.unread`) by their Bridge path, unless they sit at
+Megatron-Core's default (:data:`DEFAULTS`). The model takes the name of the Hugging Face
+model it was built from (``model.hf_model_id``); a ``model.softmax_type`` other than
+``vanilla`` (GPT-OSS's attention sinks) is reported as not priced.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ _HOME: Final[dict[str, str]] = {
     "manual_gc": "train.manual_gc", "ddp_bucket_size": "ddp.bucket_size",
     "grad_reduce_in_bf16": "ddp.grad_reduce_in_fp32",
     "check_for_nan_in_loss_and_grad": "ddp.check_for_nan_in_grad",
+    "no_check_for_nan_in_loss_and_grad": "ddp.check_for_nan_in_grad: false",
     **{dest: f"ddp.{dest}" for dest in (
         "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
         "align_param_gather", "use_megatron_fsdp", "data_parallel_sharding_strategy")},
