@@ -100,5 +100,14 @@ def megatron(
     ):
         if items:
             lines.append(f"# {title}:")
-            lines.extend(f"#   {item}" for item in items)
+            shown_items = (
+                items if title.startswith("not") or len(items) <= _SHOWN else items[:_SHOWN]
+            )
+            lines.extend(f"#   {item}" for item in shown_items)
+            if len(shown_items) < len(items):  # a saved Bridge config holds hundreds
+                lines.append(f"#   ... and {len(items) - _SHOWN} more (--json lists them all)")
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+#: The most fields without effect the YAML output lists (``--json`` lists every one).
+_SHOWN = 20

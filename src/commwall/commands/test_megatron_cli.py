@@ -68,11 +68,13 @@ def test_a_megatron_bridge_run_config_reads_and_runs(tmp_path: Path) -> None:
     result = runner.invoke(app, ["megatron", str(saved)])
     assert result.exit_code == 0, result.output
     assert "read as a Megatron-Bridge configuration" in result.stdout
-    assert "#   model.moe_router_topk" in result.stdout  # by its Bridge path
+    assert "#   model.apply_rope_fusion" in result.stdout  # by its Bridge path
+    assert "more (--json lists them all)" in result.stdout  # the 20 first of 53 shown
     job = yaml.safe_load(result.stdout)["job"]
     assert (job["global_batch"], job["model"]["vocab"]) == (1024, 151936)
     data = json.loads(runner.invoke(app, ["megatron", str(saved), "--json"]).stdout)
     assert data["source"] == "megatron-bridge" and data["unread"] == []
+    assert "model.moe_router_topk" in data["ignored"]
     scenario = tmp_path / "s.yaml"
     scenario.write_text(
         yaml.safe_dump(
