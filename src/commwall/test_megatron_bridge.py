@@ -278,3 +278,70 @@ def test_any_container_is_read_or_refused_by_name(cfg: dict[str, Any]) -> None:
         bridge_job({"model": {}, **cfg})
     except MegatronArgsError as err:
         assert str(err)
+
+
+def _ub(method: str, sms: int, margin: bool = False) -> dict[str, Any]:
+    """One GEMM's Userbuffers settings as Bridge saves its dataclass."""
+    if method == "bulk":
+        return {"_target_": "megatron.bridge.training.comm_overlap.BulkOverlapCfg",
+                "num_sm": sms, "cga_size": 2, "set_sm_margin": margin, "method": "bulk"}  # fmt: skip
+    return {"_target_": "megatron.bridge.training.comm_overlap.RingExchangeOverlapCfg",
+            "aggregate": False, "method": "ring_exchange", "num_sm": sms, "cga_size": 1,
+            "set_sm_margin": margin, "fp8_buf": False, "atomic_gemm": False}  # fmt: skip
+
+
+#: Megatron-Bridge's Llama 3.1 405B FP8 (current scaling) recipe on 1,024 H100 as its 26.06
+#: performance summary ran it (row mbridge2606-h100-fp8cs-llama31-405b-1024gpu): TP 8, PP 8
+#: with a layout of 64 chunks, CP 2, userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192.
+LLAMA405: dict[str, Any] = {
+    "model": {
+        "num_layers": 126, "hidden_size": 16384, "ffn_hidden_size": 53248,
+        "num_attention_heads": 128, "num_query_groups": 8, "kv_channels": 128,
+        "vocab_size": 128256, "seq_length": 8192, "max_position_embeddings": 131072,
+        "gated_linear_unit": True,
+        "activation_func": {"_target_": "torch.nn.functional.silu", "_call_": False},
+        "normalization": "RMSNorm", "position_embedding_type": "rope", "add_bias_linear": False,
+        "share_embeddings_and_output_weights": False, "tensor_model_parallel_size": 8,
+        "pipeline_model_parallel_size": 8, "context_parallel_size": 2,
+        "pipeline_model_parallel_layout": "Et|(t*2|)*62,tL", "sequence_parallel": True,
+        "attention_dropout": 0.0, "hidden_dropout": 0.0, "cross_entropy_loss_fusion": True,
+        "cross_entropy_fusion_impl": "te",
+    },
+    "train": {"micro_batch_size": 1, "global_batch_size": 1536},
+    "ddp": {"use_distributed_optimizer": True, "overlap_grad_reduce": True,
+            "overlap_param_gather": True, "align_param_gather": True, "bucket_size": 134217728,
+            "check_for_nan_in_grad": False},
+    "comm_overlap": {
+        "_target_": "megatron.bridge.training.comm_overlap.CommOverlapConfig",
+        "tp_comm_overlap": True,
+        "tp_comm_overlap_cfg": {
+            "_target_": "megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg",
+            "qkv_dgrad": _ub("bulk", 2), "qkv_wgrad": _ub("bulk", 24),
+            "fc1_dgrad": _ub("bulk", 2), "fc1_wgrad": _ub("bulk", 2),
+            "qkv_fprop": _ub("ring", 1), "proj_dgrad": _ub("ring", 1),
+            "fc1_fprop": _ub("ring", 1), "fc2_dgrad": _ub("ring", 1),
+            "proj_fprop": _ub("ring", 1, True), "fc2_fprop": _ub("ring", 1, True),
+        },
+    },
+    "mixed_precision": {"bf16": True, "fp8": "hybrid", "fp8_recipe": "tensorwise",
+                        "fp8_param_gather": True, "first_last_layers_bf16": False,
+                        "grad_reduce_in_fp32": False},
+}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_userbuffers_pipeline_layout_config_prices_as_the_published_run() -> None:
+    """Bridge's saved Userbuffers dataclasses, a pipeline layout string and CP: the 405B
+    row's step exactly; its BF16 end layers (the recipe's bf16_with_fp8_current_scaling_mixed
+    before the benchmark turns them off) run and cost more."""
+    from commwall.validation.training import load_training_runs
+
+    row = next(
+        r for r in load_training_runs() if r.id == "mbridge2606-h100-fp8cs-llama31-405b-1024gpu"
+    )
+    cluster = {"preset": row.preset, "nodes": row.nodes}
+    bridge = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": LLAMA405}}))
+    assert bridge.step_time == simulate(parse_scenario(row.scenario())).step_time
+    ends = {**LLAMA405, "mixed_precision": "bf16_with_fp8_current_scaling_mixed"}
+    slower = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": ends}}))
+    assert slower.job["bf16_end_layers"] == [1, 1] and slower.step_time > bridge.step_time

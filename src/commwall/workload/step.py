@@ -1477,7 +1477,7 @@ class _Builder:
         cap); a ring exchange's sends run on the copy engines, unbounded."""
         free = replace(self.groups.tp, min_ctas=None, max_ctas=None)
         names = []
-        for _, _, col_ub, row_ub in tp_blocks(self.job.model.layer_kinds[k][0]):
+        for _, _, col_ub, row_ub in tp_blocks(self.kind_model(k)):
             names += (
                 [f"{col_ub}_fprop", f"{row_ub}_fprop"]
                 if forward
@@ -1728,10 +1728,15 @@ class _Builder:
             )
         return last
 
+    def kind_model(self, k: int) -> ModelSpec:
+        """The layer model of the plan's kind ``k``: a variant's kinds (recomputation stopped
+        short, BF16 end layers; :func:`layer_plan`) repeat the model's own, in order."""
+        kinds = self.job.model.layer_kinds
+        return kinds[k % len(kinds)][0]
+
     def layer_param_bytes(self, k: int) -> float:
         """16-bit bytes per GPU of one layer of kind ``k`` (split over TP)."""
-        model = self.job.model.layer_kinds[k][0]
-        return model.layer_params() / self.job.tp * self.job.element_bytes
+        return self.kind_model(k).layer_params() / self.job.tp * self.job.element_bytes
 
     def root_param_bytes(self, stage: int, chunk: int | None = None) -> float:
         """Bytes per GPU of the stage's (chunk's) tensors outside its transformer layers and

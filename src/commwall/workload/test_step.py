@@ -2325,3 +2325,21 @@ def test_bf16_end_layers_run_as_a_bf16_jobs_layers(precision: str) -> None:
 def test_bf16_end_layers_it_cannot_use_are_named(job: dict[str, Any], words: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(words)):
         resolved({"global_batch": 64, **job})
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {**OVERLAP, "precision": "fp8", "bf16_end_layers": [1, 1]},
+        {"precision": "fp8", "bf16_end_layers": [2, 0], "zero_stage": 3, "global_batch": 64},
+        {"recompute": "full", "recompute_method": "block", "recompute_num_layers": 1,
+         "zero_stage": 3, "pp": 2, "global_batch": 64},
+        {**OVERLAP, "recompute": "full", "recompute_method": "block", "recompute_num_layers": 1},
+    ],
+    ids=["ub-bf16-ends", "fsdp-bf16-ends", "fsdp-block-recompute", "ub-block-recompute"],
+)  # fmt: skip
+def test_variant_kinds_run_with_userbuffers_and_fsdp(extra: dict[str, Any]) -> None:
+    """A layer priced in a variant of its kind (BF16 end layers, layers past a recompute
+    block) keeps its kind's Userbuffers GEMMs and ZeRO-3 gathers."""
+    r = run(extra)
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time, rel=1e-12)
