@@ -43,19 +43,24 @@ def with_(**sections: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def assert_prices_as_row(source: str | dict[str, Any], row_id: str) -> tuple[Any, dict[str, Any]]:
+    """The step of a scenario whose job is ``source`` on validation row ``row_id``'s cluster,
+    asserted equal to the row's: (its report, that cluster mapping)."""
+    from commwall.validation.training import load_training_runs
+
+    row = next(r for r in load_training_runs() if r.id == row_id)
+    cluster = {"preset": row.preset, "nodes": row.nodes, **row.cluster}
+    report = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": source}}))
+    assert report.step_time == simulate(parse_scenario(row.scenario())).step_time
+    return report, cluster
+
+
 def test_a_saved_run_config_prices_as_the_published_run_it_describes() -> None:
     """The Qwen3-8B recipe of Megatron-Bridge's verification card on 16 H100 (validation row
     mbcard-h100-bf16-qwen3-8b-16gpu-pretrain), written as Bridge saves its ConfigContainer:
     every field, dataclasses with _target_, functions and dtypes as {_target_, _call_}, the
     attention backend as an enum. Read as arguments it is the row's job, step for step."""
-    from commwall.validation.training import load_training_runs
-
-    row = next(
-        r for r in load_training_runs() if r.id == "mbcard-h100-bf16-qwen3-8b-16gpu-pretrain"
-    )
-    cluster = {"preset": row.preset, "nodes": row.nodes}
-    bridge = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": str(EXAMPLE)}}))
-    assert bridge.step_time == simulate(parse_scenario(row.scenario())).step_time
+    assert_prices_as_row(str(EXAMPLE), "mbcard-h100-bf16-qwen3-8b-16gpu-pretrain")
     read = launch_job(yaml.safe_load(EXAMPLE.read_text()))
     assert read.unread == ()  # a field at Megatron-Core's default is not listed
     assert read.vocab_multiple == 1  # should_pad_vocab false: Bridge keeps the vocabulary
@@ -71,15 +76,8 @@ def test_an_override_file_prices_as_the_published_moe_run_it_describes() -> None
     """A run_recipe.py --config-file override for Qwen3-30B-A3B in FP8 on 16 H100 (Bridge's
     26.04 performance summary, row mbridge2604-h100-fp8-qwen3-30b-a3b-16gpu): a named
     dispatcher, Bridge's DDP bucket in parameters, the precision fields; the row's step."""
-    from commwall.validation.training import load_training_runs
-
     path = EXAMPLE.parent / "qwen3_30b_a3b_16gpu_h100_fp8_overrides.yaml"
-    row = next(
-        r for r in load_training_runs() if r.id == "mbridge2604-h100-fp8-qwen3-30b-a3b-16gpu"
-    )
-    cluster = {"preset": row.preset, "nodes": row.nodes}
-    bridge = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": str(path)}}))
-    assert bridge.step_time == simulate(parse_scenario(row.scenario())).step_time
+    assert_prices_as_row(str(path), "mbridge2604-h100-fp8-qwen3-30b-a3b-16gpu")
     read = launch_job(yaml.safe_load(path.read_text()))
     assert (read.job["moe_dispatcher"], read.job["ddp_bucket"]) == ("hybridep", 256 * 2**20)
     assert any("not a saved run_config.yaml" in n for n in read.notes)
@@ -334,14 +332,7 @@ def test_a_userbuffers_pipeline_layout_config_prices_as_the_published_run() -> N
     """Bridge's saved Userbuffers dataclasses, a pipeline layout string and CP: the 405B
     row's step exactly; its BF16 end layers (the recipe's bf16_with_fp8_current_scaling_mixed
     before the benchmark turns them off) run and cost more."""
-    from commwall.validation.training import load_training_runs
-
-    row = next(
-        r for r in load_training_runs() if r.id == "mbridge2606-h100-fp8cs-llama31-405b-1024gpu"
-    )
-    cluster = {"preset": row.preset, "nodes": row.nodes}
-    bridge = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": LLAMA405}}))
-    assert bridge.step_time == simulate(parse_scenario(row.scenario())).step_time
+    bridge, cluster = assert_prices_as_row(LLAMA405, "mbridge2606-h100-fp8cs-llama31-405b-1024gpu")
     ends = {**LLAMA405, "mixed_precision": "bf16_with_fp8_current_scaling_mixed"}
     slower = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": ends}}))
     assert slower.job["bf16_end_layers"] == [1, 1] and slower.step_time > bridge.step_time
