@@ -34,7 +34,7 @@ from pydantic import (
 
 from commwall.errors import CommwallError
 from commwall.megatron_args import MegatronArgsError, padded_vocab
-from commwall.megatron_bridge import launch_job
+from commwall.megatron_bridge import is_bridge_config, launch_job
 from commwall.units import UnitError, parse_size, parse_time
 
 # ---- the names every layer uses (defined here once; the CLI, engines and routing import them)
@@ -1338,9 +1338,10 @@ def with_megatron_args(data: dict[str, Any]) -> dict[str, Any]:
         if "hf_config" not in model:
             vocab = model.get("vocab")
             if vocab is None:
+                flag = "model.vocab_size" if is_bridge_config(source) else "--vocab-size"
                 raise ValueError(
                     "megatron_args: the vocabulary is not in the arguments (Megatron-LM takes it "
-                    "from the tokenizer, which commwall does not read); give --vocab-size or "
+                    f"from the tokenizer, which commwall does not read); give {flag} or "
                     "job.model: {vocab: N}"
                 )
             if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > 0:

@@ -230,6 +230,11 @@ def test_bad_fields_are_named_by_their_bridge_path(cfg: dict[str, Any], words: s
 
 
 def test_an_override_file_says_its_missing_fields_are_megatron_lms_defaults() -> None:
+    from commwall.scenario import ScenarioError
+
+    no_vocab = {**BASE, "model": {k: v for k, v in BASE["model"].items() if k != "vocab_size"}}
+    with pytest.raises(ScenarioError, match=re.escape("give model.vocab_size or job.model")):
+        parse_scenario({"job": {"megatron_args": no_vocab}})
     read = bridge_job(BASE)
     assert any("not a saved run_config.yaml" in n for n in read.notes)
     assert read.job["precision"] == "bf16" and read.job["tp"] == 2
