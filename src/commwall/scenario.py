@@ -995,8 +995,9 @@ class JobSpec(_Strict):
         "model kept in BF16, [start, end] (Megatron-Core's --first-last-layers-bf16 with "
         "--num-layers-at-start-in-bf16 and --num-layers-at-end-in-bf16, 1 and 1 when the "
         "flag is on; Megatron-Bridge's bf16_with_fp8_current_scaling_mixed turns it on): their "
-        "GEMMs and attention run as in a BF16 job, their collectives as the job's. Default "
-        "[0, 0]: every layer in the low precision.",
+        "GEMMs and attention run as in a BF16 job, their collectives as the job's (the "
+        "kernel compute model; refused with compute_efficiency). Default [0, 0]: every layer "
+        "in the low precision.",
     )
     fp8_output_proj: bool = Field(
         default=False,

@@ -525,6 +525,13 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"step; with precision {spec.precision} every layer already runs in 16 or more bits "
             "(allowed: [0, 0], or precision fp8 / fp4)"
         )
+    elif (start or end) and spec.compute_efficiency is not None:
+        errors.append(
+            f"job.bf16_end_layers: {[start, end]} with compute_efficiency "
+            f"{spec.compute_efficiency}: the flat model prices every layer at one share of one "
+            "peak (allowed: [0, 0] with compute_efficiency, or leave compute_efficiency out for "
+            "the kernel model)"
+        )
     elif start + end > model.n_layers:
         errors.append(
             f"job.bf16_end_layers: {[start, end]} is more than the model's {model.n_layers} "

@@ -582,7 +582,7 @@ def layer_plan(job: Job) -> LayerPlan:
         )
         variants.append(replace(job, spec=plain))
     start, end = spec.bf16_end_layers
-    sixteen = (start or end) and job.device is not None
+    sixteen = bool(start or end)  # the kernel model's (resolve_job refuses the flat one)
     if sixteen:  # the end layers' kinds again, in BF16 (after the low-precision ones)
         variants += [_in_bf16(v) for v in variants]
     units: list[UnitTimes] = []

@@ -2320,6 +2320,10 @@ def test_bf16_end_layers_run_as_a_bf16_jobs_layers(precision: str) -> None:
     [
         ({"precision": "bf16", "bf16_end_layers": [1, 1]}, "with precision bf16 every layer"),
         ({"precision": "fp8", "bf16_end_layers": [40, 40]}, "more than the model's"),
+        (
+            {"precision": "fp8", "bf16_end_layers": [1, 1], "compute_efficiency": 0.5},
+            "the flat model prices every layer at one share",
+        ),
     ],
 )
 def test_bf16_end_layers_it_cannot_use_are_named(job: dict[str, Any], words: str) -> None:
