@@ -489,12 +489,15 @@ def megatron_job(
     variables: Mapping[str, str] | None = None,
     *,
     dispatcher_given: bool = False,
+    seq_len_given: bool = False,
 ) -> MegatronJob:
     """The scenario fields a Megatron-LM launch is (module docstring): ``source`` is shell
     text or a mapping of arguments (a recipe's ``ARGS``); ``variables`` are the launch's
     environment (``TP: 8``), expanded where the flags name them (:func:`read_args`);
     ``dispatcher_given``: the job names its MoE dispatcher itself, so the flags' is not read
-    (a launcher may add it: the MoE model zoo's ``DISPATCHER=``)."""
+    (a launcher may add it: the MoE model zoo's ``DISPATCHER=``); ``seq_len_given``: the job
+    gives its sequence length itself, so the flags need not (a Megatron-Bridge override file
+    leaves it to its recipe)."""
     args = _Args(read_args(source, variables))
     for dest, why in REFUSED.items():
         value = args.raw.get(dest)
@@ -528,8 +531,10 @@ def megatron_job(
         job["global_batch"] = args.whole("global_batch_size")
     if args.has("seq_length"):
         job["seq_len"] = args.whole("seq_length")
-    else:
-        raise MegatronArgsError("--seq-length is not given (Megatron-LM requires it)")
+    elif not seq_len_given:
+        raise MegatronArgsError(
+            "--seq-length is not given (Megatron-LM requires it); give it, or job.seq_len"
+        )
     _precision(args, job, not_priced, notes)
     _data_parallel(args, job, vp, not_priced)
     _kernels(args, job, not_priced, notes)

@@ -442,6 +442,7 @@ def bridge_job(
     variables: Mapping[str, str] | None = None,
     *,
     dispatcher_given: bool = False,
+    seq_len_given: bool = False,
 ) -> MegatronJob:
     """The scenario fields a Megatron-Bridge ``ConfigContainer`` mapping is: its Megatron-LM
     arguments (:func:`bridge_arguments`) read by
@@ -464,7 +465,12 @@ def bridge_job(
         )
 
     try:
-        job = megatron_job(read.arguments, variables, dispatcher_given=dispatcher_given)
+        job = megatron_job(
+            read.arguments,
+            variables,
+            dispatcher_given=dispatcher_given,
+            seq_len_given=seq_len_given,
+        )
     except MegatronArgsError as err:
         raise MegatronArgsError(path(str(err))) from None
     fields = dict(job.job)
@@ -504,10 +510,15 @@ def launch_job(
     variables: Mapping[str, str] | None = None,
     *,
     dispatcher_given: bool = False,
+    seq_len_given: bool = False,
 ) -> MegatronJob:
     """A launch's scenario fields, whichever way it is written: a Megatron-Bridge
     ``ConfigContainer`` (:func:`is_bridge_config`: :func:`bridge_job`), else Megatron-LM's
     arguments as shell text or a mapping (:func:`~commwall.megatron_args.megatron_job`)."""
     if not isinstance(source, str) and is_bridge_config(source):
-        return bridge_job(source, variables, dispatcher_given=dispatcher_given)
-    return megatron_job(source, variables, dispatcher_given=dispatcher_given)
+        return bridge_job(
+            source, variables, dispatcher_given=dispatcher_given, seq_len_given=seq_len_given
+        )
+    return megatron_job(
+        source, variables, dispatcher_given=dispatcher_given, seq_len_given=seq_len_given
+    )

@@ -1325,6 +1325,7 @@ def with_megatron_args(data: dict[str, Any]) -> dict[str, Any]:
             source,
             megatron_variables(data.get("megatron_vars")),
             dispatcher_given="moe_dispatcher" in data,
+            seq_len_given="seq_len" in data,
         )
     except MegatronArgsError as err:
         raise ValueError(f"megatron_args: {err}") from None

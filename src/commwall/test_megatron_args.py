@@ -527,3 +527,11 @@ def test_first_last_layers_bf16_becomes_the_jobs_bf16_end_layers(
     )
     assert read.job.get("bf16_end_layers") == ends
     assert read.unread == ()
+
+
+def test_a_sequence_length_given_beside_the_flags_lifts_their_requirement() -> None:
+    with pytest.raises(MegatronArgsError, match=re.escape("give it, or job.seq_len")):
+        megatron_job("--global-batch-size 8")
+    job = {"megatron_args": "--global-batch-size 8 --bf16", "model": "llama3-8b", "seq_len": 2048}
+    scenario = parse_scenario({"job": job})
+    assert (scenario.job.seq_len, scenario.job.global_batch) == (2048, 8)

@@ -341,3 +341,19 @@ def test_a_userbuffers_pipeline_layout_config_prices_as_the_published_run() -> N
     ends = {**LLAMA405, "mixed_precision": "bf16_with_fp8_current_scaling_mixed"}
     slower = simulate(parse_scenario({"cluster": cluster, "job": {"megatron_args": ends}}))
     assert slower.job["bf16_end_layers"] == [1, 1] and slower.step_time > bridge.step_time
+
+
+def test_an_override_of_a_few_fields_runs_beside_the_model_and_sequence_it_leaves_out() -> None:
+    """Bridge's example override files set parallelism and batch and leave the model and the
+    sequence to the recipe (examples/quantization/conf/*_override_example.yaml): the job names
+    them beside the file; without the sequence the error says where to give it."""
+    override = {
+        "model": {"tensor_model_parallel_size": 1, "context_parallel_size": 1},
+        "train": {"train_iters": 20, "global_batch_size": 8},
+        "checkpoint": {"save_interval": 20},
+    }
+    job = {"megatron_args": override, "model": "llama3-8b", "seq_len": 2048}
+    report = simulate(parse_scenario({"cluster": {"preset": "dgx-h100", "nodes": 1}, "job": job}))
+    assert (report.job["global_batch"], report.job["seq_len"]) == (8, 2048)
+    with pytest.raises(MegatronArgsError, match=re.escape("model.seq_length is not given")):
+        bridge_job(override)

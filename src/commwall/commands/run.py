@@ -142,8 +142,8 @@ def _print_megatron_caveats(source: Any, variables: dict[str, str]) -> None:
     args = megatron_source(source)[0]
     try:
         read = launch_job(args, variables)
-    except MegatronArgsError:  # the one refusal a job lifts: it named its MoE dispatcher
-        read = launch_job(args, variables, dispatcher_given=True)
+    except MegatronArgsError:  # the refusals a job lifts: it named its dispatcher, its sequence
+        read = launch_job(args, variables, dispatcher_given=True, seq_len_given=True)
     for line in read.not_priced:
         err.print(f"note: not priced: {escape(line)}")
     if read.unread:
