@@ -4,7 +4,8 @@ of names — each said one way everywhere.
 A failing check raises the caller's error class (each package keeps its own, all rooted in
 :class:`~commwall.errors.CommwallError`) naming the parameter, the value and what is allowed:
 ``NAME: VALUE is out of range; allowed: a finite number RANGE`` for numbers,
-``NAME: VALUE is not allowed; allowed: …`` for whole numbers and names.
+``NAME: VALUE is not allowed; allowed: …`` for whole numbers and names,
+``NAME: VALUE is not true or false`` for flags.
 
 >>> number("jitter", 0.05, 0.0, 10.0)
 0.05
@@ -27,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-__all__ = ["choice", "number", "whole"]
+__all__ = ["choice", "flag", "number", "whole"]
 
 
 def number(
@@ -85,3 +86,13 @@ def choice(
     if isinstance(value, str) and value in names:
         return value
     raise error(f"{name}: {value!r} is not allowed; allowed: {', '.join(names)}")
+
+
+def flag(name: str, value: object, *, error: type[Exception] = ValueError) -> bool:
+    """``value`` as a flag: a bool, or the text ``true`` / ``false`` (any case, as a launch
+    script or a YAML string spells it), else ``error`` naming ``name`` and the value."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise error(f"{name}: {value!r:.60} is not true or false")

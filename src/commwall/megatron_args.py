@@ -435,12 +435,7 @@ class _Args:
         if dest not in self.raw:
             self.used.add(dest)
             return dest in _ON_BY_DEFAULT
-        value = self._value(dest)
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        raise MegatronArgsError(f"{_flag(dest)}: {value!r} is not true or false")
+        return checks.flag(_flag(dest), self._value(dest), error=MegatronArgsError)
 
     def whole(self, dest: str, default: int | None = None, *, least: int = 1) -> int | None:
         if dest not in self.raw:

@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from commwall import checks
 from commwall.megatron_args import (
     ALIASES,
     FLAGS,
@@ -349,7 +350,7 @@ def bridge_arguments(config: Mapping[str, Any]) -> BridgeArguments:
                 continue
             value = _scalar(path, raw)
             if field_name in _BOOLEANS:
-                value = _boolean(path, value)
+                value = checks.flag(path, value, error=MegatronArgsError)
             if field_name == "gated_linear_unit":
                 gated = bool(value)
                 continue
@@ -388,10 +389,6 @@ def bridge_arguments(config: Mapping[str, Any]) -> BridgeArguments:
             )
     if args.get("num_query_groups") is not None:
         args["group_query_attention"] = True
-    if "seq_length" not in args:
-        for path in ("model.seq_length", "dataset.seq_length"):
-            if flat.get(path) is not None:
-                args["seq_length"], origin["seq_length"] = flat[path], path
     pad = bool(flat.get("model.should_pad_vocab", False))
     return BridgeArguments(args, ub, pad, tuple(sorted(set(unread))), tuple(notes), origin)
 
@@ -403,15 +400,6 @@ _BOOLEANS: Final = frozenset(
 )
 #: A value no field holds.
 _UNSET: Final = object()
-
-
-def _boolean(path: str, value: object) -> bool:
-    """A flag's value: true or false (or their text), else refused by its path."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise MegatronArgsError(f"{path}: {value!r:.60} is not true or false")
 
 
 def _userbuffers(raw: object) -> dict[str, dict[str, object]] | None:

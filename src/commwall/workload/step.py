@@ -949,6 +949,7 @@ class _Builder:
         self.rings: dict[int, tuple[int, ...]] = {}
         self.forward_only = False  # an evaluation step's forwards alone (build)
         self.ub = ub_gemms(job)  # how Userbuffers overlaps each GEMM (job.tp_overlap_cfg)
+        self._ub_groups: dict[tuple[bool, int], tuple[Group, ...]] = {}  # ub_groups, found once
         self.sp = self.spec.sequence_parallel and job.tp > 1
         self.nccl_beside = backward_tp_overlap(job)  # job.tp_backward_overlap in effect
         self.modules = recompute_modules(self.spec)  # what a selective recomputation re-runs
@@ -1475,6 +1476,9 @@ class _Builder:
         ``num_sm`` blocks, ``userbuffers.cu``), each moving at most what one NCCL channel's
         block copies (:func:`~commwall.collectives.cost.sm_channel_bw`, NCCL's per-block
         cap); a ring exchange's sends run on the copy engines, unbounded."""
+        found = self._ub_groups.get((forward, k))
+        if found is not None:
+            return found
         free = replace(self.groups.tp, min_ctas=None, max_ctas=None)
         names = []
         for _, _, col_ub, row_ub in tp_blocks(self.kind_model(k)):
@@ -1488,7 +1492,8 @@ class _Builder:
             gemm = self.ub[name]
             sms = gemm.num_sm if gemm.method != "ring_exchange" else None
             out.append(replace(free, max_ctas=sms))
-        return tuple(out)
+        found = self._ub_groups[forward, k] = tuple(out)
+        return found
 
     def layer_seconds(self, kind: str, k: int) -> float:
         """Forward (``F``) or backward (``B``) seconds of one layer of kind ``k`` of one
