@@ -30,11 +30,15 @@ so. Fields of the sections read that are neither arguments nor known to leave th
 are listed (:attr:`BridgeArguments.unread`) by their Bridge path, unless they sit at
 Megatron-Core's default (:data:`DEFAULTS`). The model takes the name of the Hugging Face
 model it was built from (``model.hf_model_id``); a ``model.softmax_type`` other than
-``vanilla`` (GPT-OSS's attention sinks) is reported as not priced.
+``vanilla`` (GPT-OSS's attention sinks) is reported as not priced. A
+``pipeline_model_parallel_layout`` saved in Megatron-Core's list form (one list of layer names
+a virtual stage, as DeepSeek-V3's recipes set it) is written as Megatron's layout string
+(:func:`layout_text`).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,7 +55,14 @@ from commwall.megatron_args import (
     megatron_job,
 )
 
-__all__ = ["BridgeArguments", "bridge_arguments", "bridge_job", "is_bridge_config", "launch_job"]
+__all__ = [
+    "BridgeArguments",
+    "bridge_arguments",
+    "bridge_job",
+    "is_bridge_config",
+    "launch_job",
+    "layout_text",
+]
 
 #: The sections whose fields can change the step.
 SECTIONS: Final = ("model", "train", "ddp", "comm_overlap", "mixed_precision", "dataset")
@@ -279,6 +290,62 @@ def _is_object(value: Mapping[str, Any]) -> bool:
     return "_call_" in value or "_args_" in value
 
 
+#: The layer names of a list-form pipeline layout (Megatron-Core's ``LayerType`` members, as
+#: Megatron-Bridge saves ``pipeline_model_parallel_layout``) and their letters in the string
+#: form (``commwall.workload.pipeline_layout``).
+LAYOUT_NAMES: Final = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L"}
+#: The most virtual stages, and layers in one, a list-form layout may hold.
+MAX_LAYOUT_ITEMS: Final = 1 << 16
+
+
+def layout_text(stages: object) -> str:
+    """A list-form pipeline layout — one list of layer names per virtual stage, as Megatron-Core's
+    ``PipelineParallelLayerLayout`` takes it and Megatron-Bridge saves it
+    (``[["embedding", "decoder", ...], ..., ["decoder", "loss"]]``) — in Megatron's string form,
+    each run of one name written ``X*n``; :class:`MegatronArgsError` names the stage or the
+    name it cannot use (the caller names the field).
+
+    >>> layout_text([["embedding", "decoder", "decoder"], ["decoder", "decoder", "loss"]])
+    'Et*2|t*2L'
+    >>> layout_text([["embedding"], [], ["decoder", "mtp", "loss"]])
+    'E||tmL'
+    """
+    allowed = ", ".join(LAYOUT_NAMES)
+    if not isinstance(stages, list | tuple) or not stages:
+        raise MegatronArgsError(
+            f"{type(stages).__name__}; allowed: a layout string, or a non-empty list of "
+            f"virtual stages, each a list of layer names ({allowed})"
+        )
+    if len(stages) > MAX_LAYOUT_ITEMS:
+        raise MegatronArgsError(f"{len(stages):,} virtual stages; at most {MAX_LAYOUT_ITEMS:,}")
+    parts = []
+    for i, stage in enumerate(stages):
+        if not isinstance(stage, list | tuple) or len(stage) > MAX_LAYOUT_ITEMS:
+            what = (
+                f"{len(stage):,} layers"
+                if isinstance(stage, list | tuple)
+                else type(stage).__name__
+            )
+            raise MegatronArgsError(
+                f"virtual stage {i}: {what}; allowed: a list of at most {MAX_LAYOUT_ITEMS:,} "
+                f"layer names ({allowed})"
+            )
+        letters = []
+        for name in stage:
+            letter = LAYOUT_NAMES.get(name) if isinstance(name, str) else None
+            if letter is None:
+                why = (
+                    "an encoder's layers (T5, vision models) are not modelled"
+                    if name == "encoder"
+                    else f"allowed: {allowed}"
+                )
+                raise MegatronArgsError(f"virtual stage {i}: layer {str(name)[:40]!r}: {why}")
+            letters.append(letter)
+        runs = [(x, len(list(group))) for x, group in itertools.groupby(letters)]
+        parts.append("".join(f"{x}*{n}" if n > 1 else x for x, n in runs))
+    return "|".join(parts)
+
+
 def _scalar(path: str, value: object) -> object:
     """A field's value as Megatron-LM's argument would hold it: an enum by its name (the
     attention backend by Megatron-Core's value), a function by its name."""
@@ -297,6 +364,11 @@ def _scalar(path: str, value: object) -> object:
             return name
         if isinstance(target, str):
             return target.rsplit(".", 1)[-1]
+    if path.endswith(".pipeline_model_parallel_layout") and isinstance(value, list | tuple):
+        try:
+            return layout_text(value)  # Megatron-Core's list form, as Bridge saves it
+        except MegatronArgsError as err:
+            raise MegatronArgsError(f"{path}: {err}") from None
     if path.endswith(".window_size") and isinstance(value, list | tuple):
         return "(" + ", ".join(str(v) for v in value) + ")"
     if isinstance(value, tuple):

@@ -34,7 +34,7 @@ from pydantic import (
 
 from commwall.errors import CommwallError
 from commwall.megatron_args import MegatronArgsError, padded_vocab
-from commwall.megatron_bridge import is_bridge_config, launch_job
+from commwall.megatron_bridge import is_bridge_config, launch_job, layout_text
 from commwall.units import UnitError, parse_size, parse_time
 
 # ---- the names every layer uses (defined here once; the CLI, engines and routing import them)
@@ -116,12 +116,23 @@ def _routing_field(value: object) -> object:
 
 Routing = Annotated[str, BeforeValidator(_routing_field)]
 Precision = Literal["bf16", "fp16", "fp8", "fp4", "tf32"]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "full", "selective_op"]
 #: The parts of a layer selective recomputation may re-run (Megatron-Core's
 #: ``recompute_modules``, ``transformer_config.py``).
 RecomputeModule = Literal[
     "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"
 ]
+
+
+def _layout_field(value: Any) -> Any:
+    """A pipeline layout given in Megatron-Core's list form (a list of virtual stages, each a
+    list of layer names, as Megatron-Bridge saves it) as the string form; text as given."""
+    if isinstance(value, list | tuple):
+        try:
+            return layout_text(value)
+        except MegatronArgsError as err:
+            raise ValueError(str(err)) from None
+    return value
 
 
 def _as_tuple(value: Any) -> Any:
@@ -921,13 +932,15 @@ class JobSpec(_Strict):
         "Shrinks the bubble by this factor at the cost of more pipeline sends. Default: 1, or "
         "with a pipeline_layout its virtual stages over pp (as Megatron-LM derives it).",
     )
-    pipeline_layout: str | None = Field(
+    pipeline_layout: Annotated[str | None, BeforeValidator(_layout_field)] = Field(
         default=None,
         max_length=65_536,
         description="Which layers each virtual pipeline stage holds, in Megatron-Core's "
         "--pipeline-model-parallel-layout syntax: stages split by '|', E embedding, t decoder "
         "layer, L loss (final norm, LM head, cross-entropy), X*n repeats, e.g. "
-        "'Et*7|(t*8|)*14,t*7L'. Default: layers split evenly, E on the first stage, L on the last.",
+        "'Et*7|(t*8|)*14,t*7L'; or in its list form, as Megatron-Bridge saves it: a list of "
+        "virtual stages, each a list of embedding, decoder, mtp and loss. Default: layers split "
+        "evenly, E on the first stage, L on the last.",
     )
     global_batch: int = Field(default=1024, ge=1, description="Sequences per optimizer step.")
     micro_batch: int = Field(
@@ -1067,7 +1080,14 @@ class JobSpec(_Strict):
         "bucket cap (Megatron-Core has no smaller first bucket).",
     )
     zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP full shard).")
-    recompute: Recompute = Field(default="selective", description="Activation recomputation.")
+    recompute: Recompute = Field(
+        default="selective",
+        description="Activation recomputation: none; selective (Megatron-Core's: the parts "
+        "recompute_modules names); full (every layer's forward again, recompute_method); "
+        "selective_op (PyTorch's per-op selective checkpointing as torchtitan applies it, "
+        "activation_checkpoint mode selective with selective_ac_option 'op': every second "
+        "matrix multiply of a layer and its element-wise work re-run; dense models only).",
+    )
     recompute_method: Literal["uniform", "block"] = Field(
         default="uniform",
         description="With recompute: full, which layers re-run their forward (Megatron-Core's "

@@ -18,6 +18,7 @@ from commwall.megatron_bridge import (
     bridge_job,
     is_bridge_config,
     launch_job,
+    layout_text,
 )
 from commwall.scenario import parse_scenario
 from commwall.workload.simulate import simulate
@@ -229,6 +230,46 @@ def test_bad_fields_are_named_by_their_bridge_path(cfg: dict[str, Any], words: s
         bridge_job(cfg)
 
 
+def test_a_list_form_pipeline_layout_reads_as_megatron_s_string() -> None:
+    """Megatron-Bridge saves pipeline_model_parallel_layout as Megatron-Core's list form (one
+    list of layer names a virtual stage, e.g. DeepSeek-V3's recipes); it prices as the string
+    form, and a scenario's job.pipeline_layout takes either."""
+    stages = [["embedding", "decoder", "decoder"], ["decoder"] * 2 + ["loss"]]
+    assert layout_text(stages) == "Et*2|t*2L"
+    assert layout_text([["embedding"], [], ["decoder", "mtp", "loss"]]) == "E||tmL"
+    listed = with_(model={"pipeline_model_parallel_size": 2, "tensor_model_parallel_size": 1,
+                          "pipeline_model_parallel_layout": stages})  # fmt: skip
+    text = with_(model={"pipeline_model_parallel_size": 2, "tensor_model_parallel_size": 1,
+                        "pipeline_model_parallel_layout": "Et*2|t*2L"})  # fmt: skip
+    assert bridge_job(listed).job == bridge_job(text).job
+    assert bridge_job(listed).job["pipeline_layout"] == "Et*2|t*2L"
+    job = {"model": "llama3-8b", "tp": 8, "pp": 2, "global_batch": 64}
+    as_list = {"job": {**job, "pipeline_layout": [["embedding"] + ["decoder"] * 16,
+                                                  ["decoder"] * 16 + ["loss"]]}}  # fmt: skip
+    as_text = {"job": {**job, "pipeline_layout": "Et*16|t*16L"}}
+    assert parse_scenario(as_list) == parse_scenario(as_text)
+
+
+@pytest.mark.parametrize(
+    ("layout", "words"),
+    [([["embedding", "encoder"], ["decoder", "loss"]],
+      "virtual stage 0: layer 'encoder': an encoder's layers (T5, vision models) are not modelled"),
+     ([["embedding", "<b>dense</b>"]],
+      "virtual stage 0: layer '<b>dense</b>': allowed: embedding, decoder"),
+     ([["embedding"], "decoder"], "virtual stage 1: str; allowed: a list of at most"),
+     ([["embedding", 3]], "virtual stage 0: layer '3'"),
+     ([], "list; allowed: a layout string, or a non-empty list of virtual stages")],
+)  # fmt: skip
+def test_a_list_form_layout_it_cannot_use_is_named(layout: Any, words: str) -> None:
+    cfg = with_(model={"pipeline_model_parallel_layout": layout})
+    with pytest.raises(MegatronArgsError, match=re.escape(words)):
+        bridge_job(cfg)
+    from commwall.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=re.escape("job.pipeline_layout: " + words)):
+        parse_scenario({"job": {"pipeline_layout": layout}})
+
+
 def test_an_override_file_says_its_missing_fields_are_megatron_lms_defaults() -> None:
     from commwall.scenario import ScenarioError
 
@@ -251,7 +292,8 @@ _FIELDS = st.sampled_from(
     ["num_layers", "hidden_size", "num_attention_heads", "seq_length", "num_moe_experts",
      "window_size", "window_attn_skip_freq", "gated_linear_unit", "activation_func",
      "share_embeddings_and_output_weights", "bucket_size", "grad_reduce_in_fp32",
-     "tp_comm_overlap_cfg", "attention_backend", "moe_layer_freq", "softmax_type", "foo"]
+     "tp_comm_overlap_cfg", "attention_backend", "moe_layer_freq", "softmax_type",
+     "pipeline_model_parallel_layout", "foo"]
 )  # fmt: skip
 _SCALARS = st.one_of(
     st.text(max_size=10),
@@ -260,6 +302,8 @@ _SCALARS = st.one_of(
     st.floats(allow_nan=True),
     st.none(),
     st.lists(st.integers(-2, 2), max_size=4),
+    st.lists(st.lists(st.sampled_from(["embedding", "decoder", "loss", "mtp", "encoder", ""]),
+                      max_size=4), max_size=3),
     st.dictionaries(st.sampled_from(["_target_", "_call_", "_args_", "_name_", "num_sm"]),
                     st.one_of(st.text(max_size=6), st.integers(-3, 9), st.booleans(),
                               st.lists(st.integers(0, 6), max_size=2)), max_size=3),

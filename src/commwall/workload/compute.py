@@ -52,7 +52,9 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
 Recomputation is charged as what is recomputed: ``full`` runs every forward kernel of the layer
 again in backward, ``selective`` the parts ``recompute_modules`` names (Megatron-Core's
 ``recompute_modules``; by default only the attention core, Korthikanti et al. 2022 §5:
-:func:`_recomputed`).
+:func:`_recomputed`), ``selective_op`` what PyTorch's per-op policy in torchtitan does not
+keep (every second matrix multiply, the element-wise kernels and casts:
+:func:`_per_op_recomputed`).
 
 What is not here: kernel-launch gaps and host overhead, data loading, clock throttling under
 power limits beyond the measured GEMM bound above (attention and the memory-bound kernels run at
@@ -863,6 +865,8 @@ def layer_work(
         redo = _recomputed(
             model, dev, fwd, attn_fwd, recompute_modules, tokens, t, sequence_parallel, elem_bytes
         )
+    elif recompute == "selective_op":
+        redo = _per_op_recomputed(model, dev, fwd, attn_fwd, tokens, t, g_bytes)
     else:
         redo = ()
     vocab = model.vocab // t
@@ -1310,6 +1314,52 @@ def _recomputed(
         nbytes = elements * elem_bytes * tokens
         kernels.append(_memory(f"{name} element-wise (recompute)", nbytes, dev, launches))
     return tuple(kernels)
+
+
+def _per_op_recomputed(
+    model: ModelSpec,
+    dev: Device,
+    fwd: list[Kernel],
+    attention: list[Kernel],
+    tokens: int,
+    t: int,
+    g_bytes: float,
+) -> tuple[Kernel, ...]:
+    """The kernels per-op selective activation checkpointing re-runs in a dense layer's
+    backward (``recompute: selective_op``), as torchtitan's policy applies it
+    (``activation_checkpoint.mode = "selective"``, ``selective_ac_option = "op"``;
+    ``_apply_ac_to_transformer_block`` in ``torchtitan/models/llama3/parallelize_llama.py``
+    @e7c0cae, ``SelectiveAC`` in ``torchtitan/distributed/activation_checkpoint.py`` @b5bcd76):
+    the output of every op in its save list (matrix multiplies, the SDPA kernels,
+    reduce-scatters, ``max``) is kept except every second matrix multiply of the layer's
+    forward, counted in call order; everything else re-runs.
+
+    A Llama layer calls ``wq, wk, wv`` (count 1–3), ``wo`` (4), ``w1, w3`` (5, 6) and ``w2``
+    (7), so ``wk``, ``wo`` and ``w3`` re-run; without a gated MLP the up projection is 5 and
+    the down projection 6, which re-runs instead of ``w3``. The attention core is kept (its
+    output and softmax statistics are saved). Every element-wise kernel (norms, rotary,
+    residuals, the activation) and every low-precision cast of a GEMM input re-runs: none is
+    in the save list (:func:`layer_work`'s forward memory-bound kernels, the attention's own
+    left out). The re-run key projection is priced at its own shape, the up projection's half
+    of the fused gate+up GEMM likewise; ``torch.compile``'s partitioner may drop a re-run
+    whose result the backward never reads (at TP > 1 the output projection's, behind its
+    saved reduce-scatter), which is not modelled."""
+    by_name = {k.name: k for k in fwd}
+    kept = {id(k) for k in attention}
+    redo: list[Kernel] = []
+    h = model.hidden
+
+    def again(name: str, m: int, n: int, k: int) -> None:
+        redo.append(Kernel(name, "gemm", 2.0 * m * n * k, 0.0, gemm_seconds(m, n, k, dev, g_bytes)))
+
+    again("qkv (key)", tokens, model.kv_dim // t, h)
+    redo.append(by_name["attention out"])
+    if model.gated_mlp:
+        again("mlp up (up half)", tokens, model.ffn_hidden // t, h)
+    else:
+        redo.append(by_name["mlp down"])
+    redo += [k for k in fwd if k.kind == "memory" and id(k) not in kept]
+    return tuple(redo)
 
 
 #: The kernel names of MLA's projections (:meth:`~commwall.workload.models.ModelSpec.mla_projections`).

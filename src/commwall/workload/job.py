@@ -327,6 +327,12 @@ def _recompute_module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
             "job.recompute_num_layers: missing; recompute_method block recomputes that many "
             "layers of each model chunk (Megatron-Core's --recompute-num-layers)"
         )
+    if spec.recompute == "selective_op" and not _plain_dense(model):
+        errors.append(
+            f"job.recompute: selective_op is modelled for dense transformer layers (attention "
+            f"and an MLP in each, no multi-head latent attention), which {model.name} does not "
+            "have; allowed here: none, selective or full"
+        )
     per_rank = max(1, model.n_layers // spec.pp)
     if spec.recompute_num_layers is not None and spec.recompute_num_layers > per_rank:
         errors.append(
@@ -335,6 +341,13 @@ def _recompute_module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
             f"allowed: 1 to {per_rank}, as Megatron-Core checks"
         )
     return errors + _module_errors(spec, model)
+
+
+def _plain_dense(model: ModelSpec) -> bool:
+    """A model whose every layer is a transformer layer with attention and a dense MLP: what
+    ``recompute: selective_op`` counts the matrix multiplies of."""
+    hybrid = model.hybrid_pattern is not None
+    return not (model.is_moe or model.mla or hybrid or model.block != "layer")
 
 
 def _module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:

@@ -65,7 +65,7 @@ in 16 bits: Megatron-LM's ``docs/user-guide/features/dist_optimizer.md`` counts 
 parameter for fp16 parameters with fp16 gradients (4 + 16/d with the distributed optimizer)
 against 18 (6 + 12/d) for bf16 parameters with fp32 gradients."""
 
-RECOMPUTE_CHOICES: tuple[str, ...] = ("none", "selective", "full")
+RECOMPUTE_CHOICES: tuple[str, ...] = ("none", "selective", "full", "selective_op")
 
 
 class MemoryModelError(CommwallError, ValueError):
@@ -315,7 +315,8 @@ def activation_bytes_per_layer(
     ``recompute="selective"`` re-runs the parts ``recompute_modules`` names (Megatron-Core's
     ``recompute_modules``; the table's row is the default, ``core_attn``, which drops the
     attention scores — with FlashAttention, their softmax statistics); with ``layer`` the
-    others drop what :meth:`LayerShape.per_hidden` lists for them.
+    others drop what :meth:`LayerShape.per_hidden` lists for them. ``recompute="selective_op"``
+    (PyTorch's per-op policy as torchtitan applies it) keeps what :func:`_per_op_kept` lists.
     """
     whole("seq_len", seq_len, 1, error=MemoryModelError)
     whole("micro_batch", micro_batch, 1, error=MemoryModelError)
@@ -327,6 +328,10 @@ def activation_bytes_per_layer(
     t = float(tp)
     if recompute == "full":
         return 2.0 * sbh
+    if recompute == "selective_op":
+        shape = layer or LayerShape(hidden, hidden, 4 * hidden, gated_mlp=False, dropout=True)
+        per_token = _per_op_kept(shape, hidden, n_heads, tp, sequence_parallel)
+        return float(seq_len) * micro_batch * per_token
     dropout = layer.dropout if layer is not None else True
     modules = recompute_modules if recompute == "selective" else ()
     if "core_attn" in modules or (layer is not None and not layer.attention):
@@ -341,6 +346,33 @@ def activation_bytes_per_layer(
     if sequence_parallel:
         return sbh * ((unsplit + split) / t + attention_scores)
     return sbh * (unsplit + split / t + attention_scores)
+
+
+def _per_op_kept(
+    layer: LayerShape, hidden: int, n_heads: int, tp: int, sequence_parallel: bool
+) -> float:
+    """Bytes per token a dense layer keeps under per-op selective activation checkpointing
+    (``recompute: selective_op``; the policy: :func:`commwall.workload.compute._per_op_recomputed`),
+    16-bit elements: the layer's input (the checkpoint's), the outputs of the matrix multiplies
+    it keeps — the query and value projections, the MLP's first (gated: ``w1``; else the up
+    projection) and, gated, its last (``w2``: the row-parallel partial sums, ``h`` wide on every
+    TP rank) — the attention core's output with its softmax statistics (fp32, one per query
+    and head) and, with TP, the reduce-scatters' outputs (in the save list); the key, the
+    output projection's product and every element-wise output are recomputed. With sequence
+    parallelism the layer input and the reduce-scatter outputs are ``1/t`` of the tokens."""
+    if layer.mamba or layer.expert_ffn_hidden or not (layer.attention and layer.mlp):
+        raise MemoryModelError(
+            "recompute selective_op is modelled for dense layers with attention and an MLP only"
+        )
+    h, t = float(hidden), float(tp)
+    sp = t if sequence_parallel else 1.0
+    scatters = 2.0 if tp > 1 and sequence_parallel else 0.0  # after wo and after the MLP
+    kept = 2.0 * h / sp + 2.0 * scatters * h / sp
+    kept += 2.0 * (layer.q_dim + layer.kv_dim + (layer.o_dim or layer.q_dim)) / t
+    kept += 4.0 * n_heads / t + 2.0 * layer.ffn_hidden / t
+    if layer.gated_mlp:
+        kept += 2.0 * h  # w2's product, before its reduction
+    return kept
 
 
 @dataclass(frozen=True)

@@ -1092,6 +1092,36 @@ def test_recompute_modules_rerun_their_kernels() -> None:
     assert [k.nbytes for k in norms] == [2 * 2 * 7168 * 4096 * 2]  # two norms, read and write
 
 
+def test_per_op_checkpointing_reruns_every_second_matmul_and_the_element_wise_work() -> None:
+    """torchtitan's per-op policy (selective_ac_option "op"): a Llama layer's wk, wo and w3
+    re-run, the attention core is kept, every element-wise kernel and cast re-runs."""
+    llama = get_model("llama3-8b")
+    args = {"micro_batch": 2, "seq_len": 4096, "tp": 2, "recompute": "selective_op"}
+    for dev in (H100, H100_FP8):
+        w = layer_work(llama, dev, **args)  # type: ignore[arg-type]
+        gemms = {k.name: k.flops for k in w.recompute if k.kind == "gemm"}
+        tokens, h = 2 * 4096, llama.hidden
+        assert gemms == {
+            "qkv (key)": 2.0 * tokens * h * llama.kv_dim / 2,
+            "attention out": 2.0 * tokens * llama.o_dim * h / 2,
+            "mlp up (up half)": 2.0 * tokens * h * llama.ffn_hidden / 2,
+        }
+        assert not [k for k in w.recompute if k.kind == "attention"]
+        memory = [k.name for k in w.forward if k.kind == "memory"]
+        assert [k.name for k in w.recompute if k.kind == "memory"] == memory
+        assert any("fp8" in name for name in memory) == (dev is H100_FP8)
+        # cheaper than re-running the whole forward, dearer than the attention core alone
+        core = layer_work(llama, dev, **{**args, "recompute": "selective"})  # type: ignore[arg-type]
+        assert core.seconds(core.recompute) < w.seconds(w.recompute) < w.layer_forward()
+    gpt = layer_work(get_model("gpt3-175b"), H100, **args)  # type: ignore[arg-type]
+    # no gated MLP: q, k, v, o, up, down; the down projection is the sixth
+    assert {k.name for k in gpt.recompute if k.kind == "gemm"} == {
+        "qkv (key)",
+        "attention out",
+        "mlp down",
+    }
+
+
 # ---------------------------------------------------------------- Mamba-2 mixers
 def test_ssd_share_is_vllm_s_h100_measurement_over_the_streaming_rate() -> None:
     # 128 heads of 64, one group of state 128, chunk 256, no gate: 3X + 3S + 4BC + 2CB

@@ -453,6 +453,36 @@ def test_recompute_modules_drop_what_they_recompute(modules: tuple[str, ...], sa
     assert kept(("core_attn",)) + scores - kept(modules) == pytest.approx(saved)
 
 
+def test_per_op_checkpointing_keeps_every_second_matmul_output() -> None:
+    """Llama 3 8B under torchtitan's per-op policy, per token, 16-bit: the layer input, wq's
+    and wv's outputs, the attention output and its fp32 softmax statistics, w1's output and
+    w2's (the fourth kept product); with TP and sequence parallelism the two reduce-scatters'
+    outputs too, and the input on 1/t of the tokens."""
+    shape = LayerShape.of(get_model("llama3-8b"))
+    h, q, kv, f, a = 4096, 4096, 1024, 14336, 32
+
+    def kept(tp: int, sp: bool = True) -> float:
+        return memory.activation_bytes_per_layer(
+            seq_len=1, micro_batch=1, hidden=h, n_heads=a, tp=tp, recompute="selective_op",
+            flash_attention=True, layer=shape, sequence_parallel=sp,
+        )  # fmt: skip
+
+    assert kept(1) == 2 * h + 2 * (q + kv + q) + 4 * a + 2 * f + 2 * h
+    assert kept(4) == 2 * h / 4 + 2 * 2 * h / 4 + (2 * (q + kv + q) + 4 * a + 2 * f) / 4 + 2 * h
+    assert kept(4, sp=False) == 2 * h + (2 * (q + kv + q) + 4 * a + 2 * f) / 4 + 2 * h
+    # between the attention core's recompute (Megatron's default) and a whole layer's
+    core = memory.activation_bytes_per_layer(
+        seq_len=1, micro_batch=1, hidden=h, n_heads=a, tp=1, recompute="selective",
+        flash_attention=True, layer=shape,
+    )  # fmt: skip
+    assert 2 * h < kept(1) < core
+    with pytest.raises(memory.MemoryModelError, match="dense layers"):
+        memory.activation_bytes_per_layer(
+            seq_len=1, micro_batch=1, hidden=7168, n_heads=128, recompute="selective_op",
+            layer=LayerShape.of(get_model("deepseek-v3").layer_kind(60)),
+        )  # fmt: skip
+
+
 def test_the_dense_mlp_module_drops_only_a_dense_layer_s_mlp() -> None:
     m = get_model("deepseek-v3")
     args: dict[str, Any] = {"seq_len": 1, "micro_batch": 1, "hidden": 7168, "n_heads": 128,

@@ -834,6 +834,37 @@ def test_full_recompute_reruns_the_forwards_tp_collectives() -> None:
     assert a2a.calls == 6 * mixtral.layers_per_stage * mixtral.micro_batches
 
 
+def test_per_op_checkpointing_regathers_the_rerun_projections_inputs() -> None:
+    """recompute: selective_op keeps reduce-scatter outputs but no all-gather's: the re-run key
+    and MLP projections gather their inputs again, two more all-gathers a layer backward; the
+    flat model adds their FLOPs."""
+    spec = {"tp": 8, "global_batch": 64}
+    job, _ = resolved(spec)
+    per_way = job.layers_per_stage * job.micro_batches
+    calls = lambda r: {c.name: c.calls for c in r.collectives if c.category == "tp"}  # noqa: E731
+    core, op = calls(run(spec)), calls(run({**spec, "recompute": "selective_op"}))
+    assert op["TP all-gather"] == core["TP all-gather"] + 2 * per_way
+    assert op["TP reduce-scatter"] == core["TP reduce-scatter"]
+    no_sp = {**spec, "sequence_parallel": False, "tp_backward_overlap": False}
+    plain = calls(run(no_sp))
+    assert calls(run({**no_sp, "recompute": "selective_op"}))["TP all-reduce"] == (
+        plain["TP all-reduce"] + per_way  # the output projection's product, reduced again
+    )
+    flat = {"tp": 1, "global_batch": 64, "compute_efficiency": 0.5}
+    none = run({**flat, "recompute": "none"})
+    redo = run({**flat, "recompute": "selective_op"})
+    m = job.model
+    extra = 2.0 * m.hidden * (m.kv_dim + m.o_dim + m.ffn_hidden) * 2048 / (0.5 * 989.4e12)
+    redo_job, _ = resolved({**flat, "recompute": "selective_op"})
+    assert redo.breakdown["compute"] - none.breakdown["compute"] == pytest.approx(
+        extra * redo_job.layers_per_stage * redo_job.micro_batches, rel=1e-6
+    )
+    with pytest.raises(
+        ScenarioError, match=re.escape("job.recompute: selective_op is modelled for dense")
+    ):
+        resolved({"model": "mixtral-8x7b", "recompute": "selective_op"})
+
+
 def test_backward_tp_overlap_gathers_fp8_inputs_in_one_byte_and_takes_sms() -> None:
     """Transformer Engine re-gathers the quantized input shard under FP8; NCCL's channels beside
     the GEMMs slow them (job.comm_sm_contention), and the flag off blocks them instead."""
