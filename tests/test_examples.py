@@ -83,3 +83,17 @@ def test_flow_engine_example_finds_what_the_taper_really_costs() -> None:
     assert ecmp.breakdown["compute"] == pytest.approx(analytic.breakdown["compute"], rel=TOLERANCE)
     assert ecmp.breakdown["dp"] < 0.5 * analytic.breakdown["dp"]
     assert ecmp.breakdown["pp"] > 2 * spray.breakdown["pp"]
+
+
+def test_the_torchtitan_example_is_its_validation_row() -> None:
+    """The README quotes the example's error against Trainy's published run: it must be that
+    row's job on that row's cluster."""
+    from commwall.scenario import parse_scenario
+    from commwall.validation.training import load_training_runs
+
+    row = next(
+        r for r in load_training_runs() if r.id == "torchtitan2506-h200-fp8-llama31-8b-32gpu-trainy"
+    )
+    example = simulate(load_scenario(EXAMPLES / "llama3-8b-torchtitan-fsdp2-h200.yaml"))
+    assert example.step_time == simulate(parse_scenario(row.scenario())).step_time
+    assert example.step_time / row.measured_step() - 1 == pytest.approx(-0.089, abs=0.0005)
