@@ -312,9 +312,10 @@ def layout_text(stages: object) -> str:
     """
     allowed = ", ".join(LAYOUT_NAMES)
     if not isinstance(stages, list | tuple) or not stages:
+        what = "an empty list" if isinstance(stages, list | tuple) else type(stages).__name__
         raise MegatronArgsError(
-            f"{type(stages).__name__}; allowed: a layout string, or a non-empty list of "
-            f"virtual stages, each a list of layer names ({allowed})"
+            f"{what}; allowed: a non-empty list of virtual stages, each a list of layer names "
+            f"({allowed}), or a layout string"
         )
     if len(stages) > MAX_LAYOUT_ITEMS:
         raise MegatronArgsError(f"{len(stages):,} virtual stages; at most {MAX_LAYOUT_ITEMS:,}")
@@ -343,6 +344,11 @@ def layout_text(stages: object) -> str:
             letters.append(letter)
         runs = [(x, len(list(group))) for x, group in itertools.groupby(letters)]
         parts.append("".join(f"{x}*{n}" if n > 1 else x for x, n in runs))
+    if not any(parts):
+        raise MegatronArgsError(
+            f"{len(parts)} virtual stages and no layer in any; the first holds embedding and "
+            "the last loss"
+        )
     return "|".join(parts)
 
 

@@ -1086,7 +1086,8 @@ class JobSpec(_Strict):
         "recompute_modules names); full (every layer's forward again, recompute_method); "
         "selective_op (PyTorch's per-op selective checkpointing as torchtitan applies it, "
         "activation_checkpoint mode selective with selective_ac_option 'op': every second "
-        "matrix multiply of a layer and its element-wise work re-run; dense models only).",
+        "matrix multiply of a layer and its element-wise work re-run; dense models without "
+        "linear biases).",
     )
     recompute_method: Literal["uniform", "block"] = Field(
         default="uniform",

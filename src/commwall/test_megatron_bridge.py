@@ -258,7 +258,8 @@ def test_a_list_form_pipeline_layout_reads_as_megatron_s_string() -> None:
       "virtual stage 0: layer '<b>dense</b>': allowed: embedding, decoder"),
      ([["embedding"], "decoder"], "virtual stage 1: str; allowed: a list of at most"),
      ([["embedding", 3]], "virtual stage 0: layer '3'"),
-     ([], "list; allowed: a layout string, or a non-empty list of virtual stages")],
+     ([], "an empty list; allowed: a non-empty list of virtual stages"),
+     ([[], []], "2 virtual stages and no layer in any")],
 )  # fmt: skip
 def test_a_list_form_layout_it_cannot_use_is_named(layout: Any, words: str) -> None:
     cfg = with_(model={"pipeline_model_parallel_layout": layout})

@@ -1327,37 +1327,42 @@ def _per_op_recomputed(
 ) -> tuple[Kernel, ...]:
     """The kernels per-op selective activation checkpointing re-runs in a dense layer's
     backward (``recompute: selective_op``), as torchtitan's policy applies it
-    (``activation_checkpoint.mode = "selective"``, ``selective_ac_option = "op"``;
+    (``activation_checkpoint.mode = "selective"``, ``selective_ac_option = "op"``:
     ``_apply_ac_to_transformer_block`` in ``torchtitan/models/llama3/parallelize_llama.py``
-    @e7c0cae, ``SelectiveAC`` in ``torchtitan/distributed/activation_checkpoint.py`` @b5bcd76):
-    the output of every op in its save list (matrix multiplies, the SDPA kernels,
-    reduce-scatters, ``max``) is kept except every second matrix multiply of the layer's
-    forward, counted in call order; everything else re-runs.
+    @e7c0cae, June 2025): the outputs of the ops in its save list (``aten.mm``, the flash and
+    memory-efficient SDPA kernels, ``reduce_scatter_tensor``, ``max``) are kept except every
+    second ``aten.mm`` of the layer's forward, counted in call order; everything else re-runs,
+    up to the last tensor the backward reads (checkpointing stops there; ``torch.compile``'s
+    partitioner likewise drops a re-run nothing reads).
 
     A Llama layer calls ``wq, wk, wv`` (count 1–3), ``wo`` (4), ``w1, w3`` (5, 6) and ``w2``
-    (7), so ``wk``, ``wo`` and ``w3`` re-run; without a gated MLP the up projection is 5 and
-    the down projection 6, which re-runs instead of ``w3``. The attention core is kept (its
-    output and softmax statistics are saved). Every element-wise kernel (norms, rotary,
-    residuals, the activation) and every low-precision cast of a GEMM input re-runs: none is
-    in the save list (:func:`layer_work`'s forward memory-bound kernels, the attention's own
-    left out). The re-run key projection is priced at its own shape, the up projection's half
-    of the fused gate+up GEMM likewise; ``torch.compile``'s partitioner may drop a re-run
-    whose result the backward never reads (at TP > 1 the output projection's, behind its
-    saved reduce-scatter), which is not modelled."""
+    (7): ``wk`` re-runs for the attention's backward (its keys), ``wo`` for the residual
+    stream the MLP's norm reads, ``w3`` for the input of ``w2``'s weight gradient. Without a
+    gated MLP the down projection (6) is the one dropped, and nothing the backward reads needs
+    it, so only ``wk`` and ``wo`` re-run. The attention core is kept. Every element-wise kernel
+    (norms, rotary, residuals, the activation; the layer's last residual add, which nothing
+    reads, is charged too, a small overcount) and every low-precision cast of a GEMM input
+    re-runs: none is in the save list (:func:`layer_work`'s forward memory-bound kernels, the
+    attention's own left out). The key projection is priced at its own shape, the up half of
+    the fused gate+up GEMM likewise.
+
+    torchtitan's later ``SelectiveAC`` (``torchtitan/distributed/activation_checkpoint.py``
+    @b5bcd76) keeps the same pattern in such a layer; it saves every SDPA backend's output,
+    where the June 2025 list lacked cuDNN's (``_scaled_dot_product_cudnn_attention``, added in
+    b39377f, 2025-12-01): on Blackwell, where torchtitan puts cuDNN attention first, earlier
+    versions re-ran the attention core too, which this does not price. A linear layer with a
+    bias runs ``aten.addmm``, which neither list counts (the earlier re-runs it, the later
+    keeps it), so a model with linear biases is refused (``job._plain_dense``)."""
     by_name = {k.name: k for k in fwd}
     kept = {id(k) for k in attention}
-    redo: list[Kernel] = []
     h = model.hidden
 
-    def again(name: str, m: int, n: int, k: int) -> None:
-        redo.append(Kernel(name, "gemm", 2.0 * m * n * k, 0.0, gemm_seconds(m, n, k, dev, g_bytes)))
+    def again(name: str, m: int, n: int, k: int) -> Kernel:
+        return Kernel(name, "gemm", 2.0 * m * n * k, 0.0, gemm_seconds(m, n, k, dev, g_bytes))
 
-    again("qkv (key)", tokens, model.kv_dim // t, h)
-    redo.append(by_name["attention out"])
+    redo = [again("qkv (key)", tokens, model.kv_dim // t, h), by_name["attention out"]]
     if model.gated_mlp:
-        again("mlp up (up half)", tokens, model.ffn_hidden // t, h)
-    else:
-        redo.append(by_name["mlp down"])
+        redo.append(again("mlp up (up half)", tokens, model.ffn_hidden // t, h))
     redo += [k for k in fwd if k.kind == "memory" and id(k) not in kept]
     return tuple(redo)
 

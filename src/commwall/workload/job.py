@@ -330,8 +330,9 @@ def _recompute_module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
     if spec.recompute == "selective_op" and not _plain_dense(model):
         errors.append(
             f"job.recompute: selective_op is modelled for dense transformer layers (attention "
-            f"and an MLP in each, no multi-head latent attention), which {model.name} does not "
-            "have; allowed here: none, selective or full"
+            f"and an MLP in each, no multi-head latent attention, no linear biases: a biased "
+            f"linear layer runs aten.addmm, which torchtitan's policy does not count), which "
+            f"{model.name} does not have; allowed here: none, selective or full"
         )
     per_rank = max(1, model.n_layers // spec.pp)
     if spec.recompute_num_layers is not None and spec.recompute_num_layers > per_rank:
@@ -344,10 +345,12 @@ def _recompute_module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
 
 
 def _plain_dense(model: ModelSpec) -> bool:
-    """A model whose every layer is a transformer layer with attention and a dense MLP: what
-    ``recompute: selective_op`` counts the matrix multiplies of."""
+    """A model whose every layer is a transformer layer with attention and a dense MLP whose
+    linear layers have no biases: what ``recompute: selective_op`` counts the matrix
+    multiplies of (:func:`~commwall.workload.compute._per_op_recomputed`)."""
     hybrid = model.hybrid_pattern is not None
-    return not (model.is_moe or model.mla or hybrid or model.block != "layer")
+    biased = model.linear_bias or model.qkv_bias
+    return not (model.is_moe or model.mla or hybrid or biased or model.block != "layer")
 
 
 def _module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:

@@ -357,12 +357,20 @@ def _per_op_kept(
     it keeps — the query and value projections, the MLP's first (gated: ``w1``; else the up
     projection) and, gated, its last (``w2``: the row-parallel partial sums, ``h`` wide on every
     TP rank) — the attention core's output with its softmax statistics (fp32, one per query
-    and head) and, with TP, the reduce-scatters' outputs (in the save list); the key, the
-    output projection's product and every element-wise output are recomputed. With sequence
-    parallelism the layer input and the reduce-scatter outputs are ``1/t`` of the tokens."""
-    if layer.mamba or layer.expert_ffn_hidden or not (layer.attention and layer.mlp):
+    and head) and, with TP and sequence parallelism, the two reduce-scatters' outputs (in the
+    save list); the key, the output projection's product and every element-wise output are
+    recomputed. With sequence parallelism the layer input and the reduce-scatter outputs are
+    ``1/t`` of the tokens."""
+    if (
+        layer.mamba
+        or layer.expert_ffn_hidden
+        or layer.latent
+        or not (layer.attention and layer.mlp)
+    ):
         raise MemoryModelError(
-            "recompute selective_op is modelled for dense layers with attention and an MLP only"
+            "recompute: selective_op is modelled for dense layers with attention and an MLP "
+            "(no Mamba mixer, experts or multi-head latent attention); allowed for this "
+            "layer: none, selective or full"
         )
     h, t = float(hidden), float(tp)
     sp = t if sequence_parallel else 1.0

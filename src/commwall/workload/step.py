@@ -682,16 +682,16 @@ def _flat_times(job: Job) -> UnitTimes:
 
 def _flat_recompute(job: Job) -> float:
     """Forward FLOPs per token (of the GPU's share) a selective recomputation re-runs in one
-    layer of ``job``'s model (one kind of layer); per-op (``selective_op``) the key, output and
-    MLP up (gated) or down projections (:func:`~commwall.workload.compute._per_op_recomputed`);
+    layer of ``job``'s model (one kind of layer); per-op (``selective_op``) the key and output
+    projections and a gated MLP's up projection (:func:`~commwall.workload.compute._per_op_recomputed`);
     for ``core_attn`` the attention core (QKᵀ and
     AV over the full square, ``2·s·(q_dim + o_dim)``: Korthikanti et al. 2022 §5's ``4·s·h``),
     and each recomputed block's GEMM weights twice
     (:func:`~commwall.workload.compute._recomputed`); element-wise work is not in FLOPs."""
     m, s = job.model, job.spec.seq_len
-    if job.spec.recompute == "selective_op":  # the key, output and up (or down) projections
-        redo = m.kv_dim * m.hidden + m.o_dim * m.hidden + m.ffn_hidden * m.hidden
-        return 2.0 * redo / job.tp
+    if job.spec.recompute == "selective_op":  # the key, output and (gated) up projections
+        up = m.ffn_hidden if m.gated_mlp else 0
+        return 2.0 * (m.kv_dim + m.o_dim + up) * m.hidden / job.tp
     modules = recompute_modules(job.spec)
     flops = 2.0 * (m.q_dim + m.o_dim) * s if "core_attn" in modules and m.has_attention else 0.0
     mlp_in = 2 if m.gated_mlp else 1
@@ -1133,16 +1133,14 @@ class _Builder:
         # pair (mlp), a MoE block's experts' pair and all-to-alls (moe)
         modules = self.modules if backward else ()
         mlp_redo = layers if self.plan.dense_mlp[k] and "mlp" in modules else 0
-        op_gathers = op_reduces = 0
-        if backward and self.spec.recompute == "selective_op" and job.tp > 1:
-            # per-op checkpointing keeps reduce-scatter outputs but no all-gather's or
-            # all-reduce's: the re-run key and MLP projections gather their inputs again
-            # (sequence parallelism), or the re-run row-parallel products (the output
-            # projection's, and without a gated MLP the down projection's) reduce again
-            if self.sp:
-                op_gathers = 2 * layers
-            else:
-                op_reduces = (1 if job.model.gated_mlp else 2) * layers
+        op_reduces = layers if backward and self.spec.recompute == "selective_op" else 0
+        # per-op checkpointing keeps reduce-scatter outputs but no all-gather's or
+        # all-reduce's. With sequence parallelism the re-run forward's gather of each block's
+        # input is the one its weight gradient takes anyway (counted above); without it the
+        # re-run output projection's product is all-reduced again (the residual stream after
+        # it feeds the re-run MLP norm)
+        if self.sp or job.tp == 1:
+            op_reduces = 0
         moe_redo = self.moe_forwards_again(backward, layers, k)  # its all-to-alls and experts
         if self.sp:
             if not backward:
@@ -1154,11 +1152,7 @@ class _Builder:
             else:
                 gathers, scatters = 2 * blocks, blocks
             tp_ops = [
-                (
-                    Op.ALL_GATHER,
-                    "all-gather",
-                    gathers * layers + blocks * redo + mlp_redo + op_gathers,
-                ),
+                (Op.ALL_GATHER, "all-gather", gathers * layers + blocks * redo + mlp_redo),
                 (Op.REDUCE_SCATTER, "reduce-scatter", scatters * layers + blocks * redo + mlp_redo),
             ]
         else:

@@ -1113,13 +1113,10 @@ def test_per_op_checkpointing_reruns_every_second_matmul_and_the_element_wise_wo
         # cheaper than re-running the whole forward, dearer than the attention core alone
         core = layer_work(llama, dev, **{**args, "recompute": "selective"})  # type: ignore[arg-type]
         assert core.seconds(core.recompute) < w.seconds(w.recompute) < w.layer_forward()
-    gpt = layer_work(get_model("gpt3-175b"), H100, **args)  # type: ignore[arg-type]
-    # no gated MLP: q, k, v, o, up, down; the down projection is the sixth
-    assert {k.name for k in gpt.recompute if k.kind == "gemm"} == {
-        "qkv (key)",
-        "attention out",
-        "mlp down",
-    }
+    plain = replace(llama, gated_mlp=False)
+    w = layer_work(plain, H100, **args)  # type: ignore[arg-type]
+    # no gated MLP: q, k, v, o, up, down; the sixth (down) feeds nothing the backward reads
+    assert {k.name for k in w.recompute if k.kind == "gemm"} == {"qkv (key)", "attention out"}
 
 
 # ---------------------------------------------------------------- Mamba-2 mixers
