@@ -100,6 +100,7 @@ FLAGS: Final[dict[str, Kind]] = {
     "overlap_param_gather": "bool",
     "align_param_gather": "bool",
     "ddp_bucket_size": "int",
+    "num_distributed_optimizer_instances": "int",
     "check_for_nan_in_loss_and_grad": "bool",
     # tensor parallelism and NCCL
     "tp_comm_overlap": "bool",
@@ -217,7 +218,7 @@ NO_EFFECT: Final = re.compile(
     r"no_bias_swiglu_fusion|no_bias_dropout_fusion|no_masked_softmax_fusion|"
     r"no_rope_fusion|apply_rope_fusion|bias_swiglu_fusion|test_\w+|exp_avg_dtype|"
     r"exp_avg_sq_dtype|main_grads_dtype|main_params_dtype|use_precision_aware_optimizer|"
-    r"ddp_average_in_collective|num_distributed_optimizer_instances|"
+    r"ddp_average_in_collective|"
     r"overlap_param_gather_with_optimizer_step|use_te_rng_tracker|te_rng_tracker|"
     r"moe_hybridep_num_sms|cuda_graph_scope|cuda_graph_warmup_steps|tp_comm_bootstrap_backend|"
     r"dist_ckpt_strictness|auto_detect_ckpt_format|use_dist_ckpt|async_save|"
@@ -914,6 +915,15 @@ def _data_parallel(args: _Args, job: dict[str, Any], vp: int, not_priced: list[s
     size = args.whole("ddp_bucket_size")
     if size is not None:
         job["ddp_bucket"] = size * (4 if job["precision"] == "tf32" else 2)
+    instances = args.whole("num_distributed_optimizer_instances")
+    if instances is not None and instances > 1:
+        not_priced.append(
+            f"--num-distributed-optimizer-instances {instances}: the distributed optimizer "
+            f"shards over 1/{instances} of the data-parallel ranks and all-reduces the shards "
+            "across the instances (partial sharding, Megatron-Core's "
+            "DistributedDataParallelConfig); priced as one instance over every data-parallel "
+            "rank"
+        )
     if args.flag("check_for_nan_in_loss_and_grad"):
         not_priced.append(
             "--check-for-nan-in-loss-and-grad (Megatron-LM's default; "
