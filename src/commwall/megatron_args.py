@@ -917,13 +917,9 @@ def _data_parallel(args: _Args, job: dict[str, Any], vp: int, not_priced: list[s
         job["ddp_bucket"] = size * (4 if job["precision"] == "tf32" else 2)
     instances = args.whole("num_distributed_optimizer_instances")
     if instances is not None and instances > 1:
-        not_priced.append(
-            f"--num-distributed-optimizer-instances {instances}: the distributed optimizer "
-            f"shards over 1/{instances} of the data-parallel ranks and all-reduces the shards "
-            "across the instances (partial sharding, Megatron-Core's "
-            "DistributedDataParallelConfig); priced as one instance over every data-parallel "
-            "rank"
-        )
+        # partial sharding: the distributed optimizer over 1/instances of the data-parallel
+        # ranks, its shards all-reduced across the instances (DistributedDataParallelConfig)
+        job["dp_replicate"] = instances
     if args.flag("check_for_nan_in_loss_and_grad"):
         not_priced.append(
             "--check-for-nan-in-loss-and-grad (Megatron-LM's default; "

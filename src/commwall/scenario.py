@@ -1080,6 +1080,17 @@ class JobSpec(_Strict):
         "bucket cap (Megatron-Core has no smaller first bucket).",
     )
     zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP full shard).")
+    dp_replicate: int = Field(
+        default=1,
+        ge=1,
+        le=1 << 20,
+        description="Replicas of ZeRO's sharded state: the data-parallel ranks split into this "
+        "many groups, each sharding the optimizer state (gradients; parameters under zero_stage "
+        "3) over its own ranks, the groups all-reducing the shards after each reduce-scatter "
+        "(PyTorch FSDP's hybrid sharding, HSDP: torchtitan's data_parallel_replicate_degree; "
+        "Megatron-Core's --num-distributed-optimizer-instances). It divides dp x cp; the shard "
+        "group is the dp x cp / dp_replicate consecutive ranks. Default 1: one group of all.",
+    )
     recompute: Recompute = Field(
         default="selective",
         description="Activation recomputation: none; selective (Megatron-Core's: the parts "

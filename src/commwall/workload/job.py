@@ -144,6 +144,12 @@ class Job:
         return self.dp * self.cp
 
     @property
+    def dp_shard(self) -> int:
+        """Ranks that shard ZeRO's state among them: :attr:`grad_dp` over
+        ``job.dp_replicate`` (all of them by default; hybrid sharding below)."""
+        return self.grad_dp // self.spec.dp_replicate
+
+    @property
     def tokens_per_step(self) -> int:
         """Tokens per optimizer step."""
         return self.spec.global_batch * self.spec.seq_len
@@ -221,6 +227,7 @@ class Job:
             "pp": self.pp,
             "virtual_stages": self.virtual_stages,
             "dp": self.dp,
+            "dp_replicate": self.spec.dp_replicate,
             "ep": self.ep,
             "experts": self.model.n_experts,
             "expert_tp": self.expert_tp,
@@ -342,6 +349,36 @@ def _recompute_module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
             f"allowed: 1 to {per_rank}, as Megatron-Core checks"
         )
     return errors + _module_errors(spec, model)
+
+
+def _replicate_errors(spec: JobSpec, model: ModelSpec, grad_dp: int) -> list[str]:
+    """What ``job.dp_replicate`` cannot run with: a count that does not divide the ranks
+    reducing gradients, no ZeRO sharding to replicate, or a MoE model (whose expert-parallel
+    folding the shard groups are not modelled with)."""
+    r = spec.dp_replicate
+    errors = []
+    if grad_dp % r:
+        errors.append(
+            f"job.dp_replicate: {r} does not divide the {grad_dp} data-parallel ranks "
+            f"(dp x cp); allowed: a divisor of {grad_dp}"
+        )
+    elif r == grad_dp:
+        errors.append(
+            f"job.dp_replicate: {r} leaves one rank in each shard group of the {grad_dp} "
+            "data-parallel ranks: that is plain data parallelism (zero_stage 0, dp_replicate "
+            f"1); allowed: a divisor of {grad_dp} below it"
+        )
+    if spec.zero_stage == 0:
+        errors.append(
+            f"job.dp_replicate: {r} replicates ZeRO's sharded state, and zero_stage is 0 (every "
+            "rank holds it all); set zero_stage 1, 2 or 3"
+        )
+    if model.is_moe:
+        errors.append(
+            f"job.dp_replicate: {r} with a mixture-of-experts model is not modelled (its "
+            "expert-data-parallel groups); allowed: 1"
+        )
+    return errors
 
 
 def _plain_dense(model: ModelSpec) -> bool:
@@ -673,6 +710,8 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
                     f"{len(layout) // spec.pp} or give {spec.pp * v} stages"
                 )
                 layout = ()
+    if spec.dp_replicate > 1:
+        errors += _replicate_errors(spec, model, dp * spec.cp)
     if spec.fp8_recipe != "delayed" and spec.precision != "fp8":
         errors.append(
             f"job.fp8_recipe: {spec.fp8_recipe} scales FP8 operands, but precision is "

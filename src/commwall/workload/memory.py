@@ -708,8 +708,9 @@ def memory_per_gpu(
       bf16/fp32 and fp32/fp32), sharded by ZeRO ``zero_stage`` (:func:`model_state_bytes`) over ``dp`` for dense
       parameters and over ``tp·dp / (ep·expert_tp)`` (the expert-data-parallel group of
       Megatron-Core's expert grid; ``dp // ep`` when ``expert_tp`` is ``tp``, the default) for
-      expert parameters, whose GEMMs split over ``expert_tp``; ``dp`` is the group that reduces
-      gradients (``dp × cp`` with context parallelism).
+      expert parameters, whose GEMMs split over ``expert_tp``; ``dp`` is the group that shards
+      ZeRO's state: the ranks that reduce gradients (``dp × cp`` with context parallelism), or
+      with hybrid sharding one shard group of them (``job.dp_replicate``).
     - Activations: :func:`activation_bytes_per_layer` for the model's own layer
       (:class:`LayerShape`; saved GEMM inputs in FP8 with ``fp8``) x layers x in-flight micro-batches
       (1F1B: ``inflight_microbatches`` defaults to ``pp`` on the first stage), plus embedding

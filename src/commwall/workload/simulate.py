@@ -564,7 +564,7 @@ def simulate(
         job.model,
         tp=job.tp,
         pp=job.pp,
-        dp=job.grad_dp,
+        dp=job.dp_shard,  # the ranks ZeRO shards over (all dp x cp unless job.dp_replicate)
         ep=job.ep,
         expert_tp=job.expert_tp,
         zero_stage=spec.zero_stage,

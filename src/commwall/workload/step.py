@@ -152,6 +152,10 @@ class Groups:
     #: the experts' tensor-parallel group (``expert_tp`` ranks at stride 1; the TP group when
     #: ``expert_tp`` = ``tp``, Megatron-Core's default)
     etp: Group
+    #: ``job.dp_replicate``'s groups: ``dp`` is then the shard group (``dp·cp / r``
+    #: consecutive data-parallel ranks at stride ``tp``) and this one the ``r`` replicas of a
+    #: shard (at stride ``tp·dp·cp / r``) that all-reduce it; one rank without replication
+    dpr: Group
 
 
 @dataclass
@@ -199,9 +203,14 @@ def _groups(job: Job, d: int) -> Groups:
     def bounded(group: Group) -> Group:
         return with_nccl_options(group, job)
 
+    shard = job.dp_shard
     return Groups(
         tp=bounded(group_shape("tp", job.tp, 1, d)),
-        dp=bounded(group_shape("dp", job.grad_dp, job.tp, d)),
+        # hybrid sharding (job.dp_replicate): ZeRO's collectives over the shard group, the
+        # shards all-reduced over the replicas (FSDP2's (replicate, shard) device mesh, the
+        # shard dimension innermost; Megatron-Core's intra- and inter-instance groups)
+        dp=bounded(group_shape("dp", shard, job.tp, d)),
+        dpr=bounded(group_shape("dpr", job.spec.dp_replicate, job.tp * shard, d)),
         # the expert grid (Megatron-Core's MoE parallel folding, order etp-ep-edp over the
         # same tp·cp·dp ranks): EP at stride expert_tp, expert-DP at stride expert_tp·ep
         ep=bounded(group_shape("ep", job.ep, job.expert_tp, d)),
@@ -219,7 +228,7 @@ def _groups(job: Job, d: int) -> Groups:
 #: with or without context parallelism), a2a+p2p's two context groups on ``hcp``.
 MEGATRON_COMMUNICATOR: Final = {
     "tp": "tp", "dp": "dp_cp", "ep": "ep", "pp": "pp", "edp": "ep_dp", "cp": "cp",
-    "cpa": "hcp", "cpr": "hcp", "etp": "ep_tp",
+    "cpa": "hcp", "cpr": "hcp", "etp": "ep_tp", "dpr": "dp_cp",
 }  # fmt: skip
 
 
@@ -1046,7 +1055,8 @@ class _Builder:
             "cp": (job.cp, job.tp),
             "cpa": (job.cp_a2a, job.tp),
             "cpr": (job.cp // job.cp_a2a, job.tp * job.cp_a2a),
-            "dp": (job.grad_dp, job.tp),
+            "dp": (job.dp_shard, job.tp),
+            "dpr": (job.spec.dp_replicate, job.tp * job.dp_shard),
             "ep": (job.ep, job.expert_tp),
             "edp": (job.expert_dp, job.expert_tp * job.ep),
             "etp": (job.expert_tp, 1),
@@ -1723,6 +1733,8 @@ class _Builder:
                 # the next layer's gather is issued before the previous layer's reduce-scatter
                 blocking = (self.add(f"s{stage} {tag} FSDP reduce-scatter", pending_rs, "dp",
                                      dp_stream, pending),)  # fmt: skip
+                blocking = (*blocking, *self.replica_reduce(
+                    stage, f"{tag} FSDP", pending_rs.nbytes / self.grad_wire, blocking[0]))  # fmt: skip
                 pending = ()
             dep = (gathers[i],) + (after if i == 0 else self.ring_ready(stage))
             done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context, k)
@@ -1735,8 +1747,13 @@ class _Builder:
                         self.add(f"s{stage} {tag} FSDP reduce-scatter", rs_task, "dp",
                                  dp_stream, (last,)),
                     )  # fmt: skip
+                    blocking = (*blocking, *self.replica_reduce(
+                        stage, f"{tag} FSDP", grads, blocking[0]))  # fmt: skip
         if pending and pending_rs is not None:
-            self.add(f"s{stage} {tag} FSDP reduce-scatter", pending_rs, "dp", dp_stream, pending)
+            rs = self.add(
+                f"s{stage} {tag} FSDP reduce-scatter", pending_rs, "dp", dp_stream, pending
+            )
+            self.replica_reduce(stage, f"{tag} FSDP", pending_rs.nbytes / self.grad_wire, rs)
         if kind == "F" and (head > 0 or layers == 0):
             last = self.add(
                 f"s{stage} {tag} head compute",
@@ -1747,9 +1764,10 @@ class _Builder:
             )
         if kind == "B" and root > 0:
             root_task = CollectiveTask(Op.REDUCE_SCATTER, root * self.grad_wire, self.groups.dp)
-            self.add(
+            rs = self.add(
                 f"s{stage} {tag} FSDP root reduce-scatter", root_task, "dp", dp_stream, (last,)
             )
+            self.replica_reduce(stage, f"{tag} FSDP root", root, rs)
         return last
 
     def kind_model(self, k: int) -> ModelSpec:
@@ -1944,7 +1962,23 @@ class _Builder:
                     (dep,),
                 )
             )
+            if group is self.groups.dp:
+                added += self.replica_reduce(stage, f"{tag}{kind} bucket", size, added[-1])
         return tuple(added)
+
+    def replica_reduce(self, stage: int, what: str, size: float, after: int) -> list[int]:
+        """Hybrid sharding (``job.dp_replicate``): the all-reduce of a reduce-scattered
+        shard (``size`` 16-bit bytes before the scatter, one ``1/dp_shard`` of it each) over
+        its replicas, after ``after`` on the stage's DP stream (FSDP2 HSDP's all-reduce of the
+        reduce-scattered gradient; Megatron-Core's inter-instance all-reduce after the
+        intra-instance reduce-scatter, ``param_and_grad_buffer.py``); none without replicas."""
+        group = self.groups.dpr
+        if group.nranks == 1:
+            return []
+        task = CollectiveTask(Op.ALL_REDUCE, size * self.grad_wire / self.job.dp_shard, group)
+        return [
+            self.add(f"s{stage} {what} replica all-reduce", task, "dp", f"s{stage}.dp", (after,))
+        ]
 
     def chunk_buckets(
         self, stage: int, chunk: int, kinds: tuple[str, str]

@@ -778,6 +778,54 @@ def test_fsdp_gathers_every_micro_batch() -> None:
     assert {"FSDP all-gather", "FSDP reduce-scatter", "FSDP root all-gather"} <= names
 
 
+@pytest.mark.parametrize("zero", [1, 3])
+def test_hybrid_sharding_reduces_over_the_shard_group_then_all_reduces_the_shard(
+    zero: int,
+) -> None:
+    """job.dp_replicate r (FSDP's HSDP, Megatron-Core's distributed-optimizer instances): ZeRO's
+    collectives run over the dp / r consecutive ranks of a shard group and each reduce-scatter's
+    shard is all-reduced over the r replicas; the sharded state per GPU grows r-fold."""
+    base = {"tp": 1, "global_batch": 32, "zero_stage": zero, "grad_reduce_in_fp32": False}
+    one, four = run(base), run({**base, "dp_replicate": 4})
+    job, _ = resolved({**base, "dp_replicate": 4})
+    assert (job.grad_dp, job.dp_shard) == (32, 8)
+    groups = step_module.job_groups(job, build_cluster(scenario(base).cluster))
+    assert (groups.dp.nranks, groups.dpr.nranks) == (8, 4)
+    assert groups.dp.n_domains == 1 and groups.dpr.n_domains == 4  # a node each, across nodes
+    stats = {c.name: c for c in four.collectives if c.category == "dp"}
+    scatter = "FSDP reduce-scatter" if zero == 3 else "DP bucket reduce-scatter"
+    reduce = "FSDP replica all-reduce" if zero == 3 else "DP bucket replica all-reduce"
+    assert stats[scatter].nranks == 8 and stats[reduce].nranks == 4
+    assert stats[reduce].calls == stats[scatter].calls
+    # each all-reduce moves its reduce-scatter's shard: 1/8 of the bytes
+    assert stats[reduce].nbytes * 8 == pytest.approx(stats[scatter].nbytes, rel=1e-12)
+    plain = {c.name for c in one.collectives}
+    assert not any("replica" in name for name in plain)
+    # the sharded state (optimizer; gradients and parameters under ZeRO-3) over 8, not 32
+    assert four.memory.optimizer == pytest.approx(4 * one.memory.optimizer, rel=1e-12)
+    if zero == 3:
+        assert four.memory.weights == pytest.approx(4 * one.memory.weights, rel=1e-3)
+    else:
+        assert (four.memory.weights, four.memory.gradients) == (
+            one.memory.weights,
+            one.memory.gradients,
+        )
+    assert run({**base, "dp_replicate": 1}).step_time == one.step_time
+
+
+@pytest.mark.parametrize(
+    ("job", "message"),
+    [({"dp_replicate": 3}, "job.dp_replicate: 3 does not divide the 32 data-parallel ranks"),
+     ({"dp_replicate": 32}, "job.dp_replicate: 32 leaves one rank in each shard group"),
+     ({"dp_replicate": 2, "zero_stage": 0}, "and zero_stage is 0"),
+     ({"dp_replicate": 2, "model": "mixtral-8x7b", "ep": 8},
+      "job.dp_replicate: 2 with a mixture-of-experts model is not modelled")],
+)  # fmt: skip
+def test_hybrid_sharding_it_cannot_run_is_named(job: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        resolved({"tp": 1, "global_batch": 32, **job})
+
+
 # ---------------------------------------------------------------- tensor parallel
 @pytest.mark.parametrize(("tp", "pp"), [(8, 1), (8, 4), (4, 2)])
 def test_tp_calls_with_sequence_parallelism(tp: int, pp: int) -> None:
