@@ -134,7 +134,7 @@ _NO_EFFECT_HERE: Final = re.compile(
     r"train_iters|train_samples|exit_\w+|eval_\w+|skip_train|manual_gc_interval|"
     r"manual_gc_eval|empty_unused_memory_level|check_weight_hash_\w+|rerun_mode|"
     r"tp_comm_bootstrap_backend|data_parallel_size|defer_embedding_wgrad_compute|"
-    r"wgrad_deferral_limit|check_for_large_grads|num_distributed_optimizer_instances|"
+    r"wgrad_deferral_limit|check_for_large_grads|"
     r"use_distributed_optimizer_instances|keep_fp8_transpose_cache\w*|nccl_ub|"
     r"fsdp_double_buffer|suggested_communication_unit_size|preserve_fp32_weights|"
     r"bucket_size_\w+|pad_buckets_for_high_nccl_busbw|reduce_scatter_with_fp32_accumulation|"

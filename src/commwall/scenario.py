@@ -634,6 +634,12 @@ def _options_file(what: str) -> Any:
 #: hierarchical a2a+p2p groups), the gradients' data-parallel-with-context group, pipeline,
 #: expert, expert-tensor and expert-data parallel.
 NCCL_MODELLED_COMMUNICATORS: Final = ("tp", "cp", "hcp", "dp_cp", "pp", "ep", "ep_tp", "ep_dp")
+#: With hybrid sharding (``job.dp_replicate`` > 1, Megatron-Core's partial distributed
+#: optimizer) the gradients' collectives run on these instead of ``dp_cp``: the shard group's
+#: ``intra_dp_cp`` and the replicas' ``inter_ep_dp`` (the inter-instance group Megatron-Core
+#: builds with the expert grid's options and shares with the dense gradients,
+#: ``get_inter_distributed_optimizer_instance_group``).
+NCCL_HYBRID_COMMUNICATORS: Final = ("intra_dp_cp", "inter_ep_dp")
 
 
 class NcclCommSpec(_Strict):
@@ -716,9 +722,16 @@ class NcclCommunicators(_Strict):
     tp_exp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
     tp_ep_mp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
     tp_ep_pp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
-    intra_dp_cp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    intra_dp_cp: NcclCommSpec | None = Field(
+        default=None,
+        description="With dp_replicate: the shard group's gradient reduce-scatters and ZeRO "
+        "all-gathers (read only then).",
+    )
     intra_ep_dp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
-    inter_ep_dp: NcclCommSpec | None = Field(default=None, description="Not read by the model.")
+    inter_ep_dp: NcclCommSpec | None = Field(
+        default=None,
+        description="With dp_replicate: the replicas' all-reduce of each shard (read only then).",
+    )
     intra_dist_opt_instance: NcclCommSpec | None = Field(
         default=None, description="Not read by the model."
     )

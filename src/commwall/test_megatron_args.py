@@ -167,6 +167,20 @@ def test_gpt3_script_and_megatron_defaults() -> None:
     assert any("hidden-dropout" in line for line in read.not_priced)
 
 
+def test_distributed_optimizer_instances_are_hybrid_sharding_of_a_dense_model() -> None:
+    """--num-distributed-optimizer-instances N (Megatron-Core's partial distributed optimizer)
+    is job.dp_replicate N for a dense model, priced as such; with Megatron-FSDP, which
+    all-reduces the replicas once a step, a note says it is priced every micro-batch."""
+    extra = " --use-distributed-optimizer --num-distributed-optimizer-instances 2"
+    read = megatron_job(GPT3_SCRIPT + extra)
+    assert read.job["dp_replicate"] == 2 and read.job["zero_stage"] == 1
+    assert not any("instances" in n for n in read.not_priced)
+    fsdp = " --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params"
+    read = megatron_job(GPT3_SCRIPT + extra + fsdp)
+    assert read.job["zero_stage"] == 3 and read.job["dp_replicate"] == 2
+    assert any("Megatron-FSDP" in n for n in read.not_priced)
+
+
 def test_recipe_mapping_matches_the_zoo() -> None:
     read = megatron_job(QWEN3_30B_ARGS)
     assert read.model is not None
@@ -178,12 +192,13 @@ def test_recipe_mapping_matches_the_zoo() -> None:
     assert job["grad_reduce_in_fp32"] is True  # bf16 without --grad-reduce-in-bf16
     assert job["cross_entropy"] == "te" and job["zero_stage"] == 1
     assert read.not_priced == ()  # no NaN check, no dropout, grouped GEMMs
-    # partial sharding of the distributed optimizer is job.dp_replicate; one instance is the
-    # default
+    # partial sharding of a MoE model's distributed optimizer is named, priced as one
+    # instance (1, the default, reads as nothing)
     one = megatron_job({**QWEN3_30B_ARGS, "num_distributed_optimizer_instances": 1})
     assert one.not_priced == () and one.job == job
     four = megatron_job({**QWEN3_30B_ARGS, "num_distributed_optimizer_instances": 4})
-    assert four.job == {**job, "dp_replicate": 4} and four.not_priced == ()
+    assert four.job == job
+    assert [n.split(":")[0] for n in four.not_priced] == ["--num-distributed-optimizer-instances 4"]
     assert "--load" in read.ignored
     deepseek = megatron_job(DEEPSEEK_V3_ARGS)
     assert deepseek.model is not None

@@ -228,7 +228,8 @@ def analyse_faults(
 def scenario_at_scale(scenario: Scenario, gpus_per_node: int, n_gpus: int) -> Scenario:
     """``scenario`` weak-scaled to ``n_gpus``: the model-parallel layout (tp, cp, pp, ep, virtual
     stages) and every rank's batch stay; data parallelism, nodes and the global batch grow or
-    shrink with the GPUs. Its ``faults`` section is dropped (the scaled step is its baseline).
+    shrink with the GPUs (with hybrid sharding the shard group stays and the replicas scale).
+    Its ``faults`` section is dropped (the scaled step is its baseline).
 
     Raises :class:`FaultError` naming the scale when the GPUs do not fill whole nodes and
     model-parallel groups, or the scaled scenario is not valid."""
@@ -255,6 +256,16 @@ def scenario_at_scale(scenario: Scenario, gpus_per_node: int, n_gpus: int) -> Sc
     data = scenario.model_dump(mode="json", exclude_none=True)
     data["cluster"]["nodes"] = n_gpus // gpus_per_node
     data["job"]["dp"] = new_dp
+    if job.dp_replicate > 1:  # hybrid sharding keeps its shard group; the replicas scale
+        shard = dp * job.cp // job.dp_replicate
+        replicas, rest = divmod(new_dp * job.cp, shard)
+        if rest or replicas < 1:
+            raise FaultError(
+                f"scales: {n_gpus:,} GPUs give dp x cp = {new_dp * job.cp}, which the shard "
+                f"group of {shard} ranks (job.dp_replicate {job.dp_replicate}) does not divide; "
+                f"allowed: scales whose dp x cp is a multiple of {shard}"
+            )
+        data["job"]["dp_replicate"] = replicas
     data["job"]["global_batch"] = per_replica * new_dp
     data.pop("faults", None)
     try:

@@ -103,7 +103,7 @@ def communicator_curves(scenario: Any, cluster: Any, report: Any) -> tuple[CommC
             continue
         main = max(stats, key=lambda c: c.total)
         shape = next(
-            (g for g in _candidates(groups, category) if g.nranks == main.nranks),
+            (g for g in _candidates(groups, category, main.name) if g.nranks == main.nranks),
             None,
         )
         if shape is None:  # a communicator whose shape the layout does not name
@@ -127,7 +127,10 @@ def communicator_curves(scenario: Any, cluster: Any, report: Any) -> tuple[CommC
     return tuple(out)
 
 
-def _candidates(groups: Any, category: str) -> tuple[Any, ...]:
+def _candidates(groups: Any, category: str, name: str = "") -> tuple[Any, ...]:
+    """The groups a collective of ``category`` named ``name`` may run on: a data-parallel
+    one on the DP (the shard group with hybrid sharding) or expert-DP group, a replica
+    all-reduce of hybrid sharding on the replicas' (``job.dp_replicate``)."""
     if category == "dp":
-        return (groups.dp, groups.edp)
+        return (groups.dpr,) if "replica" in name else (groups.dp, groups.edp)
     return (getattr(groups, category),)

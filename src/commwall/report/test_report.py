@@ -252,3 +252,25 @@ def test_simulate_scenario_names_the_origin() -> None:
     with pytest.raises(ScenarioError) as info:
         simulate_scenario(sc, "mine.yaml")
     assert info.value.origin == "mine.yaml"
+
+
+def test_a_replica_all_reduce_is_drawn_on_the_replicas_group() -> None:
+    """Hybrid sharding (job.dp_replicate): the replica all-reduce runs on its own group, the
+    replicas across nodes, whose shape its curves take (not the shard group's, which may have
+    as many ranks inside one node)."""
+    from commwall.cluster import build_cluster
+    from commwall.report.busbw import communicator_curves
+    from commwall.scenario import parse_scenario
+    from commwall.workload.simulate import simulate
+
+    sc = parse_scenario(
+        {"cluster": {"preset": "dgx-h100", "nodes": 2}, "job": {"model": "llama3-8b", "tp": 1,
+         "global_batch": 16, "seq_len": 2048, "zero_stage": 2, "dp_replicate": 4}}
+    )  # fmt: skip
+    report = simulate(sc)
+    dp = max((c for c in report.collectives if c.category == "dp"), key=lambda c: c.total)
+    curves = {c.category: c for c in communicator_curves(sc, build_cluster(sc.cluster), report)}
+    # the costliest: the replicas' all-reduce, 4 ranks at stride 4 over both nodes, where the
+    # shard group's 4 consecutive ranks sit in one
+    assert dp.name == "DP bucket replica all-reduce" and dp.nranks == 4
+    assert (curves["dp"].nranks, curves["dp"].n_domains) == (4, 2)

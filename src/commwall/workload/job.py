@@ -14,7 +14,12 @@ from dataclasses import dataclass, replace
 
 from commwall.catalog import CatalogError
 from commwall.cluster import Cluster
-from commwall.scenario import NCCL_MODELLED_COMMUNICATORS, JobSpec, ScenarioError
+from commwall.scenario import (
+    NCCL_HYBRID_COMMUNICATORS,
+    NCCL_MODELLED_COMMUNICATORS,
+    JobSpec,
+    ScenarioError,
+)
 from commwall.workload.compute import ATTENTION_FP8, Device, attention_kernel, device_for
 from commwall.workload.hf_config import ModelDefinitionError, resolve_model
 from commwall.workload.host import host_wait, paired_pass_waits
@@ -142,6 +147,15 @@ class Job:
         """Ranks that hold the same parameters and reduce their gradients: ``dp × cp``
         (Megatron-Core's data-parallel group with context parallelism)."""
         return self.dp * self.cp
+
+    @property
+    def nccl_communicators_read(self) -> tuple[str, ...]:
+        """Megatron-Core communicators whose NCCL options the step's collectives take: with
+        hybrid sharding the shard group's and the replicas' instead of ``dp_cp``."""
+        if self.spec.dp_replicate == 1:
+            return NCCL_MODELLED_COMMUNICATORS
+        plain = tuple(n for n in NCCL_MODELLED_COMMUNICATORS if n != "dp_cp")
+        return plain + NCCL_HYBRID_COMMUNICATORS
 
     @property
     def dp_shard(self) -> int:
@@ -287,7 +301,7 @@ class Job:
             "nccl_communicators_not_read": [
                 name
                 for name in self.spec.nccl_communicators.given()
-                if name not in NCCL_MODELLED_COMMUNICATORS
+                if name not in self.nccl_communicators_read
             ]
             or None,
             "cudnn": self.spec.cudnn,

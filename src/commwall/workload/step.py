@@ -232,10 +232,19 @@ MEGATRON_COMMUNICATOR: Final = {
 }  # fmt: skip
 
 
+#: The communicators of the data-parallel groups under hybrid sharding (``job.dp_replicate``
+#: > 1; ``scenario.NCCL_HYBRID_COMMUNICATORS``): the shard group's and the replicas'.
+HYBRID_COMMUNICATOR: Final = {"dp": "intra_dp_cp", "dpr": "inter_ep_dp"}
+
+
 def with_nccl_options(group: Group, job: Job) -> Group:
     """``group`` with the CTA bounds ``job.nccl_communicators`` gives its Megatron-Core
-    communicator (:data:`MEGATRON_COMMUNICATOR`); unchanged without any."""
-    options = getattr(job.spec.nccl_communicators, MEGATRON_COMMUNICATOR[group.name])
+    communicator (:data:`MEGATRON_COMMUNICATOR`; with hybrid sharding the data-parallel groups'
+    :data:`HYBRID_COMMUNICATOR`); unchanged without any."""
+    name = MEGATRON_COMMUNICATOR[group.name]
+    if job.spec.dp_replicate > 1:
+        name = HYBRID_COMMUNICATOR.get(group.name, name)
+    options = getattr(job.spec.nccl_communicators, name)
     if options is None:
         return group
     return replace(group, min_ctas=options.min_ctas, max_ctas=options.max_ctas)

@@ -2165,9 +2165,22 @@ def test_a_communicators_nccl_options_bound_the_channels_of_its_collectives() ->
 def test_the_communicators_the_model_reads_are_those_its_groups_are() -> None:
     """The scenario's list of modelled communicator names (what the job summary calls read)
     is the set of Megatron-Core communicators the step's groups map to."""
-    from commwall.scenario import NCCL_MODELLED_COMMUNICATORS
+    from commwall.scenario import NCCL_HYBRID_COMMUNICATORS, NCCL_MODELLED_COMMUNICATORS
 
     assert set(step_module.MEGATRON_COMMUNICATOR.values()) == set(NCCL_MODELLED_COMMUNICATORS)
+    assert set(step_module.HYBRID_COMMUNICATOR.values()) == set(NCCL_HYBRID_COMMUNICATORS)
+    # with hybrid sharding the shard group takes intra_dp_cp's options, the replicas
+    # inter_ep_dp's, and dp_cp's are not read
+    options = {"dp_cp": {"max_ctas": 2}, "intra_dp_cp": {"max_ctas": 4},
+               "inter_ep_dp": {"max_ctas": 1}}  # fmt: skip
+    spec = {"tp": 1, "global_batch": 32, "dp_replicate": 4, "nccl_communicators": options}
+    job, cluster = resolved(spec)
+    groups = step_module.job_groups(job, cluster)
+    assert (groups.dp.max_ctas, groups.dpr.max_ctas) == (4, 1)
+    assert job.summary["nccl_communicators_not_read"] == ["dp_cp"]
+    plain, _ = resolved({**spec, "dp_replicate": 1})
+    assert step_module.job_groups(plain, cluster).dp.max_ctas == 2
+    assert plain.summary["nccl_communicators_not_read"] == ["intra_dp_cp", "inter_ep_dp"]
 
 
 @pytest.mark.parametrize(
