@@ -119,7 +119,8 @@ def held_bytes(job: dict[str, Any]) -> str:
 
 
 def sharding_and_kernel(job: dict[str, Any]) -> str:
-    """The end of a job's one-line summary: its ZeRO stage and, on the kernel compute model,
+    """The end of a job's one-line summary: its ZeRO stage (with hybrid sharding's replicas)
+    and, on the kernel compute model,
     the attention kernel it is priced with and the sliding window or the chunks it runs over
     where they are shorter than the sequence (``job`` is a result's ``job`` section)."""
     kernel = job.get("attention_kernel")
@@ -137,4 +138,8 @@ def sharding_and_kernel(job: dict[str, Any]) -> str:
         some = job.get("attention_chunk_layers")
         if isinstance(some, int):
             kernel += f" on {some} layers"
-    return f", ZeRO-{job.get('zero_stage')}" + (f", {kernel}" if kernel else "")
+    zero = f", ZeRO-{job.get('zero_stage')}"
+    replicas = job.get("dp_replicate")
+    if isinstance(replicas, int) and replicas > 1:  # hybrid sharding
+        zero += f" in {replicas} replicas (HSDP)"
+    return zero + (f", {kernel}" if kernel else "")

@@ -811,6 +811,10 @@ def test_hybrid_sharding_reduces_over_the_shard_group_then_all_reduces_the_shard
             one.memory.gradients,
         )
     assert run({**base, "dp_replicate": 1}).step_time == one.step_time
+    from commwall.report.fmt import sharding_and_kernel
+
+    assert sharding_and_kernel(four.job).startswith(f", ZeRO-{zero} in 4 replicas (HSDP)")
+    assert sharding_and_kernel(one.job).startswith(f", ZeRO-{zero},")
 
 
 @pytest.mark.parametrize(
