@@ -916,14 +916,7 @@ def _data_parallel(args: _Args, job: dict[str, Any], vp: int, not_priced: list[s
     if size is not None:
         job["ddp_bucket"] = size * (4 if job["precision"] == "tf32" else 2)
     instances = args.whole("num_distributed_optimizer_instances")
-    experts = args.whole("num_experts") or 1
-    if instances is not None and instances > 1 and experts > 1:
-        not_priced.append(
-            f"--num-distributed-optimizer-instances {instances}: partial sharding of a "
-            "mixture-of-experts model (its expert-data-parallel groups split too) is not "
-            "modelled; priced as one instance over every data-parallel rank"
-        )
-    elif instances is not None and instances > 1:
+    if instances is not None and instances > 1:
         # partial sharding: the distributed optimizer over 1/instances of the data-parallel
         # ranks, its shards all-reduced across the instances (DistributedDataParallelConfig)
         job["dp_replicate"] = instances

@@ -192,13 +192,12 @@ def test_recipe_mapping_matches_the_zoo() -> None:
     assert job["grad_reduce_in_fp32"] is True  # bf16 without --grad-reduce-in-bf16
     assert job["cross_entropy"] == "te" and job["zero_stage"] == 1
     assert read.not_priced == ()  # no NaN check, no dropout, grouped GEMMs
-    # partial sharding of a MoE model's distributed optimizer is named, priced as one
-    # instance (1, the default, reads as nothing)
+    # partial sharding of the distributed optimizer is job.dp_replicate, for the expert
+    # gradients too (1, the default, reads as nothing)
     one = megatron_job({**QWEN3_30B_ARGS, "num_distributed_optimizer_instances": 1})
     assert one.not_priced == () and one.job == job
     four = megatron_job({**QWEN3_30B_ARGS, "num_distributed_optimizer_instances": 4})
-    assert four.job == job
-    assert [n.split(":")[0] for n in four.not_priced] == ["--num-distributed-optimizer-instances 4"]
+    assert four.job == {**job, "dp_replicate": 4} and four.not_priced == ()
     assert "--load" in read.ignored
     deepseek = megatron_job(DEEPSEEK_V3_ARGS)
     assert deepseek.model is not None

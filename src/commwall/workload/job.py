@@ -158,6 +158,12 @@ class Job:
         return plain + NCCL_HYBRID_COMMUNICATORS
 
     @property
+    def expert_dp_shard(self) -> int:
+        """Ranks that shard the experts' ZeRO state: :attr:`expert_dp` over
+        ``job.dp_replicate`` (Megatron-Core's intra-instance expert-data-parallel group)."""
+        return self.expert_dp // self.spec.dp_replicate
+
+    @property
     def dp_shard(self) -> int:
         """Ranks that shard ZeRO's state among them: :attr:`grad_dp` over
         ``job.dp_replicate`` (all of them by default; hybrid sharding below)."""
@@ -367,10 +373,19 @@ def _recompute_module_errors(spec: JobSpec, model: ModelSpec) -> list[str]:
 
 def _replicate_errors(spec: JobSpec, model: ModelSpec, grad_dp: int) -> list[str]:
     """What ``job.dp_replicate`` cannot run with: a count that does not divide the ranks
-    reducing gradients, no ZeRO sharding to replicate, or a MoE model (whose expert-parallel
-    folding the shard groups are not modelled with)."""
+    reducing gradients (and, with experts, the expert-data-parallel ranks, as Megatron-Core
+    asserts), a shard group of one rank, or no ZeRO sharding to replicate."""
     r = spec.dp_replicate
     errors = []
+    etp = spec.expert_tp or spec.tp
+    expert_dp = spec.tp * grad_dp // max(1, spec.ep * etp)
+    if model.is_moe and (expert_dp % r or expert_dp == r):
+        errors.append(
+            f"job.dp_replicate: {r} does not split the {expert_dp} expert-data-parallel ranks "
+            f"(tp x cp x dp / (ep x expert_tp)) into shard groups of two or more, which "
+            f"Megatron-Core makes of the same instances; allowed: a divisor of {expert_dp} "
+            "below it"
+        )
     if grad_dp % r:
         errors.append(
             f"job.dp_replicate: {r} does not divide the {grad_dp} data-parallel ranks "
@@ -386,11 +401,6 @@ def _replicate_errors(spec: JobSpec, model: ModelSpec, grad_dp: int) -> list[str
         errors.append(
             f"job.dp_replicate: {r} replicates ZeRO's sharded state, and zero_stage is 0 (every "
             "rank holds it all); set zero_stage 1, 2 or 3"
-        )
-    if model.is_moe:
-        errors.append(
-            f"job.dp_replicate: {r} with a mixture-of-experts model is not modelled (its "
-            "expert-data-parallel groups); allowed: 1"
         )
     return errors
 

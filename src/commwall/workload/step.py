@@ -215,7 +215,9 @@ def _groups(job: Job, d: int) -> Groups:
         # same tp·cp·dp ranks): EP at stride expert_tp, expert-DP at stride expert_tp·ep
         ep=bounded(group_shape("ep", job.ep, job.expert_tp, d)),
         pp=bounded(pipeline_peer_group(job.tp, job.grad_dp, d)),
-        edp=bounded(group_shape("edp", job.expert_dp, job.expert_tp * job.ep, d)),
+        # with hybrid sharding the expert-DP ranks split into the same instances (Megatron-Core's
+        # intra-partial expert-data-parallel groups); the replicas' group is shared
+        edp=bounded(group_shape("edp", job.expert_dp_shard, job.expert_tp * job.ep, d)),
         cp=bounded(group_shape("cp", job.cp, job.tp, d)),
         cpa=bounded(group_shape("cpa", job.cp_a2a, job.tp, d)),
         cpr=bounded(group_shape("cpr", job.cp // job.cp_a2a, job.tp * job.cp_a2a, d)),
@@ -1067,7 +1069,7 @@ class _Builder:
             "dp": (job.dp_shard, job.tp),
             "dpr": (job.spec.dp_replicate, job.tp * job.dp_shard),
             "ep": (job.ep, job.expert_tp),
-            "edp": (job.expert_dp, job.expert_tp * job.ep),
+            "edp": (job.expert_dp_shard, job.expert_tp * job.ep),
             "etp": (job.expert_tp, 1),
         }[group.name]
         return replace(group, placement=megatron_placement(size, stride, span, stage * span))
@@ -1971,20 +1973,25 @@ class _Builder:
                     (dep,),
                 )
             )
-            if group is self.groups.dp:
-                added += self.replica_reduce(stage, f"{tag}{kind} bucket", size, added[-1])
+            shard = group.nranks  # the shard group: dense DP's, or expert DP's
+            added += self.replica_reduce(stage, f"{tag}{kind} bucket", size, added[-1], shard)
         return tuple(added)
 
-    def replica_reduce(self, stage: int, what: str, size: float, after: int) -> list[int]:
+    def replica_reduce(
+        self, stage: int, what: str, size: float, after: int, shard: int | None = None
+    ) -> list[int]:
         """Hybrid sharding (``job.dp_replicate``): the all-reduce of a reduce-scattered
-        shard (``size`` 16-bit bytes before the scatter, one ``1/dp_shard`` of it each) over
-        its replicas, after ``after`` on the stage's DP stream (FSDP2 HSDP's all-reduce of the
-        reduce-scattered gradient; Megatron-Core's inter-instance all-reduce after the
-        intra-instance reduce-scatter, ``param_and_grad_buffer.py``); none without replicas."""
+        shard (``size`` 16-bit bytes before the scatter, one ``1/shard`` of it each; by default
+        the dense shard group's ``dp_shard``) over its replicas, after ``after`` on the stage's
+        DP stream (FSDP2 HSDP's all-reduce of the reduce-scattered gradient; Megatron-Core's
+        inter-instance all-reduce after the intra-instance reduce-scatter,
+        ``param_and_grad_buffer.py``, one group for the dense and the expert gradients,
+        ``get_inter_distributed_optimizer_instance_group``); none without replicas."""
         group = self.groups.dpr
         if group.nranks == 1:
             return []
-        task = CollectiveTask(Op.ALL_REDUCE, size * self.grad_wire / self.job.dp_shard, group)
+        part = shard if shard is not None else self.job.dp_shard
+        task = CollectiveTask(Op.ALL_REDUCE, size * self.grad_wire / part, group)
         return [
             self.add(f"s{stage} {what} replica all-reduce", task, "dp", f"s{stage}.dp", (after,))
         ]

@@ -817,13 +817,33 @@ def test_hybrid_sharding_reduces_over_the_shard_group_then_all_reduces_the_shard
     assert sharding_and_kernel(one.job).startswith(f", ZeRO-{zero},")
 
 
+def test_hybrid_sharding_splits_the_expert_data_parallel_ranks_into_the_same_instances() -> None:
+    """A MoE model's expert gradients reduce-scatter over the instance's share of the
+    expert-DP ranks and all-reduce over the replicas (Megatron-Core's intra- and
+    inter-partial expert-data-parallel groups, the latter shared with the dense gradients)."""
+    base = {"model": "mixtral-8x7b", "tp": 1, "ep": 8, "global_batch": 32}
+    one, two = run(base), run({**base, "dp_replicate": 2})
+    job, cluster = resolved({**base, "dp_replicate": 2})
+    assert (job.expert_dp, job.expert_dp_shard, job.dp_shard) == (4, 2, 16)
+    groups = step_module.job_groups(job, cluster)
+    assert (groups.edp.nranks, groups.dp.nranks, groups.dpr.nranks) == (2, 16, 2)
+    stats = {c.name: c for c in two.collectives if c.category == "dp"}
+    scatter, reduce = (
+        stats["expert-DP bucket reduce-scatter"],
+        stats["expert-DP bucket replica all-reduce"],
+    )
+    assert scatter.nranks == 2 and reduce.calls == scatter.calls
+    assert reduce.nbytes * 2 == pytest.approx(scatter.nbytes, rel=1e-12)
+    assert two.memory.optimizer == pytest.approx(2 * one.memory.optimizer, rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("job", "message"),
     [({"dp_replicate": 3}, "job.dp_replicate: 3 does not divide the 32 data-parallel ranks"),
      ({"dp_replicate": 32}, "job.dp_replicate: 32 leaves one rank in each shard group"),
      ({"dp_replicate": 2, "zero_stage": 0}, "and zero_stage is 0"),
-     ({"dp_replicate": 2, "model": "mixtral-8x7b", "ep": 8},
-      "job.dp_replicate: 2 with a mixture-of-experts model is not modelled")],
+     ({"dp_replicate": 4, "model": "mixtral-8x7b", "ep": 8},
+      "job.dp_replicate: 4 does not split the 4 expert-data-parallel ranks")],
 )  # fmt: skip
 def test_hybrid_sharding_it_cannot_run_is_named(job: dict[str, Any], message: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(message)):
