@@ -178,9 +178,11 @@ def _cluster_line(c: dict[str, Any]) -> str:
 
 def _job_line(j: dict[str, Any]) -> str:
     ep = f" EP{j['ep']}" if j.get("ep", 1) > 1 else ""
+    replicas = j.get("dp_replicate") or 1
+    hsdp = f" in {replicas} replicas" if replicas > 1 else ""
     return (
         f"{j['model']} TP{j['tp']} PP{j['pp']} DP{j['dp']}{ep}, batch {j['global_batch']} x "
-        f"{j['seq_len']}, {j['precision']}, ZeRO-{j['zero_stage']}"
+        f"{j['seq_len']}, {j['precision']}, ZeRO-{j['zero_stage']}{hsdp}"
     )
 
 

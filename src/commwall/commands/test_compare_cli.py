@@ -61,3 +61,15 @@ def test_bad_input(tmp_path: Path) -> None:
         result = runner.invoke(app, args)
         assert result.exit_code == 2, (args, result.output)
         assert message in result.output and "Traceback" not in result.output, result.output
+
+
+def test_the_job_line_names_hybrid_sharding(tmp_path: Path) -> None:
+    """Two jobs that differ only in job.dp_replicate are told apart on their job lines."""
+    base = "cluster:\n  preset: dgx-h100\n  nodes: 2\njob:\n  model: llama3-8b\n  tp: 1\n"
+    plain, hsdp = tmp_path / "plain.yaml", tmp_path / "hsdp.yaml"
+    plain.write_text(base, encoding="utf-8")
+    hsdp.write_text(base + "  dp_replicate: 2\n", encoding="utf-8")
+    result = runner.invoke(app, ["compare", str(plain), str(hsdp), "--engine", "analytic"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "ZeRO-1 in 2 replicas" in text and text.count("ZeRO-1") == 2
