@@ -52,22 +52,21 @@ def test_scales_that_do_not_fill_model_parallel_groups_are_refused() -> None:
 def test_hybrid_sharding_keeps_its_shard_group_as_it_scales() -> None:
     """With job.dp_replicate the shard group (here 8 ranks, a node) stays and the replicas
     grow or shrink with the GPUs; a scale whose dp x cp the shard does not divide is refused."""
-    sc = parse_scenario(
-        {"cluster": {"preset": "dgx-h100", "nodes": 4}, "job": {"model": "llama3-8b", "tp": 1,
-         "global_batch": 32, "dp_replicate": 4}}
-    )  # fmt: skip
-    scaled = {n: scenario_at_scale(sc, 8, n).job for n in (8, 64, 1024)}
+
+    def hsdp(replicas: int) -> object:
+        return parse_scenario(
+            {"cluster": {"preset": "dgx-h100", "nodes": 4},
+             "job": {"model": "llama3-8b", "tp": 1, "global_batch": 32, "dp_replicate": replicas}}
+        )  # fmt: skip
+
+    scaled = {n: scenario_at_scale(hsdp(4), 8, n).job for n in (8, 64, 1024)}  # type: ignore[arg-type]
     assert {n: (j.dp, j.dp_replicate) for n, j in scaled.items()} == {
         8: (8, 1),
         64: (64, 8),
         1024: (1024, 128),
     }
-    wide = parse_scenario(
-        {"cluster": {"preset": "dgx-h100", "nodes": 4}, "job": {"model": "llama3-8b", "tp": 1,
-         "global_batch": 32, "dp_replicate": 2}}
-    )  # fmt: skip
     with pytest.raises(FaultError, match="the shard group of 16 ranks"):
-        scenario_at_scale(wide, 8, 8)
+        scenario_at_scale(hsdp(2), 8, 8)  # type: ignore[arg-type]
 
 
 def test_a_batch_that_does_not_split_over_dp_is_refused() -> None:
