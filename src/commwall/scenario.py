@@ -688,8 +688,9 @@ class NcclCommSpec(_Strict):
 class NcclCommunicators(_Strict):
     """NCCL options per Megatron-Core communicator (its ``--nccl-communicator-config-path``
     file's entries, by the names ``parallel_state.py`` gives ``get_nccl_options``). The step
-    model's collectives run on the first eight; the others are accepted and reported as not
-    read (no collective of the modelled step runs on them)."""
+    model's collectives run on the first eight (with ``job.dp_replicate`` above 1 on
+    ``intra_dp_cp`` and ``inter_ep_dp`` instead of ``dp_cp``); the others are accepted and
+    reported as not read (no collective of the modelled step runs on them)."""
 
     tp: NcclCommSpec | None = Field(default=None, description="Tensor parallelism's collectives.")
     cp: NcclCommSpec | None = Field(
