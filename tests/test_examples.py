@@ -97,3 +97,12 @@ def test_the_torchtitan_example_is_its_validation_row() -> None:
     example = simulate(load_scenario(EXAMPLES / "llama3-8b-torchtitan-fsdp2-h200.yaml"))
     assert example.step_time == simulate(parse_scenario(row.scenario())).step_time
     assert example.step_time / row.measured_step() - 1 == pytest.approx(-0.089, abs=0.0005)
+
+
+def test_the_hsdp_example_says_what_it_costs() -> None:
+    """The HSDP example's header quotes its step and memory against full sharding."""
+    hsdp = load_scenario(EXAMPLES / "llama3-8b-hsdp-h100.yaml")
+    full = hsdp.model_copy(update={"job": hsdp.job.model_copy(update={"dp_replicate": 1})})
+    a, b = simulate(hsdp), simulate(full)
+    assert (round(a.step_time, 2), round(b.step_time, 2)) == (2.01, 1.96)
+    assert (round(a.memory.total / 1e9), round(b.memory.total / 1e9)) == (60, 43)
