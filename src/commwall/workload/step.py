@@ -1154,14 +1154,13 @@ class _Builder:
         # pair (mlp), a MoE block's experts' pair and all-to-alls (moe)
         modules = self.modules if backward else ()
         mlp_redo = layers if self.plan.dense_mlp[k] and "mlp" in modules else 0
-        op_reduces = layers if backward and self.spec.recompute == "selective_op" else 0
         # per-op checkpointing keeps reduce-scatter outputs but no all-gather's or
         # all-reduce's. With sequence parallelism the re-run forward's gather of each block's
         # input is the one its weight gradient takes anyway (counted above); without it the
         # re-run output projection's product is all-reduced again (the residual stream after
         # it feeds the re-run MLP norm)
-        if self.sp or job.tp == 1:
-            op_reduces = 0
+        op_redo = backward and self.spec.recompute == "selective_op" and not self.sp
+        op_reduces = layers if op_redo and job.tp > 1 else 0
         moe_redo = self.moe_forwards_again(backward, layers, k)  # its all-to-alls and experts
         if self.sp:
             if not backward:
@@ -1742,10 +1741,9 @@ class _Builder:
             if pending and pending_rs is not None:
                 # BACKWARD_PRE (FSDP's default; FSDP2 and Megatron-FSDP use separate streams):
                 # the next layer's gather is issued before the previous layer's reduce-scatter
-                blocking = (self.add(f"s{stage} {tag} FSDP reduce-scatter", pending_rs, "dp",
-                                     dp_stream, pending),)  # fmt: skip
-                blocking = (*blocking, *self.replica_reduce(
-                    stage, f"{tag} FSDP", pending_rs.nbytes / self.grad_wire, blocking[0]))  # fmt: skip
+                blocking = self.reduce_scatter(
+                    stage, f"s{stage} {tag} FSDP reduce-scatter", pending_rs, pending
+                )
                 pending = ()
             dep = (gathers[i],) + (after if i == 0 else self.ring_ready(stage))
             done, last = self.compute_with_tp(stage, tag, seconds, 1, dep, context, k)
@@ -1754,17 +1752,11 @@ class _Builder:
                 if self.gather_overlap:
                     pending, pending_rs = (last,), rs_task
                 else:
-                    blocking = (
-                        self.add(f"s{stage} {tag} FSDP reduce-scatter", rs_task, "dp",
-                                 dp_stream, (last,)),
-                    )  # fmt: skip
-                    blocking = (*blocking, *self.replica_reduce(
-                        stage, f"{tag} FSDP", grads, blocking[0]))  # fmt: skip
+                    blocking = self.reduce_scatter(
+                        stage, f"s{stage} {tag} FSDP reduce-scatter", rs_task, (last,)
+                    )
         if pending and pending_rs is not None:
-            rs = self.add(
-                f"s{stage} {tag} FSDP reduce-scatter", pending_rs, "dp", dp_stream, pending
-            )
-            self.replica_reduce(stage, f"{tag} FSDP", pending_rs.nbytes / self.grad_wire, rs)
+            self.reduce_scatter(stage, f"s{stage} {tag} FSDP reduce-scatter", pending_rs, pending)
         if kind == "F" and (head > 0 or layers == 0):
             last = self.add(
                 f"s{stage} {tag} head compute",
@@ -1775,10 +1767,9 @@ class _Builder:
             )
         if kind == "B" and root > 0:
             root_task = CollectiveTask(Op.REDUCE_SCATTER, root * self.grad_wire, self.groups.dp)
-            rs = self.add(
-                f"s{stage} {tag} FSDP root reduce-scatter", root_task, "dp", dp_stream, (last,)
+            self.reduce_scatter(
+                stage, f"s{stage} {tag} FSDP root reduce-scatter", root_task, (last,)
             )
-            self.replica_reduce(stage, f"{tag} FSDP root", root, rs)
         return last
 
     def kind_model(self, k: int) -> ModelSpec:
@@ -1964,37 +1955,28 @@ class _Builder:
         added: list[int] = []
         for size, layer, group, kind in self.chunk_buckets(stage, chunk, ("DP", "expert-DP")):
             dep = done_after.get(layer, done_after[-1]) if self.grad_overlap else done_after[-1]
-            added.append(
-                self.add(
-                    f"s{stage} {tag}{kind} bucket {label}",
-                    CollectiveTask(op, size * self.grad_wire, group),
-                    "dp",
-                    f"s{stage}.dp",
-                    (dep,),
-                )
+            task = CollectiveTask(op, size * self.grad_wire, group)
+            added += self.reduce_scatter(
+                stage, f"s{stage} {tag}{kind} bucket {label}", task, (dep,)
             )
-            shard = group.nranks  # the shard group: dense DP's, or expert DP's
-            added += self.replica_reduce(stage, f"{tag}{kind} bucket", size, added[-1], shard)
         return tuple(added)
 
-    def replica_reduce(
-        self, stage: int, what: str, size: float, after: int, shard: int | None = None
-    ) -> list[int]:
-        """Hybrid sharding (``job.dp_replicate``): the all-reduce of a reduce-scattered
-        shard (``size`` 16-bit bytes before the scatter, one ``1/shard`` of it each; by default
-        the dense shard group's ``dp_shard``) over its replicas, after ``after`` on the stage's
-        DP stream (FSDP2 HSDP's all-reduce of the reduce-scattered gradient; Megatron-Core's
+    def reduce_scatter(
+        self, stage: int, name: str, task: CollectiveTask, after: tuple[int, ...]
+    ) -> tuple[int, ...]:
+        """A gradient reduction ``task`` on the stage's DP stream after ``after``, and with
+        hybrid sharding (``job.dp_replicate``) a reduce-scatter's shard — ``1/n`` of its bytes
+        for its ``n``-rank shard group, dense or expert — then all-reduced over the replicas
+        (FSDP2 HSDP's all-reduce of the reduce-scattered gradient; Megatron-Core's
         inter-instance all-reduce after the intra-instance reduce-scatter,
         ``param_and_grad_buffer.py``, one group for the dense and the expert gradients,
-        ``get_inter_distributed_optimizer_instance_group``); none without replicas."""
-        group = self.groups.dpr
-        if group.nranks == 1:
-            return []
-        part = shard if shard is not None else self.job.dp_shard
-        task = CollectiveTask(Op.ALL_REDUCE, size * self.grad_wire / part, group)
-        return [
-            self.add(f"s{stage} {what} replica all-reduce", task, "dp", f"s{stage}.dp", (after,))
-        ]
+        ``get_inter_distributed_optimizer_instance_group``): the phases added."""
+        index = self.add(name, task, "dp", f"s{stage}.dp", after)
+        if self.groups.dpr.nranks == 1 or task.op is not Op.REDUCE_SCATTER:
+            return (index,)
+        shard = CollectiveTask(Op.ALL_REDUCE, task.nbytes / task.group.nranks, self.groups.dpr)
+        replicas = name.replace(" reduce-scatter", " replica all-reduce")
+        return index, self.add(replicas, shard, "dp", f"s{stage}.dp", (index,))
 
     def chunk_buckets(
         self, stage: int, chunk: int, kinds: tuple[str, str]
