@@ -139,6 +139,8 @@ FLAGS: Final[dict[str, Kind]] = {
     "moe_grouped_gemm": "bool",
     "moe_router_force_load_balancing": "bool",
     "mtp_num_layers": "int",
+    "mtp_use_repeated_layer": "bool",
+    "mtp_hybrid_override_pattern": "str",
     # the model
     "num_layers": "int",
     "hidden_size": "int",
@@ -536,8 +538,13 @@ def megatron_job(
     _kernels(args, job, not_priced, notes)
     if args.has("num_experts"):
         _moe(args, job, not_priced, notes, dispatcher_given)
-    if args.has("mtp_num_layers"):
+    depths = _mtp_depths(args, notes)
+    if depths is not None:
+        job["mtp_layers"] = depths
+    elif args.has("mtp_num_layers"):
         job["mtp_layers"] = _mtp(args)
+    if args.flag("mtp_use_repeated_layer") and job.get("mtp_layers"):
+        job["mtp_shared"] = True
     if args.flag("use_transformer_engine_op_fuser"):
         job["te_op_fuser"] = True
     for dest in ("tp_comm_overlap_cfg", "nccl_communicator_config_path"):
@@ -561,7 +568,7 @@ def megatron_job(
 
 
 def _model(args: _Args, notes: list[str]) -> dict[str, Any] | None:
-    pattern = args.text("hybrid_override_pattern") or args.text("hybrid_layer_pattern")
+    pattern, mtp_pattern, _ = _hybrid_parts(args)
     core = ("num_layers", "hidden_size", "num_attention_heads")
     if not any(args.has(d) for d in core) and pattern is None:
         return None
@@ -595,6 +602,8 @@ def _model(args: _Args, notes: list[str]) -> dict[str, Any] | None:
     }
     if pattern is not None:
         m["hybrid_pattern"] = pattern
+        if mtp_pattern is not None:
+            m["mtp_pattern"] = mtp_pattern
         for dest, key in (
             ("mamba_num_heads", "mamba_heads"),
             ("mamba_head_dim", "mamba_head_dim"),
@@ -605,6 +614,8 @@ def _model(args: _Args, notes: list[str]) -> dict[str, Any] | None:
                 m[key] = args.whole(dest)
     if args.has("num_layers"):
         m["n_layers"] = args.whole("num_layers")
+    elif pattern is not None:  # Megatron-LM derives --num-layers from the pattern
+        m["n_layers"] = len(pattern)
     if args.has("kv_channels"):
         m["head_dim"] = args.whole("kv_channels")
     m["norm"] = args.choice("normalization", "LayerNorm", ("LayerNorm", "RMSNorm")).lower()
@@ -796,6 +807,40 @@ def _virtual_stages(args: _Args, job: dict[str, Any], model: dict[str, Any] | No
 
 def _mtp(args: _Args) -> int:
     return args.whole("mtp_num_layers", 0, least=0) or 0
+
+
+def _hybrid_parts(args: _Args) -> tuple[str | None, str | None, int]:
+    """A hybrid pattern's main part, its multi-token-prediction pattern and depth count:
+    Megatron-Core's unified ``--hybrid-layer-pattern`` puts each depth's pattern after a ``/``
+    (``M*M*/MM/MM``: two depths of ``MM``; every depth alike, ``parse_hybrid_pattern`` in
+    ``megatron/core/models/hybrid/hybrid_layer_allocation.py`` @d98e8a6); without one, the
+    legacy ``--mtp-hybrid-override-pattern`` gives the pattern and ``--mtp-num-layers`` the
+    depths (0 here)."""
+    pattern = args.text("hybrid_override_pattern") or args.text("hybrid_layer_pattern")
+    if pattern is None or "/" not in pattern:
+        return pattern, args.text("mtp_hybrid_override_pattern"), 0
+    main, *depths = pattern.split("/")
+    depths = [d for d in depths if d]
+    if any(d != depths[0] for d in depths):
+        raise MegatronArgsError(
+            f"--hybrid-layer-pattern: {pattern!r}; every multi-token-prediction depth after a "
+            "/ must have the same pattern (Megatron-Core asserts)"
+        )
+    return main, (depths[0] if depths else None), len(depths)
+
+
+def _mtp_depths(args: _Args, notes: list[str]) -> int | None:
+    """The multi-token-prediction depths a unified hybrid pattern gives (None without any):
+    they win over ``--mtp-num-layers``, as Megatron-LM's ``validate_args`` makes them."""
+    _, _, depths = _hybrid_parts(args)
+    if not depths:
+        return None
+    if args.has("mtp_num_layers") and _mtp(args) != depths:
+        notes.append(
+            f"--mtp-num-layers {_mtp(args)} against {depths} depths in --hybrid-layer-pattern: "
+            "Megatron-LM uses the pattern's"
+        )
+    return depths
 
 
 def _layout(

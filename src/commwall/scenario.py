@@ -550,6 +550,16 @@ class ModelDef(_Strict):
         "E the experts (Nemotron-H, Nemotron 3). Default: a transformer, every layer "
         "attention and an MLP.",
     )
+    mtp_pattern: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2,
+        description="A hybrid model's multi-token-prediction module, as its blocks "
+        "(Megatron-Core's MTP pattern: the part of --hybrid-layer-pattern after each /, or "
+        "--mtp-hybrid-override-pattern): one block (M, *, - or E), or *- or *E, an attention "
+        "and an MLP or the experts (Nemotron 3.5 Lightning: *E). Needed with job.mtp_layers "
+        "on a hybrid model. Default: none.",
+    )
     mamba_heads: int | None = Field(
         default=None, ge=1, le=1_000_000, description="Mamba-2 heads (mamba_num_heads)."
     )
@@ -1134,8 +1144,16 @@ class JobSpec(_Strict):
         ge=0,
         le=16,
         description="Multi-token-prediction modules after the last layer (Megatron-Core's "
-        "--mtp-num-layers; DeepSeek-V3 trains 1): each a layer like the last, a 2h -> h "
-        "projection and the shared LM head again, on the stage holding the loss.",
+        "--mtp-num-layers; DeepSeek-V3 trains 1): each a layer like the last (a hybrid "
+        "model's: the blocks of job.model's mtp_pattern), a 2h -> h projection and the shared "
+        "LM head again, on the stage holding the loss.",
+    )
+    mtp_shared: bool = Field(
+        default=False,
+        description="With mtp_layers: one multi-token-prediction module's weights applied at "
+        "every depth (Megatron-Core's --mtp-use-repeated-layer; Nemotron 3.5 Lightning): the "
+        "compute and activations of every depth, the weights, gradients and optimizer state "
+        "of one.",
     )
     recompute_modules: RecomputeModules | None = Field(
         default=None,

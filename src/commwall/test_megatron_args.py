@@ -555,3 +555,46 @@ def test_a_sequence_length_given_beside_the_flags_lifts_their_requirement() -> N
     job = {"megatron_args": "--global-batch-size 8 --bf16", "model": "llama3-8b", "seq_len": 2048}
     scenario = parse_scenario({"job": job})
     assert (scenario.job.seq_len, scenario.job.global_batch) == (2048, 8)
+
+
+#: Nemotron 3 Nano's hybrid architecture as Megatron-LM flags (Megatron-Bridge's
+#: nemotron_3_nano_pretrain_8gpu_h100_bf16_config), and the seq/batch a run needs.
+NANO_ARGS: dict[str, Any] = {
+    "hidden_size": 2688, "ffn_hidden_size": 1856, "num_attention_heads": 32,
+    "group_query_attention": True, "num_query_groups": 2, "kv_channels": 128,
+    "mamba_num_heads": 64, "mamba_head_dim": 64, "num_experts": 128, "moe_router_topk": 6,
+    "moe_ffn_hidden_size": 1856, "moe_shared_expert_intermediate_size": 3712,
+    "position_embedding_type": "none", "untie_embeddings_and_output_weights": True,
+    "normalization": "RMSNorm", "seq_length": 8192, "micro_batch_size": 2,
+    "expert_model_parallel_size": 8, "bf16": True, "moe_token_dispatcher_type": "alltoall",
+}  # fmt: skip
+NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+
+
+def test_a_hybrid_pattern_s_multi_token_prediction_depths() -> None:
+    """Megatron-Core's unified --hybrid-layer-pattern puts each MTP depth's pattern after a
+    '/' (the depths set --mtp-num-layers, as validate_args infers them); the legacy
+    --mtp-hybrid-override-pattern gives the pattern beside --mtp-num-layers; and
+    --mtp-use-repeated-layer shares one module among the depths (Nemotron 3.5 Lightning)."""
+    unified = megatron_job(
+        {**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN + "/*E/*E",
+         "mtp_use_repeated_layer": True}
+    )  # fmt: skip
+    assert unified.model is not None
+    assert unified.model["hybrid_pattern"] == NANO_PATTERN
+    assert unified.model["mtp_pattern"] == "*E"
+    assert (unified.job["mtp_layers"], unified.job["mtp_shared"]) == (2, True)
+    legacy = megatron_job(
+        {**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN, "mtp_num_layers": 2,
+         "mtp_hybrid_override_pattern": "*E", "mtp_use_repeated_layer": True}
+    )  # fmt: skip
+    assert legacy.model == unified.model and legacy.job == unified.job
+    spec = model_from_def(ModelDef(name="lightning", vocab=131072, **unified.model))
+    assert spec.mtp_pattern == "*E" and spec.hybrid_pattern == NANO_PATTERN
+    conflict = megatron_job(
+        {**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN + "/*E/*E", "mtp_num_layers": 1}
+    )
+    assert conflict.job["mtp_layers"] == 2 and "mtp_shared" not in conflict.job
+    assert any("uses the pattern's" in n for n in conflict.notes)
+    with pytest.raises(MegatronArgsError, match="same pattern"):
+        megatron_job({**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN + "/*E/E"})

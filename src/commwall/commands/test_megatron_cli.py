@@ -87,3 +87,34 @@ def test_a_megatron_bridge_run_config_reads_and_runs(tmp_path: Path) -> None:
     ran = runner.invoke(app, ["run", str(scenario)])
     assert ran.exit_code == 0, ran.output
     assert "micro-batch 2" in ran.stdout  # a field beside the file wins
+
+
+def test_a_hybrid_launch_with_shared_mtp_depths_runs(tmp_path: Path) -> None:
+    """Nemotron 3.5 Lightning's flags (Megatron-Core's unified hybrid pattern with two '*E'
+    MTP depths and --mtp-use-repeated-layer) read as a job that runs: the report names the
+    depths of one module and the JSON job says so."""
+    script = tmp_path / "lightning.sh"
+    script.write_text(
+        "torchrun pretrain_mamba.py --hidden-size 2688 --ffn-hidden-size 1856 \\\n"
+        " --num-attention-heads 32 --group-query-attention --num-query-groups 2 \\\n"
+        " --kv-channels 128 --mamba-num-heads 64 --mamba-head-dim 64 --num-experts 128 \\\n"
+        " --moe-router-topk 6 --moe-ffn-hidden-size 1856 \\\n"
+        " --moe-shared-expert-intermediate-size 3712 --moe-token-dispatcher-type alltoall \\\n"
+        " --position-embedding-type none --untie-embeddings-and-output-weights \\\n"
+        " --normalization RMSNorm --vocab-size 131072 --make-vocab-size-divisible-by 128 \\\n"
+        " --hybrid-layer-pattern 'MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME/*E/*E' \\\n"
+        " --mtp-use-repeated-layer --seq-length 8192 --micro-batch-size 2 \\\n"
+        " --global-batch-size 64 --expert-model-parallel-size 8 --bf16\n"
+    )
+    read = runner.invoke(app, ["megatron", str(script)])
+    assert read.exit_code == 0, read.output
+    job = yaml.safe_load(read.stdout)["job"]
+    assert (job["model"]["mtp_pattern"], job["mtp_layers"], job["mtp_shared"]) == ("*E", 2, True)
+    scenario = tmp_path / "run.yaml"
+    scenario.write_text(yaml.safe_dump({"cluster": {"preset": "gb200-nvl72", "nodes": 2,
+                                                    "scale_up_domain": 8}, "job": job}))  # fmt: skip
+    text = runner.invoke(app, ["run", str(scenario)])
+    assert text.exit_code == 0, text.output
+    assert "with 2 MTP depths of one module" in text.output
+    out = json.loads(runner.invoke(app, ["run", str(scenario), "--json"]).stdout)
+    assert (out["job"]["mtp_layers"], out["job"]["mtp_shared"]) == (2, True)

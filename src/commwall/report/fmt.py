@@ -96,10 +96,15 @@ def value(x: Any) -> str:
 
 
 def mtp_note(job: dict[str, Any]) -> str:
-    """ ", with 1 MTP module" after a job's parameter count when it trains multi-token
-    prediction (``job.mtp_layers``; ``job`` is a result's ``job`` section), else ""."""
+    """ " with 1 MTP module" after a job's parameter count when it trains multi-token
+    prediction (``job.mtp_layers``; ``job`` is a result's ``job`` section), " with 2 MTP depths
+    of one module" when the depths share it (``job.mtp_shared``), else ""."""
     n = job.get("mtp_layers")
-    return f" with {n} MTP module{'s' if n > 1 else ''}" if isinstance(n, int) and n > 0 else ""
+    if not isinstance(n, int) or n < 1:
+        return ""
+    if job.get("mtp_shared") is True and n > 1:
+        return f" with {n} MTP depths of one module"
+    return f" with {n} MTP module{'s' if n > 1 else ''}"
 
 
 def held_bytes(job: dict[str, Any]) -> str:

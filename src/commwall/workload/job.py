@@ -277,6 +277,7 @@ class Job:
             "attention_chunk_layers": self.model.attention_chunk_layers,
             "yarn_rope": self.model.yarn_rope,
             "mtp_layers": self.model.mtp_layers,
+            "mtp_shared": self.model.mtp_shared,
             "recompute": self.spec.recompute,
             "recompute_modules": list(recompute_modules(self.spec)) or None,
             "recompute_method": self.spec.recompute_method
@@ -495,16 +496,21 @@ def _chunks_from_layout(spec: JobSpec, n_layers: int) -> JobSpec:
 def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
     """Check ``spec`` against ``cluster`` and derive the step's sizes."""
     errors: list[str] = []
+    if spec.mtp_shared and not spec.mtp_layers:
+        raise ScenarioError(
+            ["job.mtp_shared: true needs job.mtp_layers >= 1 (it shares one multi-token-"
+             "prediction module's weights among the depths)"]
+        )  # fmt: skip
     try:
         model = resolve_model(spec.model)
+        if spec.mtp_layers:  # a training choice (Megatron's --mtp-num-layers)
+            model = replace(model, mtp_layers=spec.mtp_layers, mtp_shared=spec.mtp_shared)
     except UnknownModelError as err:
         raise ScenarioError([f"job.model: {err}"]) from None
     except ModelDefinitionError as err:
         message = str(err)
         line = message if message.startswith("job.") else f"job.model: {message}"
         raise ScenarioError([line]) from None
-    if spec.mtp_layers:  # multi-token prediction is a training choice (Megatron's --mtp-num-layers)
-        model = replace(model, mtp_layers=spec.mtp_layers)
     spec = _chunks_from_layout(spec, model.n_layers)
     n_gpus = cluster.n_gpus
     domain = cluster.scale_up_domain

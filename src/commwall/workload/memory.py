@@ -164,7 +164,7 @@ def _stage_params(
     """
     h = model.hidden
     dense_params = expert_params = linear = 0.0
-    for kind, n in _stage_layer_kinds(model, pp=pp, first=first):
+    for kind, n in _stage_layer_kinds(model, pp=pp, first=first, weights=True):
         dense_layer, expert_layer, replicated = _layer_split(kind, tp=tp, ep=ep, etp=etp)
         dense_params += n * dense_layer
         expert_params += n * expert_layer
@@ -180,15 +180,18 @@ def _stage_params(
         extra = input_side if first else output_side
     if pp == 1 or not first:  # the multi-token-prediction modules' projections and norms
         projection = 2 * h * h / tp
-        extra += model.mtp_layers * (projection + 3 * model.norm_params())
-        linear += model.mtp_layers * projection
+        extra += model.mtp_modules * (projection + 3 * model.norm_params())
+        linear += model.mtp_modules * projection
     return _StageParams(dense=dense_params + extra, expert=expert_params, linear=linear)
 
 
-def _stage_layer_kinds(model: ModelSpec, *, pp: int, first: bool) -> list[tuple[ModelSpec, int]]:
+def _stage_layer_kinds(
+    model: ModelSpec, *, pp: int, first: bool, weights: bool = False
+) -> list[tuple[ModelSpec, int]]:
     """(layer model, layers) of each kind of layer on the first or last of ``pp`` stages of
     ``ceil(L / pp)`` layers (:attr:`ModelSpec.layer_kinds`); the last stage also holds the
-    multi-token-prediction modules' layers (of the last layer's kind)."""
+    multi-token-prediction modules' layers (:meth:`ModelSpec.mtp_kind`), one a depth, or with
+    ``weights`` one a module with weights of its own (:attr:`ModelSpec.mtp_modules`)."""
     n_layers = model.n_layers
     layers = math.ceil(n_layers / pp)
     span = (
@@ -199,12 +202,16 @@ def _stage_layer_kinds(model: ModelSpec, *, pp: int, first: bool) -> list[tuple[
         else range(n_layers - layers, n_layers)
     )
     kinds = model.layer_kinds
-    mtp = model.mtp_layers if pp == 1 or not first else 0
-    if len(kinds) == 1:
+    mtp = (model.mtp_modules if weights else model.mtp_layers) if pp == 1 or not first else 0
+    own = model.hybrid_pattern is not None and model.mtp_pattern is not None
+    if len(kinds) == 1 and not own:
         return [(kinds[0][0], len(span) + mtp)]
     counts = [0] * len(kinds)
     for i in span:
         counts[model.kind_index(i)] += 1
+    out = [(kind, n) for (kind, _), n in zip(kinds, counts, strict=True)]
+    if own:  # a hybrid model's modules run their pattern's blocks
+        return [*out, (model.mtp_kind(), mtp)] if mtp else out
     counts[model.kind_index(n_layers - 1)] += mtp  # the modules' layers are like the last
     return [(kind, n) for (kind, _), n in zip(kinds, counts, strict=True)]
 

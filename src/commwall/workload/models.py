@@ -55,9 +55,14 @@ Block = Literal["layer", "mamba", "attention", "mlp", "moe"]
 HYBRID_BLOCKS: Final[dict[str, Block]] = {
     "M": "mamba", "*": "attention", "-": "mlp", "E": "moe"
 }  # fmt: skip
+#: The multi-token-prediction patterns of a hybrid model commwall prices
+#: (:attr:`ModelSpec.mtp_pattern`): one block, or an attention followed by an MLP or the
+#: experts — a transformer layer, one unit of the step as a module's layer is.
+MTP_PATTERNS: Final = ("M", "*", "-", "E", "*-", "*E")
 
 __all__ = [
     "HYBRID_BLOCKS",
+    "MTP_PATTERNS",
     "Block",
     "ModelDefinitionError",
     "ModelSpec",
@@ -160,7 +165,14 @@ class ModelSpec:
     Megatron-Core's ``--mtp-num-layers``): each normalises the last hidden state and the next
     token's embedding, projects the two (``2h → h``), runs one more layer like the last, and
     predicts through the shared LM head (:meth:`mtp_layer_params`). A training choice
-    (``job.mtp_layers`` sets it); a published model's count leaves it out.
+    (``job.mtp_layers`` sets it); a published model's count leaves it out. ``mtp_shared``
+    gives every depth one module's weights (Megatron-Core's ``mtp_use_repeated_layer``: "only
+    1 layer is created and applied mtp_num_layers times"; ``job.mtp_shared``). A hybrid
+    model's module runs the blocks of ``mtp_pattern`` in place of a layer (Megatron-Core's MTP
+    pattern: the part of ``--hybrid-layer-pattern`` after each ``/``, or the legacy
+    ``--mtp-hybrid-override-pattern``; Nemotron 3.5 Lightning's ``*E``, an attention and the
+    experts): one block, or an attention followed by an MLP or the experts, which is a
+    transformer layer (:meth:`mtp_kind`).
     ``hybrid_pattern`` makes a hybrid model (Megatron-Core's ``HybridModel``; Nemotron-H,
     NVIDIA 2025, "Nemotron-H: A Family of Accurate and Efficient Hybrid Mamba-Transformer
     Models", arXiv 2504.03624; Nemotron 3): one symbol per layer (:data:`HYBRID_BLOCKS`), each
@@ -225,6 +237,8 @@ class ModelSpec:
     mamba_conv: int = 4
     mamba_chunk: int = 128
     rotary: bool = True
+    mtp_pattern: str | None = None
+    mtp_shared: bool = False
     block: Block = "layer"
 
     def __post_init__(self) -> None:
@@ -412,7 +426,10 @@ class ModelSpec:
                 + ", ".join(repr(b) for b in HYBRID_BLOCKS.values())
             )
         pattern = self.hybrid_pattern
-        mixers = (pattern is not None and "M" in pattern) or self.block == "mamba"
+        self._check_mtp()
+        mixers = (
+            pattern is not None and "M" in pattern + (self.mtp_pattern or "")
+        ) or self.block == "mamba"
         if pattern is None:
             if self.block == "layer" and heads:
                 raise ModelDefinitionError(
@@ -426,6 +443,47 @@ class ModelSpec:
                 f"{self.name}: mamba_heads={heads} is invalid: a Mamba-2 mixer needs at least "
                 f"one head, in whole groups of mamba_groups={self.mamba_groups} (Megatron-Core "
                 "splits the heads by group)"
+            )
+
+    def _check_mtp(self) -> None:
+        """The multi-token-prediction fields: ``mtp_shared`` needs modules, ``mtp_pattern`` a
+        hybrid model, and a hybrid model's modules a pattern of one block or of an attention
+        and an MLP or the experts (:meth:`mtp_kind`)."""
+        if not isinstance(self.mtp_shared, bool):
+            raise ModelDefinitionError(
+                f"{self.name}: mtp_shared={self.mtp_shared!r} is invalid: must be true or false"
+            )
+        if self.mtp_shared and not self.mtp_layers:
+            raise ModelDefinitionError(
+                f"{self.name}: mtp_shared=True is invalid without mtp_layers: it shares one "
+                "multi-token-prediction module's weights among the depths"
+            )
+        mtp = self.mtp_pattern
+        if mtp is None:
+            if self.hybrid_pattern is not None and self.mtp_layers:
+                raise ModelDefinitionError(
+                    f"{self.name}: mtp_layers={self.mtp_layers} is invalid with hybrid_pattern "
+                    "without mtp_pattern: a hybrid model's multi-token-prediction module runs "
+                    "the blocks mtp_pattern gives (Megatron-Core's MTP pattern, e.g. '*E')"
+                )
+            return
+        shown = repr(mtp) if len(repr(mtp)) <= 40 else f"{repr(mtp)[:37]}..."
+        if self.hybrid_pattern is None:
+            raise ModelDefinitionError(
+                f"{self.name}: mtp_pattern={shown} is invalid without hybrid_pattern: a "
+                "transformer's multi-token-prediction module repeats its last layer"
+            )
+        if not isinstance(mtp, str) or mtp not in MTP_PATTERNS:
+            raise ModelDefinitionError(
+                f"{self.name}: mtp_pattern={shown} is invalid: allowed: "
+                + ", ".join(repr(p) for p in MTP_PATTERNS)
+                + " (one block, or an attention and an MLP or the experts; other patterns "
+                "are not modelled)"
+            )
+        if "E" in mtp and not self.is_moe:
+            raise ModelDefinitionError(
+                f"{self.name}: mtp_pattern={shown} is invalid with n_experts={self.n_experts}: "
+                "an E block needs experts"
             )
 
     def _check_pattern(self, pattern: str) -> None:
@@ -456,7 +514,6 @@ class ModelSpec:
             "dense_layers": self.dense_layers,
             "moe_layer_pattern": self.moe_layer_pattern,
             "kv_lora_rank": self.kv_lora_rank,
-            "mtp_layers": self.mtp_layers,
             "sandwich_norm": self.sandwich_norm,
             "attention_chunk": self.attention_chunk,
             "sliding_window": self.sliding_window,
@@ -621,13 +678,30 @@ class ModelSpec:
         return self
 
     def _hybrid_kind(self, block: Block) -> ModelSpec:
+        # a block has no multi-token-prediction modules of its own
         if block == "moe":
-            return replace(self, hybrid_pattern=None, block="moe")
+            return replace(
+                self, hybrid_pattern=None, block="moe", mtp_layers=0, mtp_pattern=None,
+                mtp_shared=False,
+            )  # fmt: skip
         return replace(
             self, hybrid_pattern=None, block=block, n_experts=1, top_k=1, expert_groups=1,
             group_topk=1, expert_ffn_hidden=None, shared_ffn_hidden=0,
-            published_active_params=None,
+            published_active_params=None, mtp_layers=0, mtp_pattern=None, mtp_shared=False,
         )  # fmt: skip
+
+    def mtp_kind(self) -> ModelSpec:
+        """The layer of each multi-token-prediction module: one like the last layer
+        (:meth:`layer_kind`), or in a hybrid model the blocks of :attr:`mtp_pattern` — one
+        block's kind, or for an attention followed by an MLP (``*-``) or the experts (``*E``)
+        the transformer layer those two blocks make (each behind its own norm and residual,
+        as a transformer layer's attention and MLP are)."""
+        mtp = self.mtp_pattern
+        if self.hybrid_pattern is None or mtp is None:
+            return self.layer_kind(self.n_layers - 1)
+        if len(mtp) == 1:
+            return self._hybrid_kind(HYBRID_BLOCKS[mtp])
+        return replace(self._hybrid_kind(HYBRID_BLOCKS[mtp[1]]), block="layer", mamba_heads=0)
 
     @cached_property
     def _hybrid_symbols(self) -> str:
@@ -835,14 +909,20 @@ class ModelSpec:
         return sum(n * kind.layer_params() for kind, n in self.layer_kinds)
 
     def mtp_layer_params(self) -> int:
-        """Parameters of one multi-token-prediction module (0 without them): a layer like the
-        last, the ``2h × h`` projection (``eh_proj``) and three norms (``enorm``, ``hnorm`` and
-        the module's final norm; Megatron-Core's ``MultiTokenPredictionLayer``); the embedding
-        and LM head are the model's own, shared."""
+        """Parameters of one multi-token-prediction module (0 without them): its layer
+        (:meth:`mtp_kind`), the ``2h × h`` projection (``eh_proj``) and three norms (``enorm``,
+        ``hnorm`` and the module's final norm; Megatron-Core's ``MultiTokenPredictionLayer``);
+        the embedding and LM head are the model's own, shared."""
         if not self.mtp_layers:
             return 0
-        last = self.layer_kind(self.n_layers - 1)
-        return last.layer_params() + 2 * self.hidden * self.hidden + 3 * self.norm_params()
+        layer = self.mtp_kind()
+        return layer.layer_params() + 2 * self.hidden * self.hidden + 3 * self.norm_params()
+
+    @property
+    def mtp_modules(self) -> int:
+        """Multi-token-prediction modules with weights of their own: one shared by every
+        depth (:attr:`mtp_shared`), else one a depth (:attr:`mtp_layers`)."""
+        return min(1, self.mtp_layers) if self.mtp_shared else self.mtp_layers
 
     def position_embedding_params(self) -> int:
         """Learned position table ``max_seq_len x h`` (GPT-2/3); 0 for rotary models."""
@@ -863,7 +943,7 @@ class ModelSpec:
             self.embedding_params()
             + self.layers_params()
             + self.final_norm_params()
-            + self.mtp_layers * self.mtp_layer_params()
+            + self.mtp_modules * self.mtp_layer_params()
         )
 
     def active_params_per_token(self) -> int:
@@ -872,8 +952,8 @@ class ModelSpec:
         Embeddings are included, which is how Mistral AI counts Mixtral-8x7B's 12.9B "active".
         """
         unused = (self.n_experts - self.top_k) * self.mlp_params_per_layer()
-        last_moe = self.is_moe_layer(self.n_layers - 1)
-        moe_layers = self.moe_layer_count + (self.mtp_layers if last_moe else 0)
+        mtp_moe = bool(self.mtp_layers) and self.mtp_kind().is_moe
+        moe_layers = self.moe_layer_count + (self.mtp_modules if mtp_moe else 0)
         return self.total_params() - moe_layers * unused
 
     def matmul_params_per_token(self) -> int:
@@ -887,8 +967,8 @@ class ModelSpec:
         """
         layers = 0
         kinds = list(self.layer_kinds)
-        if self.mtp_layers:  # each module: a layer like the last, its projection, the head
-            kinds.append((self.layer_kind(self.n_layers - 1), self.mtp_layers))
+        if self.mtp_layers:  # each depth: its layer, its projection, the head
+            kinds.append((self.mtp_kind(), self.mtp_layers))
             layers += self.mtp_layers * (2 * self.hidden * self.hidden + self.vocab * self.hidden)
         for kind, n in kinds:
             layers += n * kind._matmul_weights()
@@ -991,6 +1071,7 @@ class ModelSpec:
         for i in range(self.n_layers):
             out += self._hybrid_layer(i)
         out += self._norm_tensors("backbone.norm_f")
+        out += self._mtp_tensors("backbone.mtp")
         if not self.tied_embeddings:
             out.append(("lm_head.weight", self.vocab * h))
         return out
@@ -1000,10 +1081,15 @@ class ModelSpec:
         mixer (``in_proj``, ``conv1d``, ``dt_bias``, ``A_log``, ``D``, the gated ``norm``,
         ``out_proj``), an attention, an MLP or the experts (the router, each expert's
         ``up_proj`` and ``down_proj``, the shared expert's)."""
-        h, p = self.hidden, f"backbone.layers.{i}"
-        out = self._norm_tensors(f"{p}.norm")
-        m = f"{p}.mixer"
-        block = HYBRID_BLOCKS[(self.hybrid_pattern or "")[i]]
+        return self._hybrid_block(
+            f"backbone.layers.{i}.", HYBRID_BLOCKS[(self.hybrid_pattern or "")[i]]
+        )
+
+    def _hybrid_block(self, p: str, block: Block) -> list[tuple[str, int]]:
+        """One block's tensors (:meth:`_hybrid_layer`), their names after prefix ``p``."""
+        h = self.hidden
+        out = self._norm_tensors(f"{p}norm")
+        m = f"{p}mixer"
         if block == "mamba":
             channels = self.mamba_conv_channels
             out += self._linear(f"{m}.in_proj", h, self.mamba_in_width)
@@ -1135,14 +1221,24 @@ class ModelSpec:
         return out
 
     def _mtp_tensors(self, prefix: str) -> list[tuple[str, int]]:
-        """Each multi-token-prediction module's tensors (:meth:`mtp_layer_params`): its norms
-        and projection, then its layer's, named as the last layer's under ``prefix.i``."""
+        """Each multi-token-prediction module's tensors (:meth:`mtp_layer_params`; one module
+        when the depths share it, :attr:`mtp_shared`): its norms and projection, then its
+        layer's, named as the last layer's (a hybrid model's: its pattern's blocks, as
+        ``blocks.j``) under ``prefix.i``."""
         if not self.mtp_layers:
             return []
-        last = self.layer_kind(self.n_layers - 1)
-        layer = [(name.split(".", 3)[3], n) for name, n in last._layer_tensors(self.n_layers - 1)]
+        if self.hybrid_pattern is not None and self.mtp_pattern is not None:
+            layer = [  # a hybrid model's: each block of the pattern, as its layers name theirs
+                (f"blocks.{j}.{name}", n)
+                for j, symbol in enumerate(self.mtp_pattern)
+                for name, n in self._hybrid_block("", HYBRID_BLOCKS[symbol])
+            ]
+        else:
+            last = self.layer_kind(self.n_layers - 1)
+            tensors = last._layer_tensors(self.n_layers - 1)
+            layer = [(name.split(".", 3)[3], n) for name, n in tensors]
         out: list[tuple[str, int]] = []
-        for i in range(self.mtp_layers):
+        for i in range(self.mtp_modules):
             p = f"{prefix}.{i}"
             out += self._norm_tensors(f"{p}.enorm") + self._norm_tensors(f"{p}.hnorm")
             out += self._linear(f"{p}.eh_proj", 2 * self.hidden, self.hidden, False)

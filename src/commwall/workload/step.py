@@ -584,6 +584,8 @@ class LayerPlan:
     #: the kind's TP blocks (:func:`tp_blocks`) and whether it has a dense MLP
     tp_blocks: tuple[int, ...] = ()
     dense_mlp: tuple[bool, ...] = ()
+    #: the layer model of each kind
+    models: tuple[ModelSpec, ...] = ()
 
 
 def layer_plan(job: Job) -> LayerPlan:
@@ -608,7 +610,20 @@ def layer_plan(job: Job) -> LayerPlan:
     units: list[UnitTimes] = []
     for variant in variants:
         units += layer_units(variant)
+    models = [m for _ in variants for m, _ in kinds]
+    redo = [v.spec.recompute == "full" for v in variants for _ in kinds]
     n = len(kinds)
+    mtp_index = model.kind_index(model.n_layers - 1)  # the modules' layers are like the last
+    own = bool(model.mtp_layers) and model.hybrid_pattern is not None
+    if own:
+        # a hybrid model's modules run their pattern's blocks (ModelSpec.mtp_kind): a kind of
+        # their own in each variant, after the variants' kinds, with the variant's SM share
+        mtp_index = len(units)
+        for v, variant in enumerate(variants):
+            (u,) = _unit_times(variant, ((model.mtp_kind(), model.mtp_layers),))
+            units.append(replace(u, sm_bound=units[v * n].sm_bound))
+            models.append(model.mtp_kind())
+            redo.append(variant.spec.recompute == "full")
     index = []
     for layer in range(model.n_layers):
         k = model.kind_index(layer)
@@ -621,16 +636,17 @@ def layer_plan(job: Job) -> LayerPlan:
         index.append(k)
     # Megatron-Core recomputes MTP layers uniformly, and skips them under block (its
     # MultiTokenPredictionBlock: "recompute_method == 'block' is not supported for MTP yet")
-    last = model.kind_index(model.n_layers - 1)  # the modules' layers are like the last
-    index += [last + (n if block is not None else 0)] * model.mtp_layers
+    # under block, the variant that keeps its activations: the next of the modules' own kinds
+    index += [mtp_index + ((1 if own else n) if block is not None else 0)] * model.mtp_layers
     return LayerPlan(
         units=tuple(units),
-        moe=tuple(m.is_moe for _ in variants for m, _ in kinds),
-        latent_share=tuple(m.tp_input_width / m.hidden for _ in variants for m, _ in kinds),
-        redo=tuple(v.spec.recompute == "full" for v in variants for _ in kinds),
+        moe=tuple(m.is_moe for m in models),
+        latent_share=tuple(m.tp_input_width / m.hidden for m in models),
+        redo=tuple(redo),
         index=tuple(index),
-        tp_blocks=tuple(len(tp_blocks(m)) for _ in variants for m, _ in kinds),
-        dense_mlp=tuple(m.has_mlp and not m.is_moe for _ in variants for m, _ in kinds),
+        tp_blocks=tuple(len(tp_blocks(m)) for m in models),
+        dense_mlp=tuple(m.has_mlp and not m.is_moe for m in models),
+        models=tuple(models),
     )
 
 
@@ -1773,10 +1789,9 @@ class _Builder:
         return last
 
     def kind_model(self, k: int) -> ModelSpec:
-        """The layer model of the plan's kind ``k``: a variant's kinds (recomputation stopped
-        short, BF16 end layers; :func:`layer_plan`) repeat the model's own, in order."""
-        kinds = self.job.model.layer_kinds
-        return kinds[k % len(kinds)][0]
+        """The layer model of the plan's kind ``k`` (:attr:`LayerPlan.models`: a variant's kinds,
+        recomputation stopped short or BF16 end layers, repeat the model's own, in order)."""
+        return self.plan.models[k]
 
     def layer_param_bytes(self, k: int) -> float:
         """16-bit bytes per GPU of one layer of kind ``k`` (split over TP)."""

@@ -513,6 +513,37 @@ def test_the_last_stage_holds_the_multi_token_prediction_modules() -> None:
     assert first == memory._stage_activation_bytes(m, **args, first=True)
 
 
+def test_a_hybrid_model_s_shared_module_holds_one_set_of_weights() -> None:
+    """Nemotron 3.5 Lightning's two '*E' depths of one module (mtp_use_repeated_layer): the
+    last stage holds the module's weights once and both depths' activations, each depth's the
+    attention-and-experts layer its pattern makes."""
+    m = dataclasses.replace(get_model("nemotron-3-nano-30b-a3b"), mtp_pattern="*E")
+    two = dataclasses.replace(m, mtp_layers=2)
+    one = dataclasses.replace(two, mtp_shared=True)
+    params = lambda x: memory._stage_params(x, tp=1, pp=2, ep=8, first=False)  # noqa: E731
+    base = params(m)
+    module = two.mtp_layer_params()
+    experts = two.mtp_kind().n_experts * two.mtp_kind().mlp_params_per_layer()
+    for x, n in ((two, 2), (one, 1)):
+        held = params(x)
+        assert held.expert - base.expert == pytest.approx(n * experts / 8)  # over EP 8
+        assert (held.dense + held.expert * 8) - (base.dense + base.expert * 8) == pytest.approx(
+            n * module, rel=1e-9
+        )
+    args: dict[str, Any] = {"tp": 1, "pp": 2, "micro_batch": 1, "seq_len": 8192,
+                            "sequence_parallel": False, "recompute": "none",
+                            "inflight": 2, "flash_attention": True}  # fmt: skip
+    acts = lambda x: memory._stage_activation_bytes(x, **args, first=False)  # noqa: E731
+    assert acts(one) == acts(two) > acts(m)
+    layer = memory.activation_bytes_per_layer(
+        **{k: v for k, v in args.items() if k not in ("pp", "inflight")},
+        hidden=m.hidden,
+        n_heads=m.n_heads,
+        layer=memory.LayerShape.of(two.mtp_kind()),
+    )
+    assert acts(two) - acts(m) > 2 * layer  # the layers, and each depth's head again
+
+
 def test_an_eager_glu_clamp_keeps_the_unclamped_expert_output_too() -> None:
     """Megatron-Core's TEGroupedMLP clamps GPT-OSS's GLU in eager PyTorch (compute.
     EAGER_CLAMP_BYTES): the clamps keep the unclamped first GEMM output, both halves in 16 bits

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import doctest
+import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from commwall.errors import CommwallError
 from commwall.workload import WorkloadError, models
 from commwall.workload.models import (
+    MTP_PATTERNS,
     ModelDefinitionError,
     ModelSpec,
     UnknownModelError,
@@ -467,12 +469,61 @@ def test_hybrid_flops_count_attention_blocks_and_scans() -> None:
      ({"mamba_heads": 60}, "mamba_heads=60 is invalid: .* whole groups of mamba_groups=8"),
      ({"mamba_state": 0}, "mamba_state=0 is invalid"),
      ({"sliding_window": 128}, "sliding_window=128 is invalid with hybrid_pattern"),
-     ({"mtp_layers": 1}, "mtp_layers=1 is invalid with hybrid_pattern"),
+     ({"mtp_layers": 1}, "mtp_layers=1 is invalid with hybrid_pattern without mtp_pattern"),
+     ({"mtp_layers": 1, "mtp_pattern": "**"}, "mtp_pattern='\\*\\*' is invalid: allowed"),
+     ({"mtp_layers": 1, "mtp_pattern": "E*"}, "mtp_pattern='E\\*' is invalid: allowed"),
+     ({"mtp_shared": True}, "mtp_shared=True is invalid without mtp_layers"),
      ({"block": "mamba"}, "block='mamba' is invalid with hybrid_pattern")],
 )  # fmt: skip
 def test_hybrid_model_errors_name_the_field(change: dict[str, object], message: str) -> None:
     with pytest.raises(ModelDefinitionError, match=message):
         dataclasses.replace(get_model(NANO), **change)  # type: ignore[arg-type]
+
+
+def test_an_mtp_pattern_needs_a_hybrid_model_and_its_blocks() -> None:
+    with pytest.raises(ModelDefinitionError, match="mtp_pattern='E' is invalid without hybrid"):
+        dataclasses.replace(get_model("deepseek-v3"), mtp_layers=1, mtp_pattern="E")
+    dense = dataclasses.replace(
+        get_model(NANO), n_layers=3, hybrid_pattern="M*-", n_experts=1, top_k=1,
+        expert_ffn_hidden=None, shared_ffn_hidden=0,
+    )  # fmt: skip
+    with pytest.raises(ModelDefinitionError, match="an E block needs experts"):
+        dataclasses.replace(dense, mtp_layers=1, mtp_pattern="E")
+    assert dataclasses.replace(dense, mtp_layers=1, mtp_pattern="*-").mtp_kind().block == "layer"
+
+
+def test_a_hybrid_model_s_mtp_module_runs_its_pattern_s_blocks() -> None:
+    """Nemotron 3.5 Lightning: two depths of a '*E' module (an attention and the experts, as
+    Megatron-Core's mtp_hybrid_override_pattern), each with its projection and three norms;
+    one set of weights when the depths share it (mtp_use_repeated_layer)."""
+    m = get_model(NANO)
+    h = m.hidden
+    kinds = {k.block: k for k, _ in m.layer_kinds}
+    module = kinds["attention"].layer_params() + kinds["moe"].layer_params() + 2 * h * h + 3 * h
+    lightning = dataclasses.replace(m, mtp_layers=2, mtp_pattern="*E")
+    assert lightning.mtp_layer_params() == module
+    assert lightning.total_params() == m.total_params() + 2 * module
+    shared = dataclasses.replace(lightning, mtp_shared=True)
+    assert shared.mtp_modules == 1 and shared.total_params() == m.total_params() + module
+    kind = lightning.mtp_kind()
+    assert (kind.block, kind.is_moe, kind.hybrid_pattern, kind.mtp_layers) == (
+        "layer",
+        True,
+        None,
+        0,
+    )
+    # each depth computes, shared or not: the attention's q, k, v, o weights twice more than E's
+    attention = h * m.q_dim + 2 * h * m.kv_dim + m.q_dim * h
+    only_e = dataclasses.replace(lightning, mtp_pattern="E")
+    assert shared.matmul_params_per_token() == lightning.matmul_params_per_token()
+    assert lightning.matmul_params_per_token() - only_e.matmul_params_per_token() == 2 * attention
+    names = [n for n, _ in shared.gradient_tensors()]
+    assert "backbone.mtp.0.blocks.0.mixer.q_proj.weight" in names
+    assert "backbone.mtp.0.blocks.1.mixer.experts.127.up_proj.weight" in names
+    assert "backbone.mtp.0.eh_proj.weight" in names and not any(".mtp.1." in n for n in names)
+    for pattern, share in itertools.product(MTP_PATTERNS, (False, True)):
+        x = dataclasses.replace(m, mtp_layers=2, mtp_pattern=pattern, mtp_shared=share)
+        assert sum(n for _, n in x.gradient_tensors()) == x.total_params()
 
 
 def test_mamba_fields_need_a_hybrid_pattern() -> None:

@@ -2463,3 +2463,47 @@ def test_variant_kinds_run_with_userbuffers_and_fsdp(extra: dict[str, Any]) -> N
     block) keeps its kind's Userbuffers GEMMs and ZeRO-3 gathers."""
     r = run(extra)
     assert sum(r.breakdown.values()) == pytest.approx(r.step_time, rel=1e-12)
+
+
+MINI_HYBRID = {"name": "mini-hybrid", "n_layers": 6, "hidden": 1024, "ffn_hidden": 512,
+               "n_heads": 8, "n_kv_heads": 2, "head_dim": 128, "vocab": 4096, "gated_mlp": False,
+               "n_experts": 16, "top_k": 2, "expert_ffn_hidden": 512, "shared_ffn_hidden": 1024,
+               "hybrid_pattern": "MEM*ME", "mamba_heads": 16, "mamba_head_dim": 64,
+               "rotary": False, "mtp_pattern": "*E"}  # fmt: skip
+
+
+def test_a_hybrid_model_s_modules_run_their_pattern_s_blocks() -> None:
+    """job.mtp_layers on a hybrid model (Nemotron 3.5 Lightning's two '*E' depths): each depth
+    runs model.mtp_pattern's attention and experts, priced as the transformer MoE layer they
+    make, with its projection and the head again after the last layer, its all-to-alls too;
+    job.mtp_shared keeps the compute and holds one module's weights."""
+    base = {"model": MINI_HYBRID, "tp": 1, "ep": 8, "global_batch": 64}
+    job, cluster = resolved(base)
+    lightning, _ = resolved({**base, "mtp_layers": 2})
+    plain, mtp = build_step(job, cluster), build_step(lightning, cluster)
+    plan = step_module.layer_plan(lightning)
+    kind = plan.models[plan.index[-1]]
+    assert plan.index[-2:] == (len(job.model.layer_kinds),) * 2  # a kind of their own
+    assert (kind.block, kind.is_moe, plan.moe[plan.index[-1]]) == ("layer", True, True)
+    units = {m.block: u for m, u in zip(plan.models, plan.units, strict=False)}
+    module = plan.units[plan.index[-1]]
+    # an attention block and an E block, within the norms' and the fused residuals' bytes
+    blocks = units["attention"].layer_forward + units["moe"].layer_forward
+    assert module.layer_forward == pytest.approx(blocks, rel=0.05)
+    a2a = sum(p.repeat for p in _phases(plain, r"^s0 F0 EP all-to-all"))
+    assert sum(p.repeat for p in _phases(mtp, r"^s0 F0 EP all-to-all")) == a2a + 2 * 2
+    u = step_module.layer_units(lightning)[-1]
+    f_plain = sum(p.task.seconds for p in _phases(plain, r"^s0 F0 compute"))
+    f_mtp = sum(p.task.seconds for p in _phases(mtp, r"^s0 F0 compute"))
+    assert f_mtp - f_plain == pytest.approx(2 * (module.layer_forward + u.mtp_forward))
+    one = run({**base, "mtp_layers": 2, "mtp_shared": True})
+    two = run({**base, "mtp_layers": 2})
+    assert one.breakdown["compute"] == pytest.approx(two.breakdown["compute"], rel=1e-3)
+    assert one.step_time < two.step_time  # one module's gradients to reduce and update
+    assert one.memory.total < two.memory.total  # one module's weights, grads and state
+    assert run(base).step_time < two.step_time
+    with pytest.raises(ScenarioError, match=re.escape("job.mtp_shared: true needs job.mtp_layers")):
+        resolved({**base, "mtp_shared": True})
+    without = {**MINI_HYBRID, "mtp_pattern": None}
+    with pytest.raises(ScenarioError, match="without mtp_pattern"):
+        resolved({**base, "model": without, "mtp_layers": 1})
