@@ -712,7 +712,9 @@ def memory_per_gpu(
     - Gradients ``grad_bytes``/param and optimizer :func:`optimizer_bytes_per_param`/param
       (the master copy only for 16- or 8-bit weights, plus :data:`MAIN_GRAD_BYTES` when the
       gradients are 16-bit: Megatron's 20, 18 and 16 bytes a parameter for fp16/fp16,
-      bf16/fp32 and fp32/fp32), sharded by ZeRO ``zero_stage`` (:func:`model_state_bytes`) over ``dp`` for dense
+      bf16/fp32 and fp32/fp32; that fp32 copy lives from the optimizer step to the next step's
+      ``zero_grad``, apart from the activations, so the peak holds the larger of the two),
+      sharded by ZeRO ``zero_stage`` (:func:`model_state_bytes`) over ``dp`` for dense
       parameters and over ``tp·dp / (ep·expert_tp)`` (the expert-data-parallel group of
       Megatron-Core's expert grid; ``dp // ep`` when ``expert_tp`` is ``tp``, the default) for
       expert parameters, whose GEMMs split over ``expert_tp``; ``dp`` is the group that shards
@@ -745,9 +747,14 @@ def memory_per_gpu(
     # Mixed precision keeps fp32 master weights, and an fp32 copy of 16-bit gradients to step
     # on (:data:`MAIN_GRAD_BYTES`); fp32 weights are their own master (Megatron's 16 = 8 + 8/d).
     mixed = master_weights and param_bytes < 4
-    k = optimizer_bytes_per_param(optimizer, mixed) + (
-        MAIN_GRAD_BYTES if mixed and grad_bytes < 4 else 0
-    )
+    copy = MAIN_GRAD_BYTES if mixed and grad_bytes < 4 else 0
+    # Megatron's optimizers make that copy as they step (``shard_main_param.grad =
+    # shard_model_grad.float()`` in DistributedOptimizer._copy_model_grads_to_main_grads
+    # @d98e8a6, Float16OptimizerWithFloat16Params alike) and drop it in the next step's
+    # zero_grad (set_to_none), before the forward: it never meets the activations. (FSDP2
+    # casts each reduced shard to its fp32 parameter's dtype in the backward instead: up to
+    # 4/d bytes a parameter more there, not counted.)
+    k = optimizer_bytes_per_param(optimizer, mixed)
     inflight = pp if inflight_microbatches is None else inflight_microbatches
     number("inflight_microbatches", inflight, 1, error=MemoryModelError)
 
@@ -770,6 +777,10 @@ def memory_per_gpu(
             )
         ]
         weights, grads, optim = (sum(s[i] for s in states) for i in range(3))
+        main_grads = sum(  # the optimizer step's fp32 copy of 16-bit gradients
+            model_state_bytes(n, dp=group, zero_stage=stage, optimizer_bytes=copy)[2]
+            for n, group in ((params.dense, dp), (params.expert, expert_dp))
+        )
         if stage < 3:  # ZeRO-3 gathers each layer's weight, and its copy, only to use it
             weights += params.linear * quantized_weight_bytes
         acts = _stage_activation_bytes(
@@ -790,6 +801,8 @@ def memory_per_gpu(
             chunks=virtual_stages,
             eager_experts=eager_experts,
         )
+        # the optimizer step's fp32 gradient copy, where it outweighs the freed activations
+        optim += max(0.0, main_grads - acts)
         total = weights + grads + optim + acts
         candidate = MemoryBreakdown(weights, grads, optim, acts, total)
         if best is None or candidate.total > best.total:

@@ -73,14 +73,25 @@ def test_model_states_match_megatrons_distributed_optimizer_table(
 ) -> None:
     """Megatron-LM docs/user-guide/features/dist_optimizer.md: bytes a parameter for fp16/fp16,
     bf16/fp32 and fp32/fp32 — 20, 18, 16 without the distributed optimizer, ``fixed +
-    sharded/d`` with it (ZeRO-1 over d)."""
+    sharded/d`` with it (ZeRO-1 over d). With 16-bit gradients 4 of them (sharded: 4/d) are the
+    optimizer step's fp32 copy of the gradients, which Megatron drops in the next step's
+    zero_grad: the step's peak holds it or the activations, the larger."""
     m = get_model("llama3-8b")
     n, d = m.total_params(), 8
     kw: dict[str, Any] = {"tp": 1, "pp": 1, "dp": d, "micro_batch": 1, "seq_len": 128}
     kw.update(param_bytes=param_bytes, grad_bytes=grad_bytes)
-    for stage, expected in ((0, whole), (1, fixed + sharded / d)):
+    copy = 4 if grad_bytes < 4 else 0
+    for stage, expected, shard in ((0, whole, 1), (1, fixed + sharded / d, d)):
         got = memory_per_gpu(m, zero_stage=stage, **kw)
-        assert got.weights + got.gradients + got.optimizer == pytest.approx(expected * n)
+        states = got.weights + got.gradients + got.optimizer
+        assert states + got.activations == pytest.approx(
+            (expected - copy / shard) * n + max(got.activations, copy / shard * n)
+        )
+        if copy:  # 128 tokens' activations weigh less than the copy: the table's bytes
+            assert states + got.activations == pytest.approx(expected * n)
+            long = memory_per_gpu(m, zero_stage=stage, **{**kw, "seq_len": 65536})
+            assert long.activations > copy / shard * n  # the copy is gone by the forward
+            assert long.total == pytest.approx((expected - copy / shard) * n + long.activations)
 
 
 # ---------------------------------------------------------------- Korthikanti et al. Table 2
