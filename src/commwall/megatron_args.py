@@ -820,13 +820,14 @@ def _hybrid_parts(args: _Args) -> tuple[str | None, str | None, int]:
     if pattern is None or "/" not in pattern:
         return pattern, args.text("mtp_hybrid_override_pattern"), 0
     main, *depths = pattern.split("/")
-    depths = [d for d in depths if d]
+    if not any(depths):  # separators with nothing after them: no depths
+        return main, None, 0
     if any(d != depths[0] for d in depths):
         raise MegatronArgsError(
             f"--hybrid-layer-pattern: {pattern!r}; every multi-token-prediction depth after a "
             "/ must have the same pattern (Megatron-Core asserts)"
         )
-    return main, (depths[0] if depths else None), len(depths)
+    return main, depths[0], len(depths)
 
 
 def _mtp_depths(args: _Args, notes: list[str]) -> int | None:

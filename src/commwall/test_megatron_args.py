@@ -596,5 +596,9 @@ def test_a_hybrid_pattern_s_multi_token_prediction_depths() -> None:
     )
     assert conflict.job["mtp_layers"] == 2 and "mtp_shared" not in conflict.job
     assert any("uses the pattern's" in n for n in conflict.notes)
-    with pytest.raises(MegatronArgsError, match="same pattern"):
-        megatron_job({**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN + "/*E/E"})
+    for odd in ("/*E/E", "/*E//*E"):
+        with pytest.raises(MegatronArgsError, match="same pattern"):
+            megatron_job({**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN + odd})
+    bare = megatron_job({**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN + "/"})
+    assert bare.model is not None and "mtp_pattern" not in bare.model
+    assert "mtp_layers" not in bare.job
