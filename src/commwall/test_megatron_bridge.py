@@ -197,6 +197,21 @@ def test_a_gpt_oss_attention_reads_its_window_layers_and_names_the_sinks() -> No
     assert any("quick_gelu" in t for t in read.notes)
 
 
+def test_a_hybrid_model_s_shared_mtp_depths_read_from_its_config() -> None:
+    """Nemotron 3.5 Lightning's recipe fields (mtp_num_layers 2, mtp_hybrid_override_pattern
+    '*E', mtp_use_repeated_layer) on a hybrid pattern read as the model's MTP pattern and the
+    job's shared depths."""
+    cfg = with_(model={
+        "hybrid_layer_pattern": "M*ME", "num_layers": 4, "tensor_model_parallel_size": 1,
+        "num_moe_experts": 8, "moe_router_topk": 2, "moe_ffn_hidden_size": 128,
+        "moe_token_dispatcher_type": "alltoall", "mamba_num_heads": 8, "mamba_head_dim": 32,
+        "mtp_num_layers": 2, "mtp_hybrid_override_pattern": "*E", "mtp_use_repeated_layer": True,
+    })  # fmt: skip
+    read = bridge_job(cfg)
+    assert read.model is not None and read.model["mtp_pattern"] == "*E"
+    assert (read.job["mtp_layers"], read.job["mtp_shared"]) == (2, True)
+
+
 @pytest.mark.parametrize(
     ("cfg", "words"),
     [
