@@ -66,8 +66,9 @@ nemotron_h     a hybrid (``hybrid_override_pattern`` or ``layers_block_type``): 
                (``mamba_num_heads``, ``mamba_head_dim``, ``ssm_state_size``, ``n_groups``,
                ``conv_kernel``, ``chunk_size``), attention without rotary (``head_dim``), a
                squared-ReLU MLP, Nemotron 3's experts (``n_routed_experts``,
-               ``moe_intermediate_size``, ``moe_shared_expert_intermediate_size``); latent
-               experts and MTP layers refused (:func:`_nemotron_h`)
+               ``moe_intermediate_size``, ``moe_shared_expert_intermediate_size``), the
+               MTP module's blocks (``mtp_hybrid_override_pattern``; a job trains it with
+               ``job.mtp_layers``); latent experts refused (:func:`_nemotron_h`)
 gemma2,        as llama with ``head_dim``, a GeGLU MLP, four norms a layer (``sandwich_norm``),
 gemma3_text,   a tied head, a ``sliding_window`` on the local layers (``layer_types``; by
 gemma3         default Gemma 2's even layers, five of six in Gemma 3), per-head q/k norms in
@@ -501,17 +502,29 @@ def _nemotron_h(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     ``intermediate_size`` (``mlp_hidden_act`` relu2; not gated); experts as Nemotron 3's:
     ``n_routed_experts`` of ``moe_intermediate_size`` routed ``num_experts_per_tok``, a shared
     one of ``moe_shared_expert_intermediate_size``, groups ``n_group``/``topk_group``;
-    ``use_bias`` on the projections; RMSNorm; untied by default. Refused: a latent MoE
-    (``moe_latent_size``, Nemotron 3 Super's experts in a narrower space) and
-    multi-token-prediction layers (``num_nextn_predict_layers``), which are not modelled."""
+    ``use_bias`` on the projections; RMSNorm; untied by default. With
+    ``num_nextn_predict_layers`` (Nemotron 3.5 Lightning: 2), the multi-token-prediction
+    module's blocks ``mtp_hybrid_override_pattern`` (``ModelSpec.mtp_pattern``; required then,
+    as Megatron-Bridge's ``NemotronHBridge._hf_mtp_config`` requires it @067f987): like
+    DeepSeek-V3's module, a job trains it with ``job.mtp_layers`` (and shares it among the depths
+    with ``job.mtp_shared``, the config's ``mtp_use_repeated_layer``), which the published count
+    leaves out. Refused: a latent MoE (``moe_latent_size``, Nemotron 3 Super's experts in a
+    narrower space)."""
     get = _Reader(data)
-    for key, why in (
-        ("moe_latent_size", "latent experts (LatentMoE) are not modelled"),
-        ("num_nextn_predict_layers", "a hybrid model's multi-token-prediction layers are not "
-         "modelled"),
-    ):  # fmt: skip
-        if get.optional(key, 0):
-            raise ModelDefinitionError(f"{key}: {data[key]!r}: {why}")
+    if get.optional("moe_latent_size", 0):
+        raise ModelDefinitionError(
+            f"moe_latent_size: {data['moe_latent_size']!r}: latent experts (LatentMoE) are not "
+            "modelled"
+        )
+    mtp_pattern = None
+    if get.optional("num_nextn_predict_layers", 0):
+        mtp_pattern = data.get("mtp_hybrid_override_pattern")
+        if not isinstance(mtp_pattern, str) or not mtp_pattern:
+            raise ModelDefinitionError(
+                f"mtp_hybrid_override_pattern: {_shown(mtp_pattern)}: num_nextn_predict_layers "
+                f"{data['num_nextn_predict_layers']!r} needs the blocks of its multi-token-"
+                "prediction module (e.g. '*E')"
+            )
     pattern = data.get("hybrid_override_pattern")
     types = data.get("layers_block_type")
     if pattern is None and isinstance(types, list):
@@ -569,6 +582,7 @@ def _nemotron_h(data: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         "mamba_conv": get.optional("conv_kernel", 4, 1),
         "mamba_chunk": get.optional("chunk_size", 128, 1),
         "rotary": False,
+        "mtp_pattern": mtp_pattern,
     }
     if "E" in pattern:
         fields["n_experts"] = get.positive("n_routed_experts")

@@ -3,6 +3,7 @@ parameter counts match the published ones, and everything else is a one-line err
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -872,10 +873,25 @@ def test_a_nemotron_h_config_reads_as_the_zoo_hybrid() -> None:
     assert [k.block for k, _ in spec.layer_kinds] == ["mamba", "attention", "mlp"]
 
 
+def test_a_nemotron_h_config_s_mtp_module_is_read_for_a_job_to_train() -> None:
+    """Nemotron 3.5 Lightning's config.json adds num_nextn_predict_layers 2 and its module's
+    blocks, mtp_hybrid_override_pattern '*E' (the keys Megatron-Bridge's NemotronHBridge reads):
+    the model holds the pattern; the published count, like DeepSeek-V3's, leaves the module out
+    until a job trains it (job.mtp_layers, job.mtp_shared)."""
+    lightning = {**NEMOTRON_H, "num_nextn_predict_layers": 2, "mtp_hybrid_override_pattern": "*E"}
+    spec = model_from_hf_config(lightning)
+    assert (spec.mtp_pattern, spec.mtp_layers) == ("*E", 0)
+    assert spec.total_params() == get_model("nemotron-3-nano-30b-a3b").total_params()
+    trained = dataclasses.replace(spec, mtp_layers=2, mtp_shared=True)
+    assert trained.total_params() == spec.total_params() + trained.mtp_layer_params()
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [({"moe_latent_size": 1024}, "moe_latent_size: 1024: latent experts"),
-     ({"num_nextn_predict_layers": 1}, "num_nextn_predict_layers: 1: a hybrid model's multi-token"),
+     ({"num_nextn_predict_layers": 2}, "mtp_hybrid_override_pattern: None: num_nextn_predict_layers 2"),
+     ({"num_nextn_predict_layers": 2, "mtp_hybrid_override_pattern": "M*E"},
+      "mtp_pattern='M\\*E' is invalid: allowed"),
      ({"hybrid_override_pattern": "ME"}, "hybrid_override_pattern: 2 symbols for num_hidden_layers 52"),
      ({"hybrid_override_pattern": None}, "hybrid_override_pattern: None: missing"),
      ({"hybrid_override_pattern": "MQ" * 26}, "hybrid_pattern='MQMQ"),
