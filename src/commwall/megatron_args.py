@@ -820,6 +820,11 @@ def _hybrid_parts(args: _Args) -> tuple[str | None, str | None, int]:
     if pattern is None or "/" not in pattern:
         return pattern, args.text("mtp_hybrid_override_pattern"), 0
     main, *depths = pattern.split("/")
+    if not main:
+        raise MegatronArgsError(
+            f"--hybrid-layer-pattern: {pattern!r}; the model's layers come before the first / "
+            "(a pattern of multi-token-prediction depths alone is not a model)"
+        )
     if not any(depths):  # separators with nothing after them: no depths
         return main, None, 0
     if any(d != depths[0] for d in depths):

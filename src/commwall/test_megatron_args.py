@@ -599,6 +599,8 @@ def test_a_hybrid_pattern_s_multi_token_prediction_depths() -> None:
     for odd in ("/*E/E", "/*E//*E"):
         with pytest.raises(MegatronArgsError, match="same pattern"):
             megatron_job({**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN + odd})
+    with pytest.raises(MegatronArgsError, match="layers come before the first /"):
+        megatron_job({**NANO_ARGS, "hybrid_layer_pattern": "/*E/*E"})
     bare = megatron_job({**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN + "/"})
     assert bare.model is not None and "mtp_pattern" not in bare.model
     assert "mtp_layers" not in bare.job
