@@ -209,11 +209,11 @@ def _stage_layer_kinds(
     counts = [0] * len(kinds)
     for i in span:
         counts[model.kind_index(i)] += 1
+    if not own:
+        counts[model.kind_index(n_layers - 1)] += mtp  # the modules' layers are like the last
     out = [(kind, n) for (kind, _), n in zip(kinds, counts, strict=True)]
-    if own:  # a hybrid model's modules run their pattern's blocks
-        return [*out, (model.mtp_kind(), mtp)] if mtp else out
-    counts[model.kind_index(n_layers - 1)] += mtp  # the modules' layers are like the last
-    return [(kind, n) for (kind, _), n in zip(kinds, counts, strict=True)]
+    # a hybrid model's modules run their pattern's blocks: a kind of their own
+    return [*out, (model.mtp_kind(), mtp)] if own and mtp else out
 
 
 def _layer_split(
@@ -777,9 +777,13 @@ def memory_per_gpu(
             )
         ]
         weights, grads, optim = (sum(s[i] for s in states) for i in range(3))
-        main_grads = sum(  # the optimizer step's fp32 copy of 16-bit gradients
-            model_state_bytes(n, dp=group, zero_stage=stage, optimizer_bytes=copy)[2]
-            for n, group in ((params.dense, dp), (params.expert, expert_dp))
+        main_grads = (
+            sum(  # the optimizer step's fp32 copy of 16-bit gradients
+                model_state_bytes(n, dp=group, zero_stage=stage, optimizer_bytes=copy)[2]
+                for n, group in ((params.dense, dp), (params.expert, expert_dp))
+            )
+            if copy
+            else 0.0
         )
         if stage < 3:  # ZeRO-3 gathers each layer's weight, and its copy, only to use it
             weights += params.linear * quantized_weight_bytes
