@@ -79,7 +79,7 @@ def test_a_fabric_that_cannot_be_cabled_still_has_a_step_but_no_energy(tmp_path:
     assert both.exit_code == 0, both.output
 
 
-def test_run_quotes_the_published_runs_of_its_regime() -> None:
+def test_run_quotes_the_published_runs_of_its_regime(tmp_path: Path) -> None:
     """Under a step, the model's error on the published runs of the job's regime (GPU family,
     dense or MoE and whether its dispatch waits on the host, scale: text and JSON); a regime
     that misses often (fewer than four in five within 10 %) asks for a measured step."""
@@ -96,8 +96,17 @@ def test_run_quotes_the_published_runs_of_its_regime() -> None:
         "dense",
         "513-4,096 GPUs",
     )
-    assert (dense["runs"], dense["within_10"]) == (16, 11)  # 11 of 16: asks for a measured step
-    assert "commwall calibrate step" in dense["note"]
+    assert (dense["runs"], dense["within_10"]) == (16, 13)  # 13 of 16: well met
+    assert "calibrate" not in dense["note"]
+    big = tmp_path / "big.yaml"
+    big.write_text(
+        "cluster: {preset: dgx-h100, nodes: 640}\n"
+        "job: {model: llama3-70b, tp: 8, pp: 4, global_batch: 1280, seq_len: 8192}\n"
+    )
+    wide = json.loads(runner.invoke(app, ["run", str(big), "--json"]).stdout)["accuracy"]
+    assert (wide["family"], wide["layers"], wide["scale"]) == ("H100/H200", "dense", "> 4,096 GPUs")
+    assert (wide["runs"], wide["within_10"]) == (12, 9)  # 9 of 12: asks for a measured step
+    assert "commwall calibrate step" in wide["note"]
 
 
 def test_run_names_a_known_compute_bias_where_the_validation_found_one(

@@ -104,13 +104,13 @@ def test_the_hsdp_example_says_what_it_costs() -> None:
     hsdp = load_scenario(EXAMPLES / "llama3-8b-hsdp-h100.yaml")
     full = hsdp.model_copy(update={"job": hsdp.job.model_copy(update={"dp_replicate": 1})})
     a, b = simulate(hsdp), simulate(full)
-    assert (round(a.step_time, 2), round(b.step_time, 2)) == (2.01, 1.96)
+    assert (round(a.step_time, 2), round(b.step_time, 2)) == (2.07, 2.03)
     assert (round(a.memory.total / 1e9), round(b.memory.total / 1e9)) == (60, 43)
 
 
 def test_the_lightning_example_is_its_validation_run() -> None:
     """The Nemotron 3.5 Lightning example is its model card's GB200 run, and its header's
-    figures hold: the step within 1.8 % of the measured one, a fifth longer than without MTP."""
+    figures hold: the step within 1 % of the measured one, a fifth longer than without MTP."""
     from commwall.scenario import parse_scenario
     from commwall.validation.training import load_training_runs
 
@@ -122,8 +122,8 @@ def test_the_lightning_example_is_its_validation_run() -> None:
     scenario = load_scenario(EXAMPLES / "nemotron-3.5-lightning-gb200-nvl72.yaml")
     example = simulate(scenario)
     assert example.step_time == simulate(parse_scenario(row.scenario())).step_time
-    assert example.step_time / row.measured_step() - 1 == pytest.approx(-0.018, abs=0.0005)
-    assert round(example.step_time, 2) == 17.91
+    assert example.step_time / row.measured_step() - 1 == pytest.approx(0.010, abs=0.0005)
+    assert round(example.step_time, 2) == 18.42
     plain = scenario.model_copy(
         update={"job": scenario.job.model_copy(update={"mtp_layers": 0, "mtp_shared": False})}
     )
