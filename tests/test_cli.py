@@ -41,6 +41,20 @@ def test_run_says_how_gradients_and_weights_travel(tmp_path: Path) -> None:
     assert fp8.exit_code == 0, fp8.output
     assert "fp8 (FP8 weights), ZeRO-1" in _flat(fp8.output)
     assert "gradients reduced in fp32" not in _flat(fp8.output)
+    aware = tmp_path / "aware.yaml"
+    aware.write_text(
+        "cluster: {preset: dgx-h100, nodes: 2}\n"
+        "job: {model: llama3-8b, tp: 1, global_batch: 16, seq_len: 2048, grad_reduce_in_fp32: false,\n"
+        "      precision_aware_optimizer: true, exp_avg_dtype: bf16, exp_avg_sq_dtype: bf16}\n"
+    )
+    out = runner.invoke(app, ["run", str(aware)])
+    assert out.exit_code == 0, out.output
+    assert "bf16 (precision-aware Adam, 6 B of state a parameter), ZeRO-1" in _flat(out.output)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(aware.read_text().replace("precision_aware_optimizer: true", "zero_stage: 1"))
+    refused = runner.invoke(app, ["run", str(bad)])
+    assert refused.exit_code != 0 and "Traceback" not in refused.output
+    assert "job.exp_avg_dtype: bf16 needs precision_aware_optimizer: true" in _flat(refused.output)
 
 
 def test_run_names_the_attention_kernel_it_prices(tmp_path: Path) -> None:

@@ -91,6 +91,11 @@ FLAGS: Final[dict[str, Kind]] = {
     "num_layers_at_end_in_bf16": "int",
     "grad_reduce_in_bf16": "bool",
     "accumulate_allreduce_grads_in_fp32": "bool",
+    "use_precision_aware_optimizer": "bool",
+    "main_grads_dtype": "str",
+    "main_params_dtype": "str",
+    "exp_avg_dtype": "str",
+    "exp_avg_sq_dtype": "str",
     # data parallelism
     "use_distributed_optimizer": "bool",
     "use_torch_fsdp2": "bool",
@@ -218,8 +223,7 @@ NO_EFFECT: Final = re.compile(
     r"fp8_margin|fp8_interval|manual_gc_interval|manual_gc_eval|empty_unused_memory_level|"
     r"moe_permute_fusion|moe_router_fusion|no_gradient_accumulation_fusion|"
     r"no_bias_swiglu_fusion|no_bias_dropout_fusion|no_masked_softmax_fusion|"
-    r"no_rope_fusion|apply_rope_fusion|bias_swiglu_fusion|test_\w+|exp_avg_dtype|"
-    r"exp_avg_sq_dtype|main_grads_dtype|main_params_dtype|use_precision_aware_optimizer|"
+    r"no_rope_fusion|apply_rope_fusion|bias_swiglu_fusion|test_\w+|"
     r"ddp_average_in_collective|"
     r"overlap_param_gather_with_optimizer_step|use_te_rng_tracker|te_rng_tracker|"
     r"moe_hybridep_num_sms|cuda_graph_scope|cuda_graph_warmup_steps|tp_comm_bootstrap_backend|"
@@ -941,10 +945,44 @@ def _precision(args: _Args, job: dict[str, Any], not_priced: list[str], notes: l
         args.used.update(
             ("first_last_layers_bf16", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16")
         )
-    sixteen = args.flag("bf16") and not args.flag("grad_reduce_in_bf16")
+    main_grads = _optimizer_dtypes(args, job)
+    # Megatron-LM's arguments.py: bf16 accumulates and reduces gradients in fp32 unless
+    # --grad-reduce-in-bf16 or --main-grads-dtype bf16 (which forbids the fp32 accumulation)
+    sixteen = args.flag("bf16") and not args.flag("grad_reduce_in_bf16") and main_grads == "fp32"
     job["grad_reduce_in_fp32"] = sixteen or args.flag("accumulate_allreduce_grads_in_fp32")
     if job["precision"] == "tf32":
         job["grad_reduce_in_fp32"] = True
+
+
+def _optimizer_dtypes(args: _Args, job: dict[str, Any]) -> str:
+    """The precision-aware optimizer's flags into the job (``--use-precision-aware-optimizer``,
+    ``--exp-avg-dtype``, ``--exp-avg-sq-dtype``, ``--main-params-dtype``); returns
+    ``--main-grads-dtype``, refused where Megatron-LM refuses it."""
+    aware = args.flag("use_precision_aware_optimizer")
+    moments = ("fp32", "fp16", "bf16", "fp8")
+    dtypes = {
+        "exp_avg_dtype": args.choice("exp_avg_dtype", "fp32", moments),
+        "exp_avg_sq_dtype": args.choice("exp_avg_sq_dtype", "fp32", moments),
+        "main_params_dtype": args.choice("main_params_dtype", "fp32", ("fp32", "fp16")),
+    }
+    main_grads = args.choice("main_grads_dtype", "fp32", ("fp32", "bf16"))
+    lowered = [name for name, value in dtypes.items() if value != "fp32"]
+    if main_grads != "fp32":
+        lowered.append("main_grads_dtype")
+    if lowered and not aware:
+        raise MegatronArgsError(
+            f"{_flag(lowered[0])}: other than fp32 needs --use-precision-aware-optimizer "
+            "(Megatron-Core asserts it)"
+        )
+    if main_grads == "bf16" and args.flag("accumulate_allreduce_grads_in_fp32"):
+        raise MegatronArgsError(
+            "--main-grads-dtype: bf16 with --accumulate-allreduce-grads-in-fp32; Megatron-LM "
+            "allows fp32 only there"
+        )
+    if aware:
+        job["precision_aware_optimizer"] = True
+        job.update({name: value for name, value in dtypes.items() if value != "fp32"})
+    return main_grads
 
 
 def _data_parallel(args: _Args, job: dict[str, Any], vp: int, not_priced: list[str]) -> None:

@@ -22,7 +22,11 @@ default and refusal holding. A section's field is taken from ``mixed_precision``
 ``model`` (Bridge copies the precision config into the model at setup) and from ``ddp``
 over ``comm_overlap`` (which Bridge applies to the DDP config at setup, so a saved
 ``ddp`` holds the values that ran). The vocabulary is padded only with
-``model.should_pad_vocab`` (Bridge's ``GPTModelProvider`` default: false).
+``model.should_pad_vocab`` (Bridge's ``GPTModelProvider`` default: false). Of the
+``optimizer`` section (Megatron-Core's ``OptimizerConfig``) the precision-aware optimizer's
+fields are read (``use_precision_aware_optimizer``, the moments' and master weights' dtypes,
+``store_param_remainders``); its ``main_grads_dtype`` is not, as Megatron-Core's DDP keeps the
+gradients as ``ddp.grad_reduce_in_fp32`` says.
 
 A saved ``run_config.yaml`` holds every field. An override file holds some: the fields it
 leaves out take Megatron-LM's defaults here, not the recipe's it overrides, and a note says
@@ -258,6 +262,8 @@ class BridgeArguments:
     notes: tuple[str, ...]
     #: each ``dest`` given → the Bridge path it came from (for messages)
     origin: dict[str, str]
+    #: ``optimizer.store_param_remainders`` where given (no Megatron-LM argument sets it)
+    store_param_remainders: bool | None = None
 
 
 def is_bridge_config(data: object) -> bool:
@@ -468,7 +474,59 @@ def bridge_arguments(config: Mapping[str, Any]) -> BridgeArguments:
     if args.get("num_query_groups") is not None:
         args["group_query_attention"] = True
     pad = bool(flat.get("model.should_pad_vocab", False))
-    return BridgeArguments(args, ub, pad, tuple(sorted(set(unread))), tuple(notes), origin)
+    remainders = _optimizer_fields(config.get("optimizer"), args, origin)
+    return BridgeArguments(
+        args, ub, pad, tuple(sorted(set(unread))), tuple(notes), origin, remainders
+    )
+
+
+#: ``optimizer`` (Megatron-Core's ``OptimizerConfig``) fields read: the precision-aware
+#: optimizer's. Its ``main_grads_dtype`` is not: Megatron-Core's DDP keeps the gradients as
+#: ``ddp.grad_reduce_in_fp32`` says (only Megatron-LM's arguments.py ties the two).
+_OPTIMIZER_FIELDS: Final = (
+    "use_precision_aware_optimizer", "exp_avg_dtype", "exp_avg_sq_dtype", "main_params_dtype",
+)  # fmt: skip
+#: A torch dtype as Bridge saves it (``{_target_: torch.bfloat16, _call_: false}``) → the
+#: Megatron-LM argument's name for it (``map_dtype`` in arguments.py: fp8 is torch.uint8).
+_DTYPE_NAMES: Final = {
+    "float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "uint8": "fp8",
+    "fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
+}  # fmt: skip
+
+
+def _optimizer_fields(
+    section: object, args: dict[str, object], origin: dict[str, str]
+) -> bool | None:
+    """The precision-aware optimizer's fields of Bridge's ``optimizer`` section into ``args``
+    (:data:`_OPTIMIZER_FIELDS`, dtypes by Megatron-LM's names); returns its
+    ``store_param_remainders`` where given (no Megatron-LM argument sets it)."""
+    if section is None:
+        return None
+    if not isinstance(section, Mapping):
+        raise MegatronArgsError(
+            f"optimizer: {type(section).__name__}; allowed: a mapping of its fields"
+        )
+    for name in _OPTIMIZER_FIELDS:
+        raw = section.get(name)
+        if raw is None:
+            continue
+        path = f"optimizer.{name}"
+        value = _scalar(path, raw)
+        if name == "use_precision_aware_optimizer":
+            value = checks.flag(path, value, error=MegatronArgsError)
+        else:
+            dtype = _DTYPE_NAMES.get(str(value)) if isinstance(value, str) else None
+            if dtype is None:
+                raise MegatronArgsError(
+                    f"{path}: {str(value)[:40]!r}; allowed: torch.float32, torch.bfloat16, "
+                    "torch.float16, torch.uint8 (fp8), or fp32, bf16, fp16, fp8"
+                )
+            value = dtype
+        args[name], origin[name] = value, path
+    remainders = section.get("store_param_remainders")
+    if remainders is None:
+        return None
+    return checks.flag("optimizer.store_param_remainders", remainders, error=MegatronArgsError)
 
 
 #: Fields read as a flag here before a rename turns them over (the rest go through
@@ -550,6 +608,8 @@ def bridge_job(
         model = {"name": tail.lower(), **model}  # the Hugging Face model it was built from
     if read.tp_overlap_cfg is not None:
         fields["tp_overlap_cfg"] = read.tp_overlap_cfg
+    if read.store_param_remainders is False:
+        fields["store_param_remainders"] = False
     # a saved config holds every field: one Megatron-LM reads only beside another (a MoE
     # flag of a dense model, an FP8 recipe in BF16) leaves this step alone
     irrelevant = [t for t in job.unread if t[2:].replace("-", "_") in FLAGS]

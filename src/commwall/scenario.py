@@ -1078,6 +1078,37 @@ class JobSpec(_Strict):
         "(Megatron-LM's fp16 path reduces in fp16); tf32 reduces 4 bytes anyway. Parameter "
         "all-gathers stay in the 16-bit type.",
     )
+    precision_aware_optimizer: bool = Field(
+        default=False,
+        description="Megatron-Core's --use-precision-aware-optimizer (the distributed optimizer "
+        "or Megatron-FSDP: zero_stage 1 to 3): Transformer Engine's FusedAdam keeps Adam's "
+        "moments in exp_avg_dtype / exp_avg_sq_dtype and, unless an FP8 recipe scales from the "
+        "current amax (tensorwise, mxfp8, blockwise, NVFP4) with fp32 main parameters, the "
+        "master weights in main_params_dtype (bf16 parameters keep an fp32 master as its 16-bit "
+        "remainder, store_param_remainders) and steps on the gradients as they are, with no fp32 "
+        "copy. Off by default, as in Megatron-Core.",
+    )
+    exp_avg_dtype: Literal["fp32", "bf16", "fp16", "fp8"] = Field(
+        default="fp32",
+        description="Megatron-Core's --exp-avg-dtype: Adam's first moment (4, 2, 2 or 1 bytes a "
+        "parameter of optimizer state); other than fp32 needs precision_aware_optimizer.",
+    )
+    exp_avg_sq_dtype: Literal["fp32", "bf16", "fp16", "fp8"] = Field(
+        default="fp32",
+        description="Megatron-Core's --exp-avg-sq-dtype: Adam's second moment, as exp_avg_dtype.",
+    )
+    main_params_dtype: Literal["fp32", "fp16"] = Field(
+        default="fp32",
+        description="Megatron-Core's --main-params-dtype: the optimizer's master weights; fp16 "
+        "needs precision_aware_optimizer.",
+    )
+    store_param_remainders: bool = Field(
+        default=True,
+        description="Megatron-Core's OptimizerConfig.store_param_remainders (default true, "
+        "Transformer Engine 2.1+): with precision_aware_optimizer, bf16 parameters and fp32 "
+        "main parameters, the master weight is kept as the 16 bits fp32 adds to the bf16 "
+        "parameter (2 bytes a parameter instead of 4).",
+    )
     fp8_param_gather: bool = Field(
         default=False,
         description="Megatron-Core's --fp8-param-gather (precision fp8): the compute weights are "

@@ -604,3 +604,29 @@ def test_a_hybrid_pattern_s_multi_token_prediction_depths() -> None:
     bare = megatron_job({**NANO_ARGS, "hybrid_layer_pattern": NANO_PATTERN + "/"})
     assert bare.model is not None and "mtp_pattern" not in bare.model
     assert "mtp_layers" not in bare.job
+
+
+def test_the_precision_aware_optimizer_flags() -> None:
+    """--use-precision-aware-optimizer with its dtypes reads into the job; --main-grads-dtype
+    bf16 keeps a bf16 run's gradients in bf16 (Megatron-LM's arguments.py accumulates them in
+    fp32 only with fp32 main gradients); lower dtypes without the flag are refused, by flag."""
+    base = megatron_job(QWEN3_30B_ARGS).job
+    assert "precision_aware_optimizer" not in base and base["grad_reduce_in_fp32"] is True
+    flags = {"use_precision_aware_optimizer": True, "exp_avg_dtype": "bf16",
+             "exp_avg_sq_dtype": "bf16", "main_grads_dtype": "bf16"}  # fmt: skip
+    job = megatron_job({**QWEN3_30B_ARGS, **flags}).job
+    assert job["precision_aware_optimizer"] is True
+    assert (job["exp_avg_dtype"], job["exp_avg_sq_dtype"]) == ("bf16", "bf16")
+    assert "main_params_dtype" not in job and job["grad_reduce_in_fp32"] is False
+    fp32_grads = megatron_job({**QWEN3_30B_ARGS, **flags, "main_grads_dtype": "fp32"}).job
+    assert fp32_grads["grad_reduce_in_fp32"] is True
+    with pytest.raises(MegatronArgsError, match=r"--exp-avg-dtype: .*--use-precision-aware"):
+        megatron_job({**QWEN3_30B_ARGS, "exp_avg_dtype": "bf16"})
+    with pytest.raises(MegatronArgsError, match=r"--main-grads-dtype: .*--use-precision-aware"):
+        megatron_job({**QWEN3_30B_ARGS, "main_grads_dtype": "bf16"})
+    with pytest.raises(MegatronArgsError, match=r"--exp-avg-sq-dtype.*allowed: fp32, fp16"):
+        megatron_job({**QWEN3_30B_ARGS, **flags, "exp_avg_sq_dtype": "int4"})
+    with pytest.raises(MegatronArgsError, match="--accumulate-allreduce-grads-in-fp32"):
+        megatron_job({**QWEN3_30B_ARGS, **flags, "accumulate_allreduce_grads_in_fp32": True})
+    sc = parse_scenario({"cluster": {"preset": "dgx-h100", "nodes": 2}, "job": job})
+    assert sc.job.precision_aware_optimizer and sc.job.exp_avg_dtype == "bf16"

@@ -417,3 +417,29 @@ def test_an_override_of_a_few_fields_runs_beside_the_model_and_sequence_it_leave
     assert (report.job["global_batch"], report.job["seq_len"]) == (8, 2048)
     with pytest.raises(MegatronArgsError, match=re.escape("model.seq_length is not given")):
         bridge_job(override)
+
+
+def test_the_optimizer_sections_precision_aware_fields_read() -> None:
+    """OptimizerConfig's precision-aware fields, dtypes as Bridge saves them (torch dtypes as
+    {_target_, _call_}) or by Megatron-LM's names; store_param_remainders false is kept; a
+    dtype it cannot name is refused by its path. main_grads_dtype is not read: Megatron-Core's
+    DDP keeps the gradients as ddp.grad_reduce_in_fp32 says."""
+    bf16 = {"_target_": "torch.bfloat16", "_call_": False}
+    cfg = with_(
+        ddp={"use_distributed_optimizer": True, "grad_reduce_in_fp32": True},
+        optimizer={"use_precision_aware_optimizer": True, "exp_avg_dtype": bf16,
+                   "exp_avg_sq_dtype": "fp8", "main_params_dtype": "fp32",
+                   "main_grads_dtype": bf16, "store_param_remainders": False},
+    )  # fmt: skip
+    job = launch_job(cfg).job
+    assert job["precision_aware_optimizer"] is True and job["grad_reduce_in_fp32"] is True
+    assert (job["exp_avg_dtype"], job["exp_avg_sq_dtype"]) == ("bf16", "fp8")
+    assert job["store_param_remainders"] is False and "main_params_dtype" not in job
+    assert "store_param_remainders" not in launch_job(with_(optimizer={"lr": 1e-4})).job
+    bad = with_(optimizer={"use_precision_aware_optimizer": True,
+                           "exp_avg_dtype": {"_target_": "torch.int8", "_call_": False}})  # fmt: skip
+    with pytest.raises(MegatronArgsError, match=r"optimizer\.exp_avg_dtype: 'int8'"):
+        launch_job(bad)
+    off = with_(optimizer={"exp_avg_dtype": bf16})
+    with pytest.raises(MegatronArgsError, match=r"optimizer\.exp_avg_dtype: .*use_precision"):
+        launch_job(off)

@@ -110,8 +110,8 @@ def mtp_note(job: dict[str, Any]) -> str:
 def held_bytes(job: dict[str, Any]) -> str:
     """How a job's gradients and weights travel when that is not its training type, for its
     one-line summary: " (gradients reduced in fp32, FP8 weights)", or "" (``job.grad_reduce_in_fp32``,
-    ``job.fp8_param_gather`` and ``job.bf16_end_layers``; ``job`` is a result's ``job``
-    section)."""
+    ``job.fp8_param_gather``, ``job.bf16_end_layers`` and the precision-aware optimizer's
+    state; ``job`` is a result's ``job`` section)."""
     notes = []
     if job.get("grad_reduce_bytes") == 4 and job.get("precision") != "tf32":
         notes.append("gradients reduced in fp32")
@@ -120,6 +120,9 @@ def held_bytes(job: dict[str, Any]) -> str:
     ends = job.get("bf16_end_layers")
     if isinstance(ends, list) and len(ends) == 2 and any(ends):
         notes.append(f"first {ends[0]} and last {ends[1]} layers in BF16")
+    if job.get("precision_aware_optimizer") is True:
+        state = job.get("optimizer_state_bytes")
+        notes.append(f"precision-aware Adam, {state} B of state a parameter")
     return f" ({', '.join(notes)})" if notes else ""
 
 

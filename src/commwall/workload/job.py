@@ -23,6 +23,7 @@ from commwall.scenario import (
 from commwall.workload.compute import ATTENTION_FP8, Device, attention_kernel, device_for
 from commwall.workload.hf_config import ModelDefinitionError, resolve_model
 from commwall.workload.host import host_wait, paired_pass_waits
+from commwall.workload.memory import AdamState, adam_state
 from commwall.workload.models import ModelSpec, UnknownModelError
 from commwall.workload.pipeline_layout import LayoutError, VirtualStage, even_layout, parse_layout
 
@@ -219,6 +220,32 @@ class Job:
         return 1 if self.spec.fp8_param_gather else self.element_bytes
 
     @property
+    def adam(self) -> AdamState:
+        """Adam's bytes a parameter under the job's optimizer settings
+        (:func:`~commwall.workload.memory.adam_state`: ``job.precision_aware_optimizer`` and its
+        dtypes; the parameters in the training type, FP8 with ``job.fp8_param_gather``)."""
+        spec = self.spec
+        if spec.precision == "tf32":
+            dtype = "fp32"
+        elif spec.fp8_param_gather:
+            dtype = "fp8"
+        else:
+            dtype = "fp16" if spec.precision == "fp16" else "bf16"
+        scaled = spec.precision == "fp4" or (
+            spec.precision == "fp8" and spec.fp8_recipe != "delayed"
+        )
+        return adam_state(
+            precision_aware=spec.precision_aware_optimizer,
+            exp_avg_dtype=spec.exp_avg_dtype,
+            exp_avg_sq_dtype=spec.exp_avg_sq_dtype,
+            main_params_dtype=spec.main_params_dtype,
+            store_param_remainders=spec.store_param_remainders,
+            param_dtype=dtype,
+            scaled_fp8=scaled,
+            grad_bytes=self.grad_reduce_bytes,
+        )
+
+    @property
     def model_flops_per_step(self) -> float:
         """Model FLOPs of one step (forward + backward, no recomputation) — the MFU numerator."""
         return self.model.training_flops_per_token(self.spec.seq_len) * self.tokens_per_step
@@ -314,6 +341,8 @@ class Job:
             "cudnn": self.spec.cudnn,
             "grad_reduce_bytes": self.grad_reduce_bytes,
             "param_bytes": self.param_bytes,
+            "optimizer_state_bytes": self.adam.state,
+            "precision_aware_optimizer": self.spec.precision_aware_optimizer,
         }
 
 
@@ -491,6 +520,34 @@ def _chunks_from_layout(spec: JobSpec, n_layers: int) -> JobSpec:
     except LayoutError:
         return spec
     return spec.model_copy(update={"virtual_stages": len(stages) // spec.pp})
+
+
+def _optimizer_errors(spec: JobSpec) -> list[str]:
+    """The precision-aware optimizer's settings Megatron-Core refuses (optimizer_config.py and
+    optimizer/__init__.py @HEAD of NVIDIA/Megatron-LM), each naming its field."""
+    errors = []
+    lowered = [
+        (name, value)
+        for name, value in (
+            ("exp_avg_dtype", spec.exp_avg_dtype),
+            ("exp_avg_sq_dtype", spec.exp_avg_sq_dtype),
+            ("main_params_dtype", spec.main_params_dtype),
+        )
+        if value != "fp32"
+    ]
+    if lowered and not spec.precision_aware_optimizer:
+        name, value = lowered[0]
+        given = ", ".join(f"{n} {v}" for n, v in lowered)
+        errors.append(
+            f"job.{name}: {value} needs precision_aware_optimizer: true (Megatron-Core keeps "
+            f"the optimizer's tensors in fp32 without it; given: {given})"
+        )
+    if spec.precision_aware_optimizer and spec.zero_stage == 0:
+        errors.append(
+            "job.precision_aware_optimizer: true needs the distributed optimizer or FSDP "
+            "(zero_stage 1 to 3, as Megatron-Core requires); zero_stage is 0"
+        )
+    return errors
 
 
 def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
@@ -753,6 +810,7 @@ def resolve_job(spec: JobSpec, cluster: Cluster) -> Job:
             f"{cluster.gpu.sm}; allowed there: delayed, tensorwise, blockwise"
         )
     errors += _recompute_module_errors(spec, model)
+    errors += _optimizer_errors(spec)
     if spec.seq_len > model.max_seq_len:
         errors.append(
             f"job.seq_len: {spec.seq_len} exceeds {model.name}'s context of {model.max_seq_len} tokens"

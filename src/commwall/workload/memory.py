@@ -41,12 +41,15 @@ from commwall.workload.models import ModelSpec
 __all__ = [
     "MAIN_GRAD_BYTES",
     "MASTER_WEIGHT_BYTES",
+    "OPTIMIZER_DTYPE_BYTES",
     "OPTIMIZER_STATE_BYTES",
     "RECOMPUTE_CHOICES",
+    "AdamState",
     "LayerShape",
     "MemoryBreakdown",
     "MemoryModelError",
     "activation_bytes_per_layer",
+    "adam_state",
     "memory_per_gpu",
     "model_state_bytes",
     "optimizer_bytes_per_param",
@@ -66,6 +69,127 @@ parameter for fp16 parameters with fp16 gradients (4 + 16/d with the distributed
 against 18 (6 + 12/d) for bf16 parameters with fp32 gradients."""
 
 RECOMPUTE_CHOICES: tuple[str, ...] = ("none", "selective", "full", "selective_op")
+
+OPTIMIZER_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+"""Bytes an element of each dtype the precision-aware optimizer may keep a tensor in
+(Megatron-LM ``--main-params-dtype``, ``--exp-avg-dtype``, ``--exp-avg-sq-dtype``; FP8's
+per-tensor scale is not counted)."""
+
+
+@dataclass(frozen=True)
+class AdamState:
+    """Adam's bytes a parameter in Megatron-Core's distributed optimizer (before sharding).
+
+    ``master``: the master weight (4 fp32; 2 as fp16, or as the 16 bits an fp32 master adds to a
+    bf16 parameter under ``store_param_remainders``; 0 for fp32 parameters, their own master);
+    ``exp_avg``/``exp_avg_sq``: the moments; ``grad_copy``: the fp32 copy of 16-bit gradients
+    the step makes (Megatron-Core's ``shard_main_param.grad = shard_model_grad.float()``), 0 where
+    Transformer Engine's FusedAdam reads the gradients as they are (``decoupled_grad``);
+    ``te_master``: FusedAdam keeps the master weights and writes the model's parameters itself;
+    ``remainders``: it keeps them as the bf16 parameters' 16-bit remainders.
+    """
+
+    master: int
+    exp_avg: int
+    exp_avg_sq: int
+    grad_copy: int
+    te_master: bool
+    remainders: bool = False
+
+    @property
+    def state(self) -> int:
+        """Optimizer state bytes a parameter: master + both moments (ZeRO's ``K``)."""
+        return self.master + self.exp_avg + self.exp_avg_sq
+
+    def step_bytes(self, grad_bytes: int) -> int:
+        """HBM bytes a parameter the optimizer step moves: the gradient norm reads the
+        gradients, Adam reads master, gradient and moments and writes master and moments back,
+        and the new weight reaches the 16-bit parameter — Megatron-Core reads its fp32 master and
+        writes 2 bytes, FusedAdam writes them in its kernel (and reads the bf16 half of a
+        remainder-stored master); fp32 parameters are their own master, stepped in place.
+        Megatron-Core's fp32 path: 4 + 16 + 12 + 6 = 38
+        (``commwall.workload.step.OPTIMIZER_BYTES_PER_PARAM``).
+
+        >>> AdamState(4, 4, 4, 0, False).step_bytes(4), AdamState(0, 4, 4, 0, False).step_bytes(4)
+        (38, 32)
+        """
+        grads = grad_bytes if self.te_master else 4
+        moments = self.exp_avg + self.exp_avg_sq
+        master = self.master or 4  # an fp32 parameter is read and written as its own master
+        adam = (master + grads + moments) + (master + moments)
+        if not self.master:
+            weight = 0
+        elif self.te_master:
+            weight = 2 + (2 if self.remainders else 0)
+        else:
+            weight = self.master + 2
+        return grads + adam + weight
+
+
+def adam_state(
+    *,
+    precision_aware: bool = False,
+    exp_avg_dtype: str = "fp32",
+    exp_avg_sq_dtype: str = "fp32",
+    main_params_dtype: str = "fp32",
+    store_param_remainders: bool = True,
+    param_dtype: str = "bf16",
+    scaled_fp8: bool = False,
+    grad_bytes: int = 4,
+) -> AdamState:
+    """Adam's state a parameter under Megatron-Core's optimizer settings.
+
+    Without ``precision_aware`` (``--use-precision-aware-optimizer``): an fp32 master for 16-bit
+    parameters, fp32 moments, and an fp32 copy of 16-bit gradients at the step. With it,
+    Transformer Engine's FusedAdam keeps the moments in ``exp_avg_dtype``/``exp_avg_sq_dtype``
+    and, where Megatron-Core hands it the master weights (``OptimizerConfig``'s
+    ``use_precision_aware_optimizer_no_fp8_or_ds_fp8``: ``main_params_dtype`` other than fp32,
+    or no FP8 recipe that scales from the current amax — ``scaled_fp8`` false), keeps the
+    master in ``main_params_dtype`` — as the 16-bit remainder of an fp32 master for bf16
+    parameters with ``store_param_remainders`` (Megatron-Core's default, TE's FusedAdam:
+    "requires bf16 param and fp32 master_weight_dtype") — and steps on the gradients as they
+    are (``decoupled_grad``: no fp32 copy). Otherwise Megatron-Core keeps an fp32 master and
+    copies the gradients to fp32 as without it (megatron/core/optimizer/__init__.py,
+    distrib_optimizer.py, optimizer_config.py @HEAD of NVIDIA/Megatron-LM).
+
+    ``param_dtype``: the model parameters' dtype (fp32, bf16, fp16 or fp8 with
+    ``--fp8-param-gather``). ``MemoryModelError`` names a bad argument.
+
+    >>> adam_state().state, adam_state().grad_copy  # bf16 weights, fp32 gradients
+    (12, 0)
+    >>> a = adam_state(precision_aware=True, exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16",
+    ...                grad_bytes=2)
+    >>> a.master, a.state, a.grad_copy, a.step_bytes(2)  # remainders, bf16 moments
+    (2, 6, 0, 20)
+    >>> adam_state(precision_aware=True, exp_avg_dtype="bf16", scaled_fp8=True, grad_bytes=2).master
+    4
+    """
+    for name, value in (("exp_avg_dtype", exp_avg_dtype), ("exp_avg_sq_dtype", exp_avg_sq_dtype)):
+        choice(name, value, tuple(OPTIMIZER_DTYPE_BYTES), error=MemoryModelError)
+    choice("main_params_dtype", main_params_dtype, ("fp32", "fp16"), error=MemoryModelError)
+    choice("param_dtype", param_dtype, ("fp32", "bf16", "fp16", "fp8"), error=MemoryModelError)
+    whole("grad_bytes", grad_bytes, 1, error=MemoryModelError)
+    mixed = param_dtype != "fp32"
+    if not precision_aware:
+        if (exp_avg_dtype, exp_avg_sq_dtype, main_params_dtype) != ("fp32",) * 3:
+            raise MemoryModelError(
+                "exp_avg_dtype, exp_avg_sq_dtype and main_params_dtype other than fp32 need "
+                "precision_aware (Megatron-Core asserts the same)"
+            )
+        copy = MAIN_GRAD_BYTES if mixed and grad_bytes < 4 else 0
+        return AdamState(MASTER_WEIGHT_BYTES if mixed else 0, 4, 4, copy, False)
+    moments = OPTIMIZER_DTYPE_BYTES[exp_avg_dtype], OPTIMIZER_DTYPE_BYTES[exp_avg_sq_dtype]
+    te_master = main_params_dtype != "fp32" or not scaled_fp8
+    if not mixed:
+        master = 0
+    elif not te_master:
+        master = MASTER_WEIGHT_BYTES
+    elif main_params_dtype == "fp32" and store_param_remainders and param_dtype == "bf16":
+        return AdamState(2, *moments, 0, True, remainders=True)
+    else:
+        master = OPTIMIZER_DTYPE_BYTES[main_params_dtype]
+    copy = 0 if te_master or not mixed or grad_bytes >= 4 else MAIN_GRAD_BYTES
+    return AdamState(master, *moments, copy, te_master)
 
 
 class MemoryModelError(CommwallError, ValueError):
@@ -699,6 +823,7 @@ def memory_per_gpu(
     recompute_method: str = "uniform",
     virtual_stages: int = 1,
     eager_experts: bool = True,
+    adam: AdamState | None = None,
 ) -> MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage of a TP x PP x DP (x EP) job.
 
@@ -728,6 +853,8 @@ def memory_per_gpu(
       full one re-runs, over ``virtual_stages`` model chunks a stage; ``eager_experts``: a
       MoE layer's experts run as Megatron-Core's TEGroupedMLP, whose eager clamp of a clamped
       GLU keeps the unclamped first GEMM output too (:class:`LayerShape`).
+    - ``adam``: Adam's state under the job's optimizer settings (:func:`adam_state`: the
+      precision-aware optimizer's dtypes) in place of the fp32 one above.
 
     The reported stage is whichever of the first and last stages needs more in total.
     ``MemoryModelError`` names the bad argument, its value and what is allowed.
@@ -755,6 +882,12 @@ def memory_per_gpu(
     # casts each reduced shard to its fp32 parameter's dtype in the backward instead: up to
     # 4/d bytes a parameter more there, not counted.)
     k = optimizer_bytes_per_param(optimizer, mixed)
+    if adam is not None:
+        if optimizer not in ("adam", "adamw"):
+            raise MemoryModelError(
+                f"adam: given with optimizer {optimizer!r}; allowed: adam, adamw"
+            )
+        k, copy = adam.state, adam.grad_copy
     inflight = pp if inflight_microbatches is None else inflight_microbatches
     number("inflight_microbatches", inflight, 1, error=MemoryModelError)
 

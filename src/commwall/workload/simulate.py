@@ -588,6 +588,7 @@ def simulate(
         quantized_weight_bytes=cached_weight_bytes(
             cl.gpu.name, spec.precision, spec.fp8_recipe, spec.fp8_param_gather
         ),
+        adam=job.adam,
     )
     return StepReport(
         fabric=_fabric_of(scenario, cl) if cluster is None else fabric_summary(cl),

@@ -102,6 +102,8 @@ from commwall.workload.models import ModelSpec
 #: to the 16-bit model parameters (``_copy_main_params_to_model_params``: read 4, write 2).
 #: Clipping's in-place scale (8 more) runs only when the norm exceeds the limit and is left
 #: out. These bytes move at :data:`OPTIMIZER_STREAM_SHARE` of the streaming kernels' rate.
+#: The precision-aware optimizer's state moves fewer (:meth:`AdamState.step_bytes
+#: <commwall.workload.memory.AdamState.step_bytes>`, which gives these 38 without it).
 OPTIMIZER_BYTES_PER_PARAM = 4 + 28 + 6
 #: Share of the streaming kernels' achieved HBM bandwidth (``compute.HBM_SHARE``) the
 #: optimizer step's kernels reach. Megatron-LM's timers of MIT ORCD's GPT 7B (6.86 B parameters,
@@ -2082,7 +2084,7 @@ class _Builder:
             if spec.zero_stage >= 1:
                 dense_params /= self.groups.dp.nranks
                 expert_params /= self.groups.edp.nranks
-            step = (dense_params + expert_params) * OPTIMIZER_BYTES_PER_PARAM
+            step = (dense_params + expert_params) * job.adam.step_bytes(job.grad_reduce_bytes)
             seconds = (step / OPTIMIZER_STREAM_SHARE + zeroed) / self.hbm_bandwidth
             dp_phases = tuple(dp_streams.get(f"s{s}.dp", ()))
             after = (*dp_phases, self.marks[s].last_backward_end)

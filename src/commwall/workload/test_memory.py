@@ -16,6 +16,7 @@ from commwall.workload.memory import (
     MemoryBreakdown,
     MemoryModelError,
     activation_bytes_per_layer,
+    adam_state,
     memory_per_gpu,
     model_state_bytes,
     optimizer_bytes_per_param,
@@ -616,3 +617,39 @@ def test_hybrid_params_per_gpu_split_the_experts_over_ep() -> None:
     kinds = _nano_kinds()
     expert = 23 * 128 * kinds["moe"].mlp_params_per_layer()
     assert params_per_gpu(m, ep=8) == pytest.approx(m.total_params() - expert + expert / 8)
+
+
+def test_adam_state_under_the_precision_aware_optimizer() -> None:
+    """Megatron-Core's Adam bytes a parameter: 12 (fp32 master and moments) plus an fp32 copy of
+    16-bit gradients at the step without the precision-aware optimizer; with it, FusedAdam's
+    master as the bf16 parameter's 16-bit remainder (store_param_remainders), as fp16, or as
+    fp32 for fp16 or FP8 parameters, moments in their dtypes (fp8: 1 byte), no gradient copy;
+    under an FP8 recipe that scales from the current amax Megatron-Core keeps the fp32 master
+    and the copy. fp32 parameters are their own master."""
+    assert (adam_state().state, adam_state(grad_bytes=2).grad_copy) == (12, 4)
+    assert adam_state(param_dtype="fp32").state == 8
+    aware = {"precision_aware": True, "grad_bytes": 2}
+    assert adam_state(**aware).state == 10  # 2 + 4 + 4
+    assert adam_state(**aware, store_param_remainders=False).state == 12
+    assert adam_state(**aware, main_params_dtype="fp16").master == 2
+    assert adam_state(**aware, param_dtype="fp16").master == 4  # remainders need bf16 weights
+    assert adam_state(**aware, param_dtype="fp8").master == 4  # --fp8-param-gather
+    low = adam_state(**aware, exp_avg_dtype="fp8", exp_avg_sq_dtype="bf16")
+    assert (low.state, low.grad_copy, low.te_master) == (5, 0, True)
+    scaled = adam_state(**aware, exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16", scaled_fp8=True)
+    assert (scaled.state, scaled.grad_copy, scaled.te_master) == (8, 4, False)
+    assert scaled.step_bytes(2) == 4 + (4 + 4 + 4) + (4 + 4) + 6
+    assert adam_state(**aware, main_params_dtype="fp16", scaled_fp8=True).te_master
+    with pytest.raises(MemoryModelError, match="need precision_aware"):
+        adam_state(exp_avg_dtype="bf16")
+    with pytest.raises(MemoryModelError, match=r"exp_avg_dtype.*'int4'"):
+        adam_state(precision_aware=True, exp_avg_dtype="int4")
+    model = get_model("llama3-8b")
+    kw: dict[str, Any] = {"tp": 1, "pp": 1, "dp": 8, "zero_stage": 1, "micro_batch": 1,
+                          "seq_len": 4096, "grad_bytes": 2}  # fmt: skip
+    plain = memory_per_gpu(model, **kw)
+    less = memory_per_gpu(model, **kw, adam=adam_state(**aware, exp_avg_dtype="bf16",
+                                                       exp_avg_sq_dtype="bf16"))  # fmt: skip
+    assert plain.optimizer - less.optimizer == pytest.approx(6 * model.total_params() / 8)
+    with pytest.raises(MemoryModelError, match="adam: given with optimizer 'sgd'"):
+        memory_per_gpu(model, **kw, optimizer="sgd", adam=adam_state())

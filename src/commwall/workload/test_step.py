@@ -2507,3 +2507,39 @@ def test_a_hybrid_model_s_modules_run_their_pattern_s_blocks() -> None:
     without = {**MINI_HYBRID, "mtp_pattern": None}
     with pytest.raises(ScenarioError, match="without mtp_pattern"):
         resolved({**base, "model": without, "mtp_layers": 1})
+
+
+def test_the_precision_aware_optimizer_steps_and_holds_fewer_bytes() -> None:
+    """With --use-precision-aware-optimizer and bf16 moments a bf16 run's optimizer state is
+    6 bytes a parameter (the fp32 master as the bf16 parameter's 16-bit remainder, two bf16
+    moments) against 12, with no fp32 copy of its bf16 gradients, and the step moves 20 bytes a
+    parameter against 38 (memory.AdamState.step_bytes); an FP8 current-scaling run keeps
+    Megatron-Core's fp32 master and gradient copy. Lower dtypes without the flag, or the flag
+    without the distributed optimizer, are refused by field."""
+    base = {"tp": 1, "zero_stage": 1, "global_batch": 64, "grad_reduce_in_fp32": False}
+    pao = {**base, "precision_aware_optimizer": True, "exp_avg_dtype": "bf16",
+           "exp_avg_sq_dtype": "bf16"}  # fmt: skip
+    job, cluster = resolved(pao)
+    assert (job.adam.state, job.adam.grad_copy, job.adam.step_bytes(2)) == (6, 0, 20)
+    plain, fast = run(base), run(pao)
+    assert fast.breakdown["optimizer"] == pytest.approx(
+        plain.breakdown["optimizer"]
+        - (38 - 20)
+        * job.model.total_params()
+        / job.dp
+        / OPTIMIZER_STREAM_SHARE
+        / (cluster.gpu.hbm_bandwidth * HBM_SHARE["h100-sxm"]),
+        rel=1e-9,
+    )
+    assert plain.memory.optimizer - fast.memory.optimizer == pytest.approx(
+        6 * job.model.total_params() / job.dp, rel=1e-9
+    )  # the 12-to-6 state; the gradient copy never outweighs this run's activations
+    assert fast.job["optimizer_state_bytes"] == 6 and plain.job["optimizer_state_bytes"] == 12
+    fp8 = resolved({**pao, "precision": "fp8", "fp8_recipe": "tensorwise"})[0].adam
+    assert (fp8.master, fp8.state, fp8.grad_copy) == (4, 8, 4)
+    with pytest.raises(
+        ScenarioError, match=re.escape("job.exp_avg_dtype: bf16 needs precision_aware")
+    ):
+        run({**base, "exp_avg_dtype": "bf16"})
+    with pytest.raises(ScenarioError, match=re.escape("job.precision_aware_optimizer: true needs")):
+        run({**pao, "zero_stage": 0})
