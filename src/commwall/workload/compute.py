@@ -210,7 +210,8 @@ SUSTAINED_GEMM: Final = 1523.0 / 1769.0
 #:   ``README.md`` @f9d564b; its 8192³ cuBLAS loop on every GPU of a node, 60 s by default):
 #:   GB200-NVL72 ~1,550, H100 SXM ~730, A100 SXM4 80GB ~270 TFLOP/s, each divided by
 #:   :data:`GPU_FRYER_BIAS`: gpu-fryer's BF16 operands are random 32-bit integers cast to
-#:   float (``src/main.rs``), all positive and nearly all of one or two exponents, data that
+#:   float (``src/main.rs``, unchanged from c83e0ef, which added the BF16 burn, to f9d564b, the
+#:   table's commit), all positive and nearly all of one or two exponents, data that
 #:   toggles fewer bits than a random-operand benchmark's and draws less power, and where both
 #:   ran on the same nodes (B200, B300, above) it read that much above cuBLASLt.
 #:
