@@ -653,3 +653,29 @@ def test_adam_state_under_the_precision_aware_optimizer() -> None:
     assert plain.optimizer - less.optimizer == pytest.approx(6 * model.total_params() / 8)
     with pytest.raises(MemoryModelError, match="adam: given with optimizer 'sgd'"):
         memory_per_gpu(model, **kw, optimizer="sgd", adam=adam_state())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["fp32", "bf16", "fp16", "fp8"]),
+    st.sampled_from(["fp32", "bf16", "fp16", "fp8"]),
+    st.sampled_from(["fp32", "fp16"]),
+    st.booleans(),
+    st.sampled_from(["fp32", "bf16", "fp16", "fp8"]),
+    st.booleans(),
+    st.sampled_from([2, 4]),
+)
+def test_the_precision_aware_optimizer_never_holds_or_moves_more(
+    m: str, v: str, master: str, remainders: bool, params: str, scaled: bool, grads: int
+) -> None:
+    """Whatever its dtypes, the precision-aware optimizer holds at most the fp32 optimizer's
+    state and gradient copy, and its step moves at most the same bytes: lower dtypes only
+    shrink them."""
+    plain = adam_state(param_dtype=params, grad_bytes=grads)
+    aware = adam_state(
+        precision_aware=True, exp_avg_dtype=m, exp_avg_sq_dtype=v, main_params_dtype=master,
+        store_param_remainders=remainders, param_dtype=params, scaled_fp8=scaled, grad_bytes=grads,
+    )  # fmt: skip
+    assert aware.state <= plain.state and aware.grad_copy <= plain.grad_copy
+    assert aware.step_bytes(grads) <= plain.step_bytes(grads)
+    assert aware.state >= 2  # two moments of one byte at least
