@@ -86,7 +86,9 @@ class AdamState:
     the step makes (Megatron-Core's ``shard_main_param.grad = shard_model_grad.float()``), 0 where
     Transformer Engine's FusedAdam reads the gradients as they are (``decoupled_grad``);
     ``te_master``: FusedAdam keeps the master weights and writes the model's parameters itself;
-    ``remainders``: it keeps them as the bf16 parameters' 16-bit remainders.
+    ``remainders``: it keeps them as the bf16 parameters' 16-bit remainders; ``grads``: bytes of
+    each gradient the step reads (4: an fp32 gradient or its fp32 copy; the reduced gradient's own
+    where FusedAdam reads it as it is).
     """
 
     master: int
@@ -95,13 +97,15 @@ class AdamState:
     grad_copy: int
     te_master: bool
     remainders: bool = False
+    grads: int = 4
 
     @property
     def state(self) -> int:
         """Optimizer state bytes a parameter: master + both moments (ZeRO's ``K``)."""
         return self.master + self.exp_avg + self.exp_avg_sq
 
-    def step_bytes(self, grad_bytes: int) -> int:
+    @property
+    def step_bytes(self) -> int:
         """HBM bytes a parameter the optimizer step moves: the gradient norm reads the
         gradients, Adam reads master, gradient and moments and writes master and moments back,
         and the new weight reaches the 16-bit parameter — Megatron-Core reads its fp32 master and
@@ -110,10 +114,10 @@ class AdamState:
         Megatron-Core's fp32 path: 4 + 16 + 12 + 6 = 38
         (``commwall.workload.step.OPTIMIZER_BYTES_PER_PARAM``).
 
-        >>> AdamState(4, 4, 4, 0, False).step_bytes(4), AdamState(0, 4, 4, 0, False).step_bytes(4)
+        >>> AdamState(4, 4, 4, 0, False).step_bytes, AdamState(0, 4, 4, 0, False).step_bytes
         (38, 32)
         """
-        grads = grad_bytes if self.te_master else 4
+        grads = self.grads
         moments = self.exp_avg + self.exp_avg_sq
         master = self.master or 4  # an fp32 parameter is read and written as its own master
         adam = (master + grads + moments) + (master + moments)
@@ -159,7 +163,7 @@ def adam_state(
     (12, 0)
     >>> a = adam_state(precision_aware=True, exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16",
     ...                grad_bytes=2)
-    >>> a.master, a.state, a.grad_copy, a.step_bytes(2)  # remainders, bf16 moments
+    >>> a.master, a.state, a.grad_copy, a.step_bytes  # remainders, bf16 moments
     (2, 6, 0, 20)
     >>> adam_state(precision_aware=True, exp_avg_dtype="bf16", scaled_fp8=True, grad_bytes=2).master
     4
@@ -176,8 +180,9 @@ def adam_state(
                 "exp_avg_dtype, exp_avg_sq_dtype and main_params_dtype other than fp32 need "
                 "precision_aware (Megatron-Core asserts the same)"
             )
-        copy = MAIN_GRAD_BYTES if mixed and grad_bytes < 4 else 0
-        return AdamState(MASTER_WEIGHT_BYTES if mixed else 0, 4, 4, copy, False)
+        return AdamState(
+            MASTER_WEIGHT_BYTES if mixed else 0, 4, 4, _fp32_copy(mixed, grad_bytes), False
+        )
     moments = OPTIMIZER_DTYPE_BYTES[exp_avg_dtype], OPTIMIZER_DTYPE_BYTES[exp_avg_sq_dtype]
     te_master = main_params_dtype != "fp32" or not scaled_fp8
     if not mixed:
@@ -185,11 +190,18 @@ def adam_state(
     elif not te_master:
         master = MASTER_WEIGHT_BYTES
     elif main_params_dtype == "fp32" and store_param_remainders and param_dtype == "bf16":
-        return AdamState(2, *moments, 0, True, remainders=True)
+        return AdamState(2, *moments, 0, True, remainders=True, grads=grad_bytes)
     else:
         master = OPTIMIZER_DTYPE_BYTES[main_params_dtype]
-    copy = 0 if te_master or not mixed or grad_bytes >= 4 else MAIN_GRAD_BYTES
-    return AdamState(master, *moments, copy, te_master)
+    if te_master:  # FusedAdam steps on the gradients as they are (decoupled_grad)
+        return AdamState(master, *moments, 0, True, grads=grad_bytes)
+    return AdamState(master, *moments, _fp32_copy(mixed, grad_bytes), False)
+
+
+def _fp32_copy(mixed: bool, grad_bytes: int) -> int:
+    """Bytes a parameter of the fp32 gradient copy Megatron-Core's optimizer steps on: 16-bit
+    gradients of 16-bit (or 8-bit) weights, :data:`MAIN_GRAD_BYTES`; none otherwise."""
+    return MAIN_GRAD_BYTES if mixed and grad_bytes < 4 else 0
 
 
 class MemoryModelError(CommwallError, ValueError):
@@ -874,7 +886,7 @@ def memory_per_gpu(
     # Mixed precision keeps fp32 master weights, and an fp32 copy of 16-bit gradients to step
     # on (:data:`MAIN_GRAD_BYTES`); fp32 weights are their own master (Megatron's 16 = 8 + 8/d).
     mixed = master_weights and param_bytes < 4
-    copy = MAIN_GRAD_BYTES if mixed and grad_bytes < 4 else 0
+    copy = _fp32_copy(mixed, grad_bytes)
     # Megatron's optimizers make that copy as they step (``shard_main_param.grad =
     # shard_model_grad.float()`` in DistributedOptimizer._copy_model_grads_to_main_grads
     # @d98e8a6, Float16OptimizerWithFloat16Params alike) and drop it in the next step's

@@ -102,7 +102,7 @@ from commwall.workload.models import ModelSpec
 #: to the 16-bit model parameters (``_copy_main_params_to_model_params``: read 4, write 2).
 #: Clipping's in-place scale (8 more) runs only when the norm exceeds the limit and is left
 #: out. These bytes move at :data:`OPTIMIZER_STREAM_SHARE` of the streaming kernels' rate.
-#: The precision-aware optimizer's state moves fewer (:meth:`AdamState.step_bytes
+#: The precision-aware optimizer's state moves fewer (:attr:`AdamState.step_bytes
 #: <commwall.workload.memory.AdamState.step_bytes>`, which gives these 38 without it).
 OPTIMIZER_BYTES_PER_PARAM = 4 + 28 + 6
 #: Share of the streaming kernels' achieved HBM bandwidth (``compute.HBM_SHARE``) the
@@ -2069,6 +2069,7 @@ class _Builder:
         for i, p in enumerate(self.schedule.phases):
             if p.stream.endswith(".dp"):
                 dp_streams.setdefault(p.stream, []).append(i)
+        step_bytes = job.adam.step_bytes  # a parameter's, the optimizer's settings
         for s in range(job.pp):
             dense, expert = split_expert_gradients(job, s)
             dense_params = sum(b for _, b in dense) / job.element_bytes
@@ -2084,7 +2085,7 @@ class _Builder:
             if spec.zero_stage >= 1:
                 dense_params /= self.groups.dp.nranks
                 expert_params /= self.groups.edp.nranks
-            step = (dense_params + expert_params) * job.adam.step_bytes(job.grad_reduce_bytes)
+            step = (dense_params + expert_params) * step_bytes
             seconds = (step / OPTIMIZER_STREAM_SHARE + zeroed) / self.hbm_bandwidth
             dp_phases = tuple(dp_streams.get(f"s{s}.dp", ()))
             after = (*dp_phases, self.marks[s].last_backward_end)

@@ -638,7 +638,7 @@ def test_adam_state_under_the_precision_aware_optimizer() -> None:
     assert (low.state, low.grad_copy, low.te_master) == (5, 0, True)
     scaled = adam_state(**aware, exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16", scaled_fp8=True)
     assert (scaled.state, scaled.grad_copy, scaled.te_master) == (8, 4, False)
-    assert scaled.step_bytes(2) == 4 + (4 + 4 + 4) + (4 + 4) + 6
+    assert scaled.step_bytes == 4 + (4 + 4 + 4) + (4 + 4) + 6
     assert adam_state(**aware, main_params_dtype="fp16", scaled_fp8=True).te_master
     with pytest.raises(MemoryModelError, match="need precision_aware"):
         adam_state(exp_avg_dtype="bf16")
@@ -677,5 +677,5 @@ def test_the_precision_aware_optimizer_never_holds_or_moves_more(
         store_param_remainders=remainders, param_dtype=params, scaled_fp8=scaled, grad_bytes=grads,
     )  # fmt: skip
     assert aware.state <= plain.state and aware.grad_copy <= plain.grad_copy
-    assert aware.step_bytes(grads) <= plain.step_bytes(grads)
+    assert aware.step_bytes <= plain.step_bytes
     assert aware.state >= 2  # two moments of one byte at least

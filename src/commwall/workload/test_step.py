@@ -2520,7 +2520,7 @@ def test_the_precision_aware_optimizer_steps_and_holds_fewer_bytes() -> None:
     pao = {**base, "precision_aware_optimizer": True, "exp_avg_dtype": "bf16",
            "exp_avg_sq_dtype": "bf16"}  # fmt: skip
     job, cluster = resolved(pao)
-    assert (job.adam.state, job.adam.grad_copy, job.adam.step_bytes(2)) == (6, 0, 20)
+    assert (job.adam.state, job.adam.grad_copy, job.adam.step_bytes) == (6, 0, 20)
     plain, fast = run(base), run(pao)
     assert fast.breakdown["optimizer"] == pytest.approx(
         plain.breakdown["optimizer"]
