@@ -26,6 +26,10 @@ group (Megatron-LM's partitioning: Shoeybi et al. 2019; Korthikanti et al. 2022)
     User's Guide", §"Wave Quantization"): the output is cut into thread-block tiles, the tiles
     run in waves of one per SM, and the last wave may be partly idle. The best of cuBLAS's
     usual 256×128, 128×256 and 128×128 tiles (and 64×64 for outputs thinner than 128) is taken.
+  - ``block-scaled on Hopper``: FP8 with per-block scales (``fp8_recipe: blockwise``) on a
+    Hopper GPU runs its GEMMs :data:`HOPPER_BLOCKWISE_GEMM` times longer than per-tensor FP8:
+    Hopper's tensor cores take one scale per operand, so the kernel applies the block scales
+    in software (:data:`BLOCK_SCALES_EMULATED`).
 
 * **Attention core** — FlashAttention (Dao 2022; Dao 2023; Shah et al. 2024): forward
   ``4·b·s²·a·d/t`` FLOPs halved by the causal mask (a sliding window ``w < s`` keeps
@@ -76,6 +80,7 @@ from commwall.workload.models import ModelSpec
 __all__ = [
     "ATTENTION",
     "ATTENTION_FP8",
+    "BLOCK_SCALES_EMULATED",
     "CUDNN_RELEASES",
     "FP4_CEILING",
     "GEMM_CEILING",
@@ -83,6 +88,7 @@ __all__ = [
     "GPU_FRYER_BIAS",
     "HBM_SHARE",
     "HEAD_DIM_64_SHARE",
+    "HOPPER_BLOCKWISE_GEMM",
     "KERNEL_LAUNCH",
     "NON_TN_FP8",
     "PER_TENSOR_FP8",
@@ -717,6 +723,11 @@ def layer_work(
     h, t = model.hidden, tp
     low = dev.precision in ("fp8", "fp4")
     recipe = "nvfp4" if dev.precision == "fp4" else fp8_recipe
+    if low and recipe == "blockwise" and dev.name in BLOCK_SCALES_EMULATED:
+        # Hopper applies the block scales in software: every FP8 GEMM's rate falls by
+        # HOPPER_BLOCKWISE_GEMM (16-bit kernels re-derive theirs, sixteen_bit)
+        slow = HOPPER_BLOCKWISE_GEMM
+        dev = replace(dev, gemm_ceiling=dev.gemm_ceiling / slow, gemm_bound=dev.gemm_bound / slow)
     # GEMM inputs: 1 byte in FP8 and 9/16 in NVFP4 (Transformer Engine casts them first), else
     # the element size
     g_bytes = float(elem_bytes)
@@ -1004,6 +1015,33 @@ LOW_PRECISION_CAST: Final[dict[str, tuple[float, float, int]]] = {
     "blockwise": (1.0 + 4.0 / 128.0, 0.0, 1),
     "nvfp4": (0.5 + 1.0 / 16.0, 2.0, 3),
 }
+
+
+#: How much longer a GEMM's kernel runs under FP8 block scaling (``blockwise``: an fp32 scale
+#: per 1×128 or 128×128 block, DeepSeek-V3's recipe) than under per-tensor FP8 on the GPUs of
+#: :data:`BLOCK_SCALES_EMULATED`, where "block-scaled GEMMs are software-emulated" (Transformer
+#: Engine, ``docs/features/low_precision_training/fp8_blockwise_scaling/fp8_blockwise_scaling.rst``
+#: @d0067d0): the tensor cores take one scale per operand, so the kernel rescales its fp32
+#: partial sums once per 128-deep slice of K. Derived from the one published measurement of both
+#: recipes on the same shapes: Transformer Engine's GEMM profiling tutorial
+#: (``docs/examples/gemm_profiling/gemm_profiling.rst`` @d0067d0, "Worked Example: 5B Model on
+#: H200": the twelve GEMMs of a hidden-4096, FFN-16384 layer at 15,872 tokens on an H200 NVL)
+#: times a layer's GEMMs at 20.285 ms with current scaling and 22.882 ms with block scaling,
+#: each cast included ("autocast"), and at 16.785 ms with current scaling's operands cast
+#: beforehand, so current scaling's casts cost 20.285 − 16.785 = 3.500 ms. Block scaling's
+#: casts are priced from current scaling's in the ratio of the bytes each moves an element
+#: (:data:`LOW_PRECISION_CAST`: read 2, write two 1-byte copies and their scales, 4.0625 B,
+#: against tensorwise's 6.0 B with its amax pass): 2.370 ms, leaving 20.512 ms of block-scaled
+#: GEMM against 16.785 — 1.222 (derived). Were block scaling's casts as dear as current
+#: scaling's, 1.155. Measured on one GPU and one layer shape; every Hopper GPU and shape takes
+#: it. On Blackwell Transformer Engine runs the recipe as MXFP8 on tensor cores that take block
+#: scales natively (the same page), so this does not apply there.
+HOPPER_BLOCKWISE_GEMM: Final = (
+    22.882 - (20.285 - 16.785) * (2.0 + 2.0 * (1.0 + 4.0 / 128.0)) / 6.0
+) / 16.785
+#: GPUs whose tensor cores take no block scales (Hopper, compute capability 9.0), so a
+#: block-scaled FP8 GEMM runs :data:`HOPPER_BLOCKWISE_GEMM` slower than a per-tensor one.
+BLOCK_SCALES_EMULATED: Final = frozenset({"h100-sxm", "h200"})
 
 
 #: GPUs whose FP8 GEMMs take any operand layout, so Transformer Engine keeps no transposed

@@ -13,6 +13,7 @@ from commwall.errors import CommwallError
 from commwall.workload import WorkloadError
 from commwall.workload.compute import (
     ATTENTION_FP8,
+    BLOCK_SCALES_EMULATED,
     CUDNN_RELEASES,
     EAGER_CLAMP,
     EAGER_CLAMP_BYTES,
@@ -23,6 +24,7 @@ from commwall.workload.compute import (
     GEMM_FIXED,
     GPU_FRYER_BIAS,
     HBM_SHARE,
+    HOPPER_BLOCKWISE_GEMM,
     KERNEL_LAUNCH,
     LOW_PRECISION_CAST,
     NVFP4_GEMM_KERNELS,
@@ -504,6 +506,54 @@ def test_an_fp8_recipe_adds_what_its_quantizer_does(
     assert cast.nbytes == pytest.approx((4.0 + extra) * 4096 * model.hidden)
     hbm = 3.35e12 * HBM_SHARE["h100-sxm"]
     assert cast.seconds == pytest.approx(cast.nbytes / hbm + launches * KERNEL_LAUNCH)
+
+
+def test_hopper_blockwise_gemm_is_derived_from_te_s_h200_profile() -> None:
+    """Transformer Engine's GEMM profiling tutorial on an H200 NVL: 20.285 ms (current
+    scaling, casts included), 16.785 (its casts done beforehand), 22.882 (block scaling, casts
+    included). Block scaling's casts are current scaling's 3.5 ms in the ratio of the bytes
+    LOW_PRECISION_CAST has each move an element (4.0625 against 6.0)."""
+
+    def moved(recipe: str) -> float:
+        written, extra, _ = LOW_PRECISION_CAST[recipe]
+        return 2.0 + extra + 2.0 * written
+
+    casts = (20.285 - 16.785) * moved("blockwise") / moved("tensorwise")
+    assert moved("blockwise") == pytest.approx(4.0625) and moved("tensorwise") == 6.0
+    assert casts == pytest.approx(2.370, abs=5e-4)
+    assert pytest.approx((22.882 - casts) / 16.785) == HOPPER_BLOCKWISE_GEMM
+    assert pytest.approx(1.222, abs=5e-4) == HOPPER_BLOCKWISE_GEMM
+    assert {"h100-sxm", "h200"} == BLOCK_SCALES_EMULATED
+
+
+def test_block_scaled_fp8_gemms_are_slower_on_hopper_alone() -> None:
+    """Hopper applies the block scales in software: every FP8 GEMM of a blockwise job takes
+    HOPPER_BLOCKWISE_GEMM times current scaling's compute-bound time; the 16-bit LM head,
+    the attention core and the casts' bytes do not change. Blackwell takes block scales in its
+    tensor cores: there the recipes' GEMMs run alike."""
+    model = get_model("llama3-70b")
+    kw = {"micro_batch": 1, "seq_len": 8192, "tp": 1}
+    per_tensor = layer_work(model, H100_FP8, fp8_recipe="tensorwise", **kw)  # type: ignore[arg-type]
+    block = layer_work(model, H100_FP8, fp8_recipe="blockwise", **kw)  # type: ignore[arg-type]
+    for a, b in zip(
+        per_tensor.forward + per_tensor.backward, block.forward + block.backward, strict=True
+    ):
+        assert a.name.replace("cast+transpose", "") == b.name.replace("cast+transpose", "")
+        if a.kind == "gemm":  # the backward's dgrad and wgrad are two kernels
+            fixed = GEMM_FIXED * (2 if "dgrad" in a.name else 1)
+            assert b.seconds - fixed == pytest.approx((a.seconds - fixed) * HOPPER_BLOCKWISE_GEMM)
+        elif a.kind == "attention":
+            assert b.seconds == a.seconds
+    assert block.head_forward[0].seconds == per_tensor.head_forward[0].seconds
+    b200 = device_for("b200", 4500e12, 2250e12, 8e12, "fp8")
+    mx = layer_work(model, b200, fp8_recipe="mxfp8", **kw)  # type: ignore[arg-type]
+    bw = layer_work(model, b200, fp8_recipe="blockwise", **kw)  # type: ignore[arg-type]
+    gemms = [
+        (a.seconds, b.seconds)
+        for a, b in zip(mx.forward, bw.forward, strict=True)
+        if a.kind == "gemm"
+    ]
+    assert gemms and all(a == b for a, b in gemms)
 
 
 def test_an_fp8_recipe_needs_fp8_and_mxfp8_needs_blackwell() -> None:
