@@ -188,7 +188,13 @@ KNOWN_GAPS: Final = (
     "to 1 GiB (the model reaches the NVLink rate, runs 0.81 of it at 128–256 MiB and 0.94 at "
     "16 GiB); 64 GB300 of one NVL72 rack (16 trays) 2.4–3.8x faster at 0.5–16 MiB, where the "
     "run's busbw stays at 114–130 GB/s from 8 to 16 MiB. One B200 node and one or two GB300 trays are within ~20% from "
-    "8 MiB.",
+    "8 MiB. Every Blackwell table (B200 nodes, one and two GB300 trays, the 16-tray rack) "
+    "misses most at 512 KiB a peer (+36 to +196%) and is within 30% at its next size (1 or "
+    "2 MiB a peer), where NCCL has stopped sending with LL: `addP2pToPlan` takes LL up to `p2pnChannelsPerPeer` × "
+    "`NCCL_P2P_LL_THRESHOLD` (32 × 16 KiB on these nodes), not 16 KiB per channel the send "
+    "takes, as the model reads it; moving the model's threshold there makes it worse (its LL "
+    "p2p copy, half the Simple rate, is ~2x faster than these runs' ~5 GB/s a channel), and "
+    "no public LL p2p rate was found to price it.",
     "**Eight A100 in one node on LL and LL128 (1–16 MiB)**: 30–108% faster in the model, "
     "whose time there equals NCCL's own tuning estimate (4 MiB all_reduce: 73.8 µs against "
     "about 112 µs measured); from 32 MiB (Simple) 1–22% faster.",
