@@ -27,29 +27,29 @@ def test_run_default_prints_breakdown_and_bottleneck() -> None:
     assert "Top collectives" in result.output
 
 
+def _run_job(tmp_path: Path, name: str, job: str) -> tuple[Path, str]:
+    """``commwall run`` on two DGX H100 nodes with ``job`` (the YAML mapping's inside): the
+    scenario file and the flattened output of a run that must succeed."""
+    scenario = tmp_path / f"{name}.yaml"
+    scenario.write_text(f"cluster: {{preset: dgx-h100, nodes: 2}}\njob: {{{job}}}\n")
+    result = runner.invoke(app, ["run", str(scenario)])
+    assert result.exit_code == 0, result.output
+    return scenario, _flat(result.output)
+
+
 def test_run_says_how_gradients_and_weights_travel(tmp_path: Path) -> None:
     """The job line names fp32 gradient reductions and FP8 weights, which change DP bytes."""
     result = runner.invoke(app, ["run"])
     assert "bf16 (gradients reduced in fp32), ZeRO-1" in _flat(result.output)
-    scenario = tmp_path / "fp8.yaml"
-    scenario.write_text(
-        "cluster: {preset: dgx-h100, nodes: 2}\n"
-        "job: {model: llama3-8b, tp: 1, global_batch: 16, seq_len: 2048, precision: fp8,\n"
-        "      fp8_param_gather: true, grad_reduce_in_fp32: false}\n"
-    )
-    fp8 = runner.invoke(app, ["run", str(scenario)])
-    assert fp8.exit_code == 0, fp8.output
-    assert "fp8 (FP8 weights), ZeRO-1" in _flat(fp8.output)
-    assert "gradients reduced in fp32" not in _flat(fp8.output)
-    aware = tmp_path / "aware.yaml"
-    aware.write_text(
-        "cluster: {preset: dgx-h100, nodes: 2}\n"
-        "job: {model: llama3-8b, tp: 1, global_batch: 16, seq_len: 2048, grad_reduce_in_fp32: false,\n"
-        "      precision_aware_optimizer: true, exp_avg_dtype: bf16, exp_avg_sq_dtype: bf16}\n"
-    )
-    out = runner.invoke(app, ["run", str(aware)])
-    assert out.exit_code == 0, out.output
-    assert "bf16 (precision-aware Adam, 6 B of state a parameter), ZeRO-1" in _flat(out.output)
+    base = "model: llama3-8b, tp: 1, global_batch: 16, seq_len: 2048, grad_reduce_in_fp32: false"
+    _, fp8 = _run_job(tmp_path, "fp8", f"{base}, precision: fp8, fp8_param_gather: true")
+    assert "fp8 (FP8 weights), ZeRO-1" in fp8
+    assert "gradients reduced in fp32" not in fp8
+    aware, out = _run_job(
+        tmp_path, "aware",
+        f"{base}, precision_aware_optimizer: true, exp_avg_dtype: bf16, exp_avg_sq_dtype: bf16",
+    )  # fmt: skip
+    assert "bf16 (precision-aware Adam, 6 B of state a parameter), ZeRO-1" in out
     bad = tmp_path / "bad.yaml"
     bad.write_text(aware.read_text().replace("precision_aware_optimizer: true", "zero_stage: 1"))
     refused = runner.invoke(app, ["run", str(bad)])
